@@ -1,0 +1,25 @@
+# shellcheck shell=bash
+# Common paths and helpers for the lab's shell scripts.  Sourced, not run.
+
+LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Everything worth keeping between clones (ccache, pip cache, the KVM
+# probe's verdict) lives outside the repository.
+LAB_CACHE=${LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernel-lab}
+LAB_BUILD=${LAB_BUILD:-$LAB_ROOT/build}
+# The kernel object tree (make O=...), shared by every target.
+KOBJ=${KOBJ:-$LAB_BUILD/obj}
+LAB_VENV=${LAB_VENV:-$LAB_ROOT/.venv}
+
+log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+# Run a command as root, or explain why we cannot.
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		die "need root for: $*"
+	fi
+}

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of liblab, in TAP: each check is named and a failure says what
+ * was expected and what came back.  Run by 'make test' (tests/host).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lab.h"
+
+static int n_tests, n_failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", ok ? "" : "not ", ++n_tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!ok)
+		n_failed++;
+}
+
+static void check_near(double got, double want, double tol, const char *what)
+{
+	int ok = fabs(got - want) <= tol;
+
+	check(ok, "%s", what);
+	if (!ok)
+		printf("#   expected %.9g (+/- %g), got %.9g\n", want, tol, got);
+}
+
+static void test_percentile(void)
+{
+	double v[] = { 1, 2, 3, 4, 5 };
+	double one[] = { 7 };
+
+	check_near(lab_percentile(v, 5, 50), 3, 0, "median of 1..5 is 3");
+	check_near(lab_percentile(v, 5, 0), 1, 0, "p0 is the minimum");
+	check_near(lab_percentile(v, 5, 100), 5, 0, "p100 is the maximum");
+	check_near(lab_percentile(v, 5, 90), 4.6, 1e-12, "p90 interpolates between ranks");
+	check_near(lab_percentile(v, 4, 50), 2.5, 1e-12, "median of an even count is the midpoint");
+	check_near(lab_percentile(one, 1, 99.9), 7, 0, "any percentile of one value is that value");
+	check(isnan(lab_percentile(v, 0, 50)), "percentile of nothing is NaN");
+}
+
+static void test_summary(void)
+{
+	double v[] = { 9, 2, 5, 4, 12, 7, 8, 11, 9, 3, 7, 4, 12, 5, 4, 10, 9, 6, 9, 4 };
+	double big[] = { 1e9 + 1, 1e9 + 2, 1e9 + 3 };
+	struct lab_summary s;
+
+	check(lab_summarize(v, 20, &s) == 0, "summarize 20 values");
+	check(s.n == 20, "count is 20");
+	check_near(s.mean, 7, 1e-12, "mean of the sample is 7");
+	check_near(s.stddev, sqrt(178.0 / 19.0), 1e-12, "sample stddev uses n - 1");
+	check_near(s.min, 2, 0, "min");
+	check_near(s.max, 12, 0, "max");
+	check_near(s.p50, 7, 0, "median");
+	check(v[0] == 9 && v[19] == 4, "input is left unsorted");
+
+	check(lab_summarize(big, 3, &s) == 0 && fabs(s.stddev - 1) < 1e-6,
+	      "stddev is exact for large values with a small spread");
+	errno = 0;
+	check(lab_summarize(v, 0, &s) == -1 && errno == EINVAL, "no values: EINVAL");
+}
+
+static void test_linfit(void)
+{
+	double x[] = { 0, 50, 100, 150, 200 };
+	double y[5], noisy[] = { 10.5, 59.5, 110.5, 159.5, 210.0 };
+	double flat[] = { 3, 3, 3, 3, 3 };
+	double same_x[] = { 1, 1, 1 };
+	struct lab_fit f;
+	int i;
+
+	for (i = 0; i < 5; i++)
+		y[i] = 590 + 1.25 * x[i];
+	check(lab_linfit(x, y, 5, &f) == 0, "fit an exact line");
+	check_near(f.intercept, 590, 1e-9, "intercept of an exact line");
+	check_near(f.slope, 1.25, 1e-12, "slope of an exact line");
+	check_near(f.r2, 1, 1e-12, "R^2 of an exact line is 1");
+	check(f.n == 5, "fit records n");
+
+	check(lab_linfit(x, noisy, 5, &f) == 0, "fit a noisy line");
+	check_near(f.slope, 0.998, 1e-9, "least-squares slope of the noisy line");
+	check_near(f.intercept, 10.2, 1e-9, "least-squares intercept of the noisy line");
+	check(f.r2 > 0.999 && f.r2 < 1, "R^2 of the noisy line is just below 1 (%.6f)", f.r2);
+
+	check(lab_linfit(x, flat, 5, &f) == 0 && f.slope == 0 && f.r2 == 1,
+	      "a constant fits with slope 0 and R^2 1");
+	errno = 0;
+	check(lab_linfit(same_x, flat, 3, &f) == -1 && errno == EINVAL, "all x equal: EINVAL");
+	errno = 0;
+	check(lab_linfit(x, y, 1, &f) == -1 && errno == EINVAL, "one point: EINVAL");
+}
+
+static void test_lists(void)
+{
+	unsigned long *a;
+	int n;
+
+	n = lab_parse_uint_list("0:700:50", &a);
+	check(n == 15 && a[0] == 0 && a[14] == 700, "0:700:50 is 15 values, 700 included");
+	free(a);
+	n = lab_parse_uint_list("0:10:4", &a);
+	check(n == 3 && a[2] == 8, "a range whose step overshoots stops before stop");
+	free(a);
+	n = lab_parse_uint_list("5,0,300", &a);
+	check(n == 3 && a[0] == 5 && a[1] == 0 && a[2] == 300, "a comma list keeps its order");
+	free(a);
+	n = lab_parse_uint_list("0:100:50,400", &a);
+	check(n == 4 && a[3] == 400, "ranges and values mix");
+	free(a);
+
+	const char *bad[] = { "", "-5", "1,,2", "abc", "1:2", "5:1:1", "0:10:0", "1,", "1 2" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		n = lab_parse_uint_list(bad[i], &a);
+		check(n == -1 && errno == EINVAL && !a, "'%s' is refused", bad[i]);
+	}
+}
+
+static void test_files(void)
+{
+	char dir[] = "/tmp/test_lab.XXXXXX", path[256], sub[256];
+	unsigned long v = 0;
+	FILE *f;
+
+	if (!mkdtemp(dir)) {
+		check(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/param", dir);
+	f = fopen(path, "w");
+	fclose(f);
+	check(lab_write_ulong(path, 250) == 0, "write a number");
+	check(lab_read_ulong(path, &v) == 0 && v == 250, "read it back (%lu)", v);
+	f = fopen(path, "w");
+	fputs("12abc\n", f);
+	fclose(f);
+	errno = 0;
+	check(lab_read_ulong(path, &v) == -1 && errno == EINVAL, "trailing junk is EINVAL");
+	snprintf(sub, sizeof(sub), "%s/a/b/c", dir);
+	check(lab_mkdirs(sub) == 0 && access(sub, F_OK) == 0, "mkdirs creates every level");
+	check(lab_mkdirs(sub) == 0, "mkdirs of an existing folder succeeds");
+
+	f = tmpfile();
+	char out[64] = "";
+	lab_json_string(f, "a\"b\\c\n");
+	rewind(f);
+	if (!fgets(out, sizeof(out), f))
+		out[0] = '\0';
+	fclose(f);
+	check(strcmp(out, "\"a\\\"b\\\\c\\u000a\"") == 0, "JSON string escaping (%s)", out);
+
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	if (system(sub))
+		printf("# could not remove %s\n", dir);
+}
+
+static void test_clock(void)
+{
+	uint64_t a = lab_now_ns(), b;
+
+	usleep(2000);
+	b = lab_now_ns();
+	check(b > a && b - a >= 2000000, "the clock advances across a 2 ms sleep");
+}
+
+int main(void)
+{
+	test_percentile();
+	test_summary();
+	test_linfit();
+	test_lists();
+	test_files();
+	test_clock();
+	printf("1..%d\n", n_tests);
+	return n_failed ? 1 : 0;
+}

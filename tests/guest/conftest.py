@@ -1,0 +1,87 @@
+"""Fixtures for the tests that run inside the patched kernel (make test
+boots it with scripts/vm.sh).  Each test starts and ends with the delay
+module unloaded."""
+import errno
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODDIR = pathlib.Path("/sys/module/delay")
+LOOPS = MODDIR / "parameters/loops"
+
+
+def on_lab_kernel():
+    try:
+        return " syscall_hook_register\n" in open("/proc/kallsyms").read()
+    except OSError:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if not on_lab_kernel():
+        # Not a skip: run outside the VM these tests would prove nothing.
+        pytest.exit("tests/guest must run inside the lab kernel: use 'make test'", 2)
+
+
+def ko(name):
+    path = ROOT / "modules" / name / f"{name}.ko"
+    assert path.exists(), f"{path} is not built: run 'make module'"
+    return path
+
+
+def insmod(name="delay", *params, check=True):
+    return subprocess.run(["insmod", ko(name), *params], capture_output=True, text=True,
+                          check=check)
+
+
+def rmmod(name="delay", check=True):
+    return subprocess.run(["rmmod", name], capture_output=True, text=True, check=check)
+
+
+def write_param(value, path=LOOPS):
+    """Write like 'echo -n value > path'; returns 0 or the errno."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, value.encode())
+        return 0
+    except OSError as e:
+        return e.errno
+    finally:
+        os.close(fd)
+
+
+def read_int(path):
+    return int(pathlib.Path(path).read_text())
+
+
+def kernel_problems():
+    """Lines of dmesg that say the kernel went wrong."""
+    log = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
+    bad = re.compile(r"Oops|BUG:|WARNING:|soft lockup|hard LOCKUP|rcu.*stall|"
+                     r"blocked for more than|general protection|Call Trace")
+    return [ln for ln in log.splitlines() if bad.search(ln)]
+
+
+@pytest.fixture
+def clean_module():
+    if MODDIR.exists():
+        rmmod()
+    yield
+    if MODDIR.exists():
+        rmmod(check=False)
+    if pathlib.Path("/sys/module/hooktest").exists():
+        rmmod("hooktest", check=False)
+
+
+@pytest.fixture
+def delay(clean_module):
+    insmod()
+    return MODDIR
+
+
+__all__ = ["errno", "insmod", "rmmod", "write_param", "read_int", "kernel_problems",
+           "LOOPS", "MODDIR", "ROOT"]

@@ -1,0 +1,87 @@
+"""Measured effects of the hook on the patched kernel: latency rises
+linearly with loops, 32-bit programs are delayed too, and neither a module
+unloaded under load nor the largest delay upsets the kernel."""
+import json
+import multiprocessing
+import os
+import subprocess
+import time
+
+from conftest import LOOPS, MODDIR, ROOT, insmod, kernel_problems, read_int, rmmod, \
+    write_param
+
+
+def test_latency_rises_linearly_with_loops(delay, tmp_path):
+    out = subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:400:100",
+                          "-b", "10", "-c", "5000", "-o", tmp_path, "--no-plot", "-q"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    fits = json.load(open(tmp_path / "calibration.json"))["fits"]
+    for name in ("close", "getppid"):
+        fit = fits[name]
+        assert fit["points"] >= 5
+        assert fit["ns_per_loop"] > 0, fit
+        assert fit["r2"] >= 0.99, fit
+    assert read_int(LOOPS) == 0, "calibrate must restore loops"
+
+
+def nullcall32(mode):
+    out = subprocess.run([ROOT / "userspace/calibrate/nullcall32", mode, "2000", "9"],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout)
+
+
+def test_compat_syscalls_are_delayed(delay):
+    for mode in ("int80", "fast"):
+        write_param("0")
+        base = nullcall32(mode)
+        calls0 = read_int(MODDIR / "stats/calls")
+        write_param("5000")
+        slow = nullcall32(mode)
+        assert read_int(MODDIR / "stats/calls") - calls0 >= 2000 * 9
+        # 5000 loops cost microseconds on any machine; allow for a fast one.
+        assert slow > base + 500, f"{mode}: {base:.0f} ns -> {slow:.0f} ns"
+    write_param("0")
+
+
+def hammer(stop):
+    while not stop.is_set():
+        for _ in range(1000):
+            os.getppid()
+            try:
+                os.close(100)
+            except OSError:
+                pass
+
+
+def test_unload_under_syscall_load(clean_module):
+    stop = multiprocessing.Event()
+    workers = [multiprocessing.Process(target=hammer, args=(stop,)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    try:
+        for i in range(50):
+            insmod("delay", f"loops={100 * (i % 5)}")
+            time.sleep(0.01)
+            rmmod()
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(timeout=30)
+    assert all(w.exitcode == 0 for w in workers)
+    assert not MODDIR.exists()
+    assert kernel_problems() == []
+
+
+def test_largest_delay_does_not_lock_up(delay):
+    write_param("1000000")
+    t0 = time.monotonic()
+    calls = 0
+    while time.monotonic() - t0 < 5:
+        os.getppid()
+        calls += 1
+    write_param("0")
+    # Every call spun the full cap, and the kernel said nothing about it.
+    assert calls > 10
+    assert read_int(MODDIR / "stats/spun") >= calls * 1000000
+    assert kernel_problems() == []

@@ -1,0 +1,22 @@
+"""Shell scripts are shellcheck clean and run under 'set -euo pipefail'."""
+import subprocess
+
+
+def shell_scripts(root):
+    return sorted(p for p in root.rglob("*.sh")
+                  if not any(part in (".venv", "build", "results") for part in p.parts))
+
+
+def test_shellcheck_clean(root):
+    scripts = shell_scripts(root) + [root / ".ci/run"]
+    out = subprocess.run(["shellcheck", "-x", *scripts], cwd=root, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_scripts_are_strict(root):
+    for script in shell_scripts(root) + [root / ".ci/run"]:
+        text = script.read_text()
+        if "shellcheck shell=bash" in text.splitlines()[0]:
+            continue  # a sourced library
+        assert "set -euo pipefail" in text, f"{script.relative_to(root)} is not strict"

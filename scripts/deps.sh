@@ -10,7 +10,8 @@ packages=(
 	# checkpatch.pl's SPDX check
 	python3-ply python3-git
 	# the VM and the guest's tools
-	qemu-system-x86 python3-venv trace-cmd
+	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links)
+	qemu-system-x86 udev python3-venv trace-cmd
 	# userspace: 32-bit test program, lint
 	gcc-multilib shellcheck
 )

@@ -9,6 +9,8 @@ LAB_BUILD=${LAB_BUILD:-$LAB_ROOT/build}
 # The kernel object tree (make O=...), shared by every target.
 KOBJ=${KOBJ:-$LAB_BUILD/obj}
 LAB_VENV=${LAB_VENV:-$LAB_ROOT/.venv}
+# matplotlib wants a writable cache; in the VM only the repository is.
+export MPLCONFIGDIR=${MPLCONFIGDIR:-$LAB_BUILD/matplotlib}
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }

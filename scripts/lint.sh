@@ -8,7 +8,9 @@ ksrc=${KSRC:-$LAB_BUILD/src/linux-source-6.12}
 status=0
 while read -r patch; do
 	case $patch in '' | '#'*) continue ;; esac
-	"$ksrc/scripts/checkpatch.pl" --strict -q "$LAB_ROOT/patches/$patch" || status=1
+	# Its SPDX check needs Debian's python3-ply: the system python first.
+	PATH=/usr/bin:$PATH "$ksrc/scripts/checkpatch.pl" --strict -q \
+		"$LAB_ROOT/patches/$patch" || status=1
 done <"$LAB_ROOT/series"
 mapfile -t scripts < <(cd "$LAB_ROOT" && git ls-files '*.sh' .ci/run)
 (cd "$LAB_ROOT" && shellcheck -x "${scripts[@]}") || status=1

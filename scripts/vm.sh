@@ -8,6 +8,8 @@
 #
 # Environment:
 #   VM_ACCEL=auto|kvm|tcg  auto (default) probes KVM once and remembers it
+#   VM_TCG_THREAD=single|multi  TCG with one host thread for all vCPUs
+#                          (default) or one per vCPU; see below
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   KERNEL=path            kernel image (default build/obj/arch/x86/boot/bzImage)
@@ -15,12 +17,15 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VM_ACCEL=${VM_ACCEL:-auto}
+VM_TCG_THREAD=${VM_TCG_THREAD:-single}
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
 VM_CPUS=${VM_CPUS:-2}
 VM_MEM=${VM_MEM:-2G}
 KVM_PROBE_TIMEOUT=${KVM_PROBE_TIMEOUT:-40}
 KERNEL=${KERNEL:-$KOBJ/arch/x86/boot/bzImage}
 VNG=$LAB_VENV/bin/vng
+# vng runs its helpers (virtme-run, ...) from PATH.
+export PATH=$LAB_VENV/bin:$PATH
 
 [ -x "$VNG" ] || die "virtme-ng is not installed in $LAB_VENV; run 'make venv'"
 [ -f "$KERNEL" ] || die "no kernel at $KERNEL; run 'make kernel'"
@@ -29,47 +34,61 @@ case $VM_TIMEOUT in '' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" 
 
 # The VM gets the repository read-write; everything else of the host is
 # visible read-only (virtme-ng's default).
+# The root is a 9p share tagged /dev/root; naming it on the command line lets
+# the kernel mount it without the block layer (config/lab.config has none).
 vng_base=(--run "$KERNEL" --cpus "$VM_CPUS" --memory "$VM_MEM" --rwdir "$LAB_ROOT"
-	--cwd "$PWD" --disable-microvm)
+	--cwd "$PWD" --disable-microvm --force-9p --append root=/dev/root)
 
 # A KVM that exists but does not work: on some hosts a KVM guest hangs
-# while decompressing the kernel.  Boot once with a short time limit and
-# remember the answer for this host, QEMU and kernel image.
+# while decompressing the kernel, on others QEMU dies setting up the vCPU.
+# Boot once with a short time limit and remember the verdict for this host,
+# QEMU and CPU in the cache.  kvm_verdict is "works" or why not.
+kvm_verdict=
 kvm_works() {
-	[ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
-	local key verdict_file
+	if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+		kvm_verdict="no usable /dev/kvm"
+		return 1
+	fi
+	local key verdict_file status=0
 	key=$(printf '%s\n' "$(uname -r)" "$(qemu-system-x86_64 --version | head -1)" \
 		"$(grep -m1 'model name' /proc/cpuinfo)" | md5sum | cut -c1-12)
 	verdict_file=$LAB_CACHE/kvm-probe-$key
-	if [ -f "$verdict_file" ]; then
-		[ "$(cat "$verdict_file")" = works ]
-		return
+	if [ ! -f "$verdict_file" ]; then
+		mkdir -p "$LAB_CACHE"
+		log "probing KVM: booting the kernel once, ${KVM_PROBE_TIMEOUT} s at most"
+		timeout -k 5 "$KVM_PROBE_TIMEOUT" "$VNG" "${vng_base[@]}" --exec true \
+			</dev/null >/dev/null 2>&1 || status=$?
+		case $status in
+		0) echo works ;;
+		124 | 137) echo "a KVM guest hung (no answer in ${KVM_PROBE_TIMEOUT} s)" ;;
+		*) echo "a KVM guest failed to start (exit status $status)" ;;
+		esac >"$verdict_file"
 	fi
-	mkdir -p "$LAB_CACHE"
-	log "probing KVM (a guest that has not answered in ${KVM_PROBE_TIMEOUT} s counts as a hang)"
-	if timeout -k 5 "$KVM_PROBE_TIMEOUT" "$VNG" "${vng_base[@]}" --exec true \
-		</dev/null >/dev/null 2>&1; then
-		echo works >"$verdict_file"
-		return 0
-	fi
-	echo hangs >"$verdict_file"
-	return 1
+	kvm_verdict=$(cat "$verdict_file")
+	[ "$kvm_verdict" = works ]
 }
+
+# Multi-threaded TCG (QEMU 7.2, Debian 12) does not keep the vCPUs coherent
+# when the kernel patches its own text while another vCPU runs it: toggling
+# any static key, tracepoint or ftrace site under load ends in "Oops: int3"
+# (a stock tracepoint toggled 600 times under syscall load does it within
+# seconds).  The delay module and tracing both patch text, so the default is
+# one host thread for all vCPUs, which does not show the fault.
+case $VM_TCG_THREAD in
+single | multi) tcg=(--disable-kvm --qemu-opts="-accel tcg,thread=$VM_TCG_THREAD") ;;
+*) die "VM_TCG_THREAD must be single or multi, not '$VM_TCG_THREAD'" ;;
+esac
 
 case $VM_ACCEL in
 kvm) accel=(); log "accelerator: KVM (VM_ACCEL=kvm)" ;;
-tcg) accel=(--disable-kvm); log "accelerator: TCG software emulation (VM_ACCEL=tcg)" ;;
+tcg) accel=("${tcg[@]}"); log "accelerator: TCG software emulation, thread=$VM_TCG_THREAD (VM_ACCEL=tcg)" ;;
 auto)
 	if kvm_works; then
 		accel=()
 		log "accelerator: KVM"
 	else
-		accel=(--disable-kvm)
-		if [ -e /dev/kvm ]; then
-			log "accelerator: TCG software emulation: /dev/kvm is here but a KVM guest did not boot (set VM_ACCEL=kvm to force it)"
-		else
-			log "accelerator: TCG software emulation: no /dev/kvm"
-		fi
+		accel=("${tcg[@]}")
+		log "accelerator: TCG software emulation, thread=$VM_TCG_THREAD, because $kvm_verdict (VM_ACCEL=kvm forces KVM)"
 	fi
 	;;
 *) die "VM_ACCEL must be auto, kvm or tcg, not '$VM_ACCEL'" ;;

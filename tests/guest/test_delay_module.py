@@ -54,7 +54,7 @@ def test_counters_are_read_only(delay):
         assert stat.S_IMODE(os.stat(MODDIR / "stats" / name).st_mode) == 0o444
 
 
-@pytest.mark.parametrize("value", ["-1", "abc", "", "1.5", "12abc", "1000001",
+@pytest.mark.parametrize("value", ["-1", "abc", "\n", " 5", "1.5", "12abc", "1000001",
                                    "4294967296", "99999999999999999999", "0x"])
 def test_bad_value_refused_old_kept(delay, value):
     assert write_param("250") == 0

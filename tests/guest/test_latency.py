@@ -12,7 +12,7 @@ from conftest import LOOPS, MODDIR, ROOT, insmod, kernel_problems, read_int, rmm
 
 
 def test_latency_rises_linearly_with_loops(delay, tmp_path):
-    out = subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:400:100",
+    out = subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:4000:1000",
                           "-b", "10", "-c", "5000", "-o", tmp_path, "--no-plot", "-q"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

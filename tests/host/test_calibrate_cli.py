@@ -4,8 +4,10 @@ file stands in for /sys/module/delay/parameters/loops."""
 import csv
 import json
 import os
+import pathlib
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -31,7 +33,7 @@ def run(calibrate, *args, **kw):
 def test_help_documents_every_option(calibrate):
     out = run(calibrate, "--help")
     assert out.returncode == 0
-    for opt in ("--loops", "--calls", "--batches", "--warmup", "--syscall", "--cpu",
+    for opt in ("--loops", "--calls", "--batches", "--rounds", "--warmup", "--syscall", "--cpu",
                 "--output", "--param", "--no-plot", "Example"):
         assert opt in out.stdout
 
@@ -41,6 +43,7 @@ def test_help_documents_every_option(calibrate):
     (["--loops", "-5"], "bad loop list"),
     (["--loops", "a,b"], "bad loop list"),
     (["--batches", "1"], "--batches wants a whole number >= 2"),
+    (["--rounds", "0"], "--rounds wants a whole number >= 1"),
     (["--calls", "-3"], "--calls wants"),
     (["--syscall", "read"], "--syscall is close, getppid or both"),
     (["stray"], "unexpected argument"),
@@ -59,13 +62,19 @@ def test_missing_module_is_explained(calibrate, tmp_path):
     assert "is the delay module loaded" in out.stderr
 
 
-def test_non_root_is_refused(calibrate, param, tmp_path):
+def test_non_root_is_refused(calibrate):
     if os.geteuid() != 0:
         pytest.skip("needs root to drop to another user")
-    param.chmod(0o666)
-    out = run(calibrate, "--param", param, "-o", tmp_path, user=65534, group=65534)
-    assert out.returncode == 1
-    assert "must run as root" in out.stderr
+    # pytest's own temporary folders are closed to other users.
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        param = pathlib.Path(tmp, "loops")
+        param.write_text("42\n")
+        param.chmod(0o666)
+        out = run(calibrate, "--param", param, "-o", tmp, user=65534, group=65534)
+        assert out.returncode == 1
+        assert "must run as root" in out.stderr
+        assert param.read_text() == "42\n"
 
 
 def test_writes_csv_json_and_restores(calibrate, param, tmp_path, root):

@@ -49,9 +49,13 @@ def test_series_applies_without_fuzz(fresh_tree, root):
 
 @pytest.mark.parametrize("name", series(ROOT))
 def test_checkpatch_strict(fresh_tree, root, name):
+    # checkpatch's SPDX check runs 'python3 scripts/spdxcheck.py', which needs
+    # Debian's python3-ply: put the system python first.
+    env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
     out = subprocess.run([fresh_tree / "scripts/checkpatch.pl", "--strict",
                           root / "patches" / name],
-                         cwd=fresh_tree, capture_output=True, text=True)
+                         cwd=fresh_tree, capture_output=True, text=True, env=env)
+    assert "Traceback" not in out.stderr, out.stderr
     assert "total: 0 errors, 0 warnings, 0 checks" in out.stdout, out.stdout
     assert out.returncode == 0, out.stdout + out.stderr
 

@@ -50,6 +50,7 @@ struct options {
 	unsigned long calls;
 	unsigned long batches;
 	unsigned long warmup;
+	unsigned long rounds;
 	int cpu;
 	int plot;
 	int quiet;
@@ -88,7 +89,10 @@ static void usage(FILE *f)
 "                        (default 0:700:50)\n"
 "  -c, --calls N         system calls per timed batch (default 10000)\n"
 "  -b, --batches N       timed batches per point (default 30)\n"
-"  -w, --warmup N        untimed batches before each point (default 3)\n"
+"  -r, --rounds N        passes over the loop list, alternating direction, the\n"
+"                        batches shared among them, so that slow drift of the\n"
+"                        machine's speed cannot tilt the fit (default 5)\n"
+"  -w, --warmup N        untimed batches at each visit of a point (default 1)\n"
 "  -s, --syscall NAME    close, getppid or both (default both)\n"
 "  -C, --cpu N           pin to CPU N (default: not pinned)\n"
 "  -o, --output DIR      write calibration.{csv,json,png} there (default results)\n"
@@ -122,6 +126,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "calls", required_argument, NULL, 'c' },
 		{ "batches", required_argument, NULL, 'b' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "rounds", required_argument, NULL, 'r' },
 		{ "syscall", required_argument, NULL, 's' },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "output", required_argument, NULL, 'o' },
@@ -136,15 +141,16 @@ static void parse_options(int argc, char **argv, struct options *o)
 
 	*o = (struct options){
 		.param = DEFAULT_PARAM, .outdir = "results", .calls = 10000,
-		.batches = 30, .warmup = 3, .cpu = -1, .plot = 1,
+		.batches = 30, .warmup = 1, .rounds = 5, .cpu = -1, .plot = 1,
 		.use = { 1, 1 },
 	};
-	while ((c = getopt_long(argc, argv, "l:c:b:w:s:C:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:c:b:r:w:s:C:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l': loops = optarg; break;
 		case 'c': o->calls = parse_count("--calls", optarg, 1); break;
 		case 'b': o->batches = parse_count("--batches", optarg, 2); break;
 		case 'w': o->warmup = parse_count("--warmup", optarg, 0); break;
+		case 'r': o->rounds = parse_count("--rounds", optarg, 1); break;
 		case 'C': o->cpu = (int)parse_count("--cpu", optarg, 0); break;
 		case 'o': o->outdir = optarg; break;
 		case 'P': o->param = optarg; break;
@@ -172,6 +178,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage(stderr);
 		exit(2);
 	}
+	if (o->rounds > o->batches)
+		o->rounds = o->batches;
 	o->nloops = lab_parse_uint_list(loops, &o->loops);
 	if (o->nloops < 0) {
 		fprintf(stderr, "calibrate: bad loop list '%s' (want e.g. 0,50,100 or 0:700:50)\n",
@@ -198,17 +206,20 @@ static double time_batch(enum null_syscall sc, unsigned long calls)
 	return (double)(t1 - t0) / (double)calls;
 }
 
-static int measure_point(const struct options *o, struct point *p, double *samples)
+/*
+ * One visit of a point: warm up, then time @n batches into @samples.
+ * Returns -1 if a signal asked us to stop.
+ */
+static int visit_point(const struct options *o, enum null_syscall sc, unsigned long n,
+		       double *samples)
 {
 	unsigned long i;
 
 	for (i = 0; i < o->warmup && !stop_signal; i++)
-		time_batch(p->sc, o->calls);
-	for (i = 0; i < o->batches && !stop_signal; i++)
-		samples[i] = time_batch(p->sc, o->calls);
-	if (stop_signal)
-		return -1;
-	return lab_summarize(samples, o->batches, &p->s);
+		time_batch(sc, o->calls);
+	for (i = 0; i < n && !stop_signal; i++)
+		samples[i] = time_batch(sc, o->calls);
+	return stop_signal ? -1 : 0;
 }
 
 static FILE *open_out(const char *dir, const char *name, char *path, size_t size)
@@ -272,9 +283,9 @@ static int write_results(const struct options *o, const struct point *pts, int n
 	lab_json_string(f, u.release);
 	fprintf(f, ",\n  \"machine\": ");
 	lab_json_string(f, u.machine);
-	fprintf(f, ",\n  \"calls_per_batch\": %lu,\n  \"batches\": %lu,\n"
+	fprintf(f, ",\n  \"calls_per_batch\": %lu,\n  \"batches\": %lu,\n  \"rounds\": %lu,\n"
 		   "  \"warmup_batches\": %lu,\n  \"cpu\": %d,\n  \"unit\": \"ns per call\",\n",
-		o->calls, o->batches, o->warmup, o->cpu);
+		o->calls, o->batches, o->rounds, o->warmup, o->cpu);
 	fprintf(f, "  \"fits\": {");
 	first = 1;
 	for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
@@ -344,14 +355,19 @@ int main(int argc, char **argv)
 	struct point *pts;
 	double *samples, *xs, *ys;
 	unsigned long old;
-	int npts = 0, i, sc, k, total;
+	int npts, nsc, i, j, sc, k;
+	unsigned long r, done;
 	uint64_t start;
 
 	parse_options(argc, argv, &o);
 
 	if (access(o.param, F_OK)) {
-		fprintf(stderr, "calibrate: %s does not exist: is the delay module loaded? "
-			"(insmod modules/delay/delay.ko)\n", o.param);
+		if (errno == ENOENT)
+			fprintf(stderr, "calibrate: %s does not exist: is the delay module loaded? "
+				"(insmod modules/delay/delay.ko)\n", o.param);
+		else
+			fprintf(stderr, "calibrate: cannot reach %s: %s\n", o.param,
+				strerror(errno));
 		return 1;
 	}
 	if (geteuid() != 0) {
@@ -387,43 +403,59 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
-	pts = calloc((size_t)o.nloops * SYS_NULL_COUNT, sizeof(*pts));
-	samples = calloc(o.batches, sizeof(*samples));
+	nsc = o.use[SYS_NULL_CLOSE] + o.use[SYS_NULL_GETPPID];
+	npts = o.nloops * nsc;
+	pts = calloc((size_t)npts, sizeof(*pts));
+	samples = calloc((size_t)npts * o.batches, sizeof(*samples));
 	xs = calloc((size_t)o.nloops, sizeof(*xs));
 	ys = calloc((size_t)o.nloops, sizeof(*ys));
 	if (!pts || !samples || !xs || !ys) {
 		perror("calibrate");
 		return 1;
 	}
-
-	total = o.nloops * (o.use[0] + o.use[1]);
-	start = lab_now_ns();
-	for (i = 0; i < o.nloops; i++) {
-		if (lab_write_ulong(o.param, o.loops[i])) {
-			fprintf(stderr, "calibrate: the module refused loops=%lu: %s\n",
-				o.loops[i], strerror(errno));
-			return 1;
-		}
+	for (i = 0, k = 0; i < o.nloops; i++) {
 		for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
-			struct point *p = &pts[npts];
-
 			if (!o.use[sc])
 				continue;
-			p->sc = sc;
-			p->loops = o.loops[i];
-			if (measure_point(&o, p, samples))
-				goto interrupted;
-			npts++;
-			if (!o.quiet) {
-				double el = (double)(lab_now_ns() - start) / 1e9;
-
-				fprintf(stderr, "[%d/%d] loops=%-6lu %-7s median %9.1f ns  "
-					"(%.0f s elapsed, ~%.0f s left)\n", npts, total,
-					p->loops, syscall_names[sc], p->s.p50, el,
-					el / npts * (total - npts));
-			}
+			pts[k].sc = sc;
+			pts[k++].loops = o.loops[i];
 		}
 	}
+
+	/*
+	 * Serpentine passes: round r visits the loop counts upwards if r is
+	 * even, downwards if odd, and takes its share of each point's batches.
+	 */
+	start = lab_now_ns();
+	for (r = 0, done = 0; r < o.rounds; r++) {
+		unsigned long share = o.batches / o.rounds + (r < o.batches % o.rounds);
+
+		for (j = 0; j < o.nloops; j++) {
+			i = r % 2 ? o.nloops - 1 - j : j;
+			if (lab_write_ulong(o.param, o.loops[i])) {
+				fprintf(stderr, "calibrate: the module refused loops=%lu: %s\n",
+					o.loops[i], strerror(errno));
+				return 1;
+			}
+			for (k = i * nsc; k < (i + 1) * nsc; k++) {
+				double *at = samples + (size_t)k * o.batches + done;
+
+				if (visit_point(&o, pts[k].sc, share, at))
+					goto interrupted;
+			}
+		}
+		done += share;
+		if (!o.quiet) {
+			double el = (double)(lab_now_ns() - start) / 1e9;
+
+			fprintf(stderr, "round %lu/%lu: %lu batches of %lu calls at %d loop counts "
+				"(%.0f s elapsed, ~%.0f s left)\n", r + 1, o.rounds, share,
+				o.calls, o.nloops, el, el / (double)done *
+				(double)(o.batches - done));
+		}
+	}
+	for (k = 0; k < npts; k++)
+		lab_summarize(samples + (size_t)k * o.batches, o.batches, &pts[k].s);
 	restore_loops();
 
 	for (sc = 0; sc < SYS_NULL_COUNT; sc++) {

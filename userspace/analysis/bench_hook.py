@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Summarise the hook-overhead benchmark (scripts/bench-hook.sh).
+
+Input: lines "case round ns_per_call" for cases a (hook compiled out),
+b (compiled in, unused), c (delay loaded, loops=0), d (loops=1).
+Prints a table and the ratios, writes them as JSON.
+
+usage: bench_hook.py RAW OUT.json
+"""
+import json
+import statistics
+import sys
+
+LABELS = {
+    "a": "hook compiled out",
+    "b": "hook compiled in, nothing registered",
+    "c": "delay loaded, loops=0",
+    "d": "delay loaded, loops=1",
+}
+TARGETS = {"b/a": 1.01, "c/a": 1.05}
+
+
+def summarise(lines):
+    samples = {k: [] for k in LABELS}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in samples:
+            samples[parts[0]].append(float(parts[2]))
+    missing = [k for k, v in samples.items() if not v]
+    if missing:
+        raise ValueError(f"no samples for case(s) {', '.join(missing)}")
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {
+        "cases": {k: {"label": LABELS[k], "median_ns": med[k], "samples_ns": v,
+                      "stdev_ns": statistics.stdev(v) if len(v) > 1 else 0.0}
+                  for k, v in samples.items()},
+        "ratios": {"b/a": med["b"] / med["a"], "c/a": med["c"] / med["a"]},
+        "ns_per_loop": med["d"] - med["c"],
+        "targets": TARGETS,
+    }
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    with open(argv[1], encoding="utf-8") as f:
+        result = summarise(f)
+    with open(argv[2], "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    for k, c in result["cases"].items():
+        print(f"{k}  {c['label']:<38} {c['median_ns']:8.1f} ns  "
+              f"(sd {c['stdev_ns']:.1f}, {len(c['samples_ns'])} rounds)")
+    for name, value in result["ratios"].items():
+        verdict = "ok" if value <= TARGETS[name] else "ABOVE TARGET"
+        print(f"{name} = {value:.4f}  (target <= {TARGETS[name]}: {verdict})")
+    print(f"one loop adds {result['ns_per_loop']:.2f} ns")
+    print(f"written: {argv[2]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

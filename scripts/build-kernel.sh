@@ -106,4 +106,6 @@ fi
 log "building Linux $kver in ${KOBJ#"$LAB_ROOT"/} with $JOBS jobs (ccache: $CCACHE_DIR)"
 start=$(date +%s)
 kmake -j"$JOBS"
+# The uapi headers (<linux/irqhook.h>) for userspace/, in $KOBJ/usr/include.
+kmake headers
 log "built $(kmake -s kernelrelease) in $(($(date +%s) - start)) s: $KOBJ/arch/x86/boot/bzImage"

@@ -10,11 +10,34 @@ packages=(
 	# checkpatch.pl's SPDX check
 	python3-ply python3-git
 	# the VM and the guest's tools
-	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links)
-	qemu-system-x86 udev python3-venv trace-cmd
+	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links;
+	# QEMU itself is installed above)
+	udev python3-venv trace-cmd
 	# userspace: 32-bit test program, lint
 	gcc-multilib shellcheck
 )
+
+# QEMU 7.2 (Debian 12's own) corrupts guests that patch their kernel text
+# while another vCPU runs it under multi-threaded TCG ("Oops: int3" when a
+# tracepoint or static key flips under load); 10.0 from bookworm-backports
+# does not.  Newer Debian releases carry a fixed QEMU themselves.
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+qemu_from=()
+if [ "$codename" = bookworm ]; then
+	qemu_from=(-t bookworm-backports)
+	list=/etc/apt/sources.list.d/bookworm-backports.list
+	if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		log "adding bookworm-backports (for QEMU 10) in $list"
+		echo "deb http://deb.debian.org/debian bookworm-backports main" | as_root tee "$list" >/dev/null
+		as_root apt-get update -q
+	fi
+fi
+qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
+if [ "${qemu_major:-0}" -lt 8 ]; then
+	log "installing QEMU ${qemu_from[*]:+from ${qemu_from[1]}} (found: ${qemu_major:-none})"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		"${qemu_from[@]}" qemu-system-x86
+fi
 
 missing=()
 for p in "${packages[@]}"; do

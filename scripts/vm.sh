@@ -8,8 +8,8 @@
 #
 # Environment:
 #   VM_ACCEL=auto|kvm|tcg  auto (default) probes KVM once and remembers it
-#   VM_TCG_THREAD=single|multi  TCG with one host thread for all vCPUs
-#                          (default) or one per vCPU; see below
+#   VM_TCG_THREAD=multi|single  TCG with a host thread per vCPU (default
+#                          with QEMU >= 8) or one for all; see below
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   KERNEL=path            kernel image (default build/obj/arch/x86/boot/bzImage)
@@ -17,7 +17,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 VM_ACCEL=${VM_ACCEL:-auto}
-VM_TCG_THREAD=${VM_TCG_THREAD:-single}
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
 VM_CPUS=${VM_CPUS:-2}
 VM_MEM=${VM_MEM:-2G}
@@ -68,12 +67,22 @@ kvm_works() {
 	[ "$kvm_verdict" = works ]
 }
 
-# Multi-threaded TCG (QEMU 7.2, Debian 12) does not keep the vCPUs coherent
-# when the kernel patches its own text while another vCPU runs it: toggling
-# any static key, tracepoint or ftrace site under load ends in "Oops: int3"
-# (a stock tracepoint toggled 600 times under syscall load does it within
-# seconds).  The delay module and tracing both patch text, so the default is
-# one host thread for all vCPUs, which does not show the fault.
+# Multi-threaded TCG in QEMU 7.2 (Debian 12's own) does not keep the vCPUs
+# coherent when the kernel patches its text while another vCPU runs it:
+# flipping any static key, tracepoint or ftrace site under load ends in
+# "Oops: int3".  The delay module and tracing both patch text.  QEMU 10
+# (scripts/deps.sh installs it) does not show the fault, so multi-threaded
+# TCG is the default there and one host thread for all vCPUs the default
+# with an older QEMU, whose timings then include the other vCPUs' turns.
+qemu_major=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
+if [ -z "${VM_TCG_THREAD:-}" ]; then
+	if [ "${qemu_major:-0}" -ge 8 ]; then
+		VM_TCG_THREAD=multi
+	else
+		VM_TCG_THREAD=single
+		log "QEMU ${qemu_major:-?} is older than 8: single-threaded TCG (run 'make deps' for QEMU 10)"
+	fi
+fi
 case $VM_TCG_THREAD in
 single | multi) tcg=(--disable-kvm --qemu-opts="-accel tcg,thread=$VM_TCG_THREAD") ;;
 *) die "VM_TCG_THREAD must be single or multi, not '$VM_TCG_THREAD'" ;;

@@ -49,6 +49,22 @@ struct lab_fit {
  */
 int lab_linfit(const double *x, const double *y, size_t n, struct lab_fit *f);
 
+/*
+ * Two clusters in one dimension: the split of the sorted values into a
+ * low ("fast") and a high ("slow") group that minimises the summed squared
+ * distance of log(value) to its group's mean -- an exact 2-means on a log
+ * scale, where latencies that differ by a factor look as far apart at
+ * 10 us as at 100 us.  Values <= 0 count as the smallest positive one.
+ */
+struct lab_split {
+	double threshold;	/* fast: value <= threshold */
+	size_t n_fast, n_slow;
+	double mean_fast, mean_slow;	/* arithmetic means of each group */
+};
+
+/* Returns 0, or -1 with errno = EINVAL for n == 0.  All equal: no slow group. */
+int lab_split2(const double *x, size_t n, struct lab_split *s);
+
 /* --- lists and files --------------------------------------------------- */
 
 /*

@@ -104,3 +104,60 @@ int lab_linfit(const double *x, const double *y, size_t n, struct lab_fit *f)
 	f->r2 = syy > 0 ? 1.0 - (syy - f->slope * sxy) / syy : 1.0;
 	return 0;
 }
+
+int lab_split2(const double *x, size_t n, struct lab_split *s)
+{
+	double *v, *lg, *pre, *pre2, floor_v = 0, best = -1;
+	size_t i, k, cut = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (n == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	v = malloc(4 * n * sizeof(*v) + 2 * sizeof(*v));
+	if (!v)
+		return -1;
+	lg = v + n;
+	pre = lg + n;		/* n + 1 prefix sums of log values */
+	pre2 = pre + n + 1;	/* and of their squares */
+	memcpy(v, x, n * sizeof(*v));
+	lab_sort(v, n);
+	for (i = 0; i < n; i++)
+		if (v[i] > 0) {
+			floor_v = v[i];
+			break;
+		}
+	pre[0] = pre2[0] = 0;
+	for (i = 0; i < n; i++) {
+		lg[i] = log(v[i] > 0 ? v[i] : (floor_v > 0 ? floor_v : 1));
+		pre[i + 1] = pre[i] + lg[i];
+		pre2[i + 1] = pre2[i] + lg[i] * lg[i];
+	}
+	/* Cut k: fast = v[0..k-1], slow = v[k..n-1]; cost = SSE of both. */
+	for (k = 1; k < n; k++) {
+		double s1 = pre[k], s2 = pre[n] - pre[k];
+		double cost = pre2[k] - s1 * s1 / (double)k +
+			      (pre2[n] - pre2[k]) - s2 * s2 / (double)(n - k);
+
+		if (lg[k] > lg[k - 1] && (best < 0 || cost < best)) {
+			best = cost;
+			cut = k;
+		}
+	}
+	if (best < 0)
+		cut = n;	/* all equal: one group */
+	for (i = 0; i < n; i++) {
+		if (i < cut)
+			s->mean_fast += v[i];
+		else
+			s->mean_slow += v[i];
+	}
+	s->n_fast = cut;
+	s->n_slow = n - cut;
+	s->mean_fast /= (double)cut;
+	s->mean_slow = s->n_slow ? s->mean_slow / (double)s->n_slow : 0;
+	s->threshold = cut < n ? (v[cut - 1] + v[cut]) / 2 : v[n - 1];
+	free(v);
+	return 0;
+}

@@ -102,6 +102,29 @@ static void test_linfit(void)
 	check(lab_linfit(x, y, 1, &f) == -1 && errno == EINVAL, "one point: EINVAL");
 }
 
+static void test_split(void)
+{
+	double two[] = { 17, 16, 155, 18, 150, 17, 160, 16 };
+	double flat[] = { 5, 5, 5 };
+	double one[] = { 3 };
+	struct lab_split sp;
+
+	check(lab_split2(two, 8, &sp) == 0, "split two clusters");
+	check(sp.n_fast == 5 && sp.n_slow == 3, "5 fast and 3 slow (%zu, %zu)", sp.n_fast,
+	      sp.n_slow);
+	check_near(sp.mean_fast, 16.8, 1e-12, "mean of the fast group");
+	check_near(sp.mean_slow, 155, 1e-12, "mean of the slow group");
+	check(sp.threshold > 18 && sp.threshold < 150, "threshold between the groups (%g)",
+	      sp.threshold);
+	check(two[0] == 17 && two[2] == 155, "input is left unsorted");
+	check(lab_split2(flat, 3, &sp) == 0 && sp.n_fast == 3 && sp.n_slow == 0,
+	      "equal values form one group");
+	check(lab_split2(one, 1, &sp) == 0 && sp.n_fast == 1 && sp.n_slow == 0,
+	      "one value forms one group");
+	errno = 0;
+	check(lab_split2(two, 0, &sp) == -1 && errno == EINVAL, "no values: EINVAL");
+}
+
 static void test_lists(void)
 {
 	unsigned long *a;
@@ -180,6 +203,7 @@ int main(void)
 	test_percentile();
 	test_summary();
 	test_linfit();
+	test_split();
 	test_lists();
 	test_files();
 	test_clock();

@@ -1,0 +1,219 @@
+"""/dev/irqhook on the patched kernel: its interface, delivery guarantees,
+and the irqhook tool's files and trace."""
+import csv
+import ctypes
+import errno
+import json
+import os
+import select
+import stat
+import struct
+import subprocess
+import time
+from multiprocessing import Pool
+
+import pytest
+from conftest import ROOT
+
+DEV = "/dev/irqhook"
+EVENT = struct.Struct("=QQQII")  # seq, write_ns, wake_ns, pending, reserved
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def drain():
+    fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            os.read(fd, EVENT.size)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def dev():
+    assert os.path.exists(DEV), "no /dev/irqhook: CONFIG_IRQHOOK missing"
+    drain()
+    fd = os.open(DEV, os.O_RDWR)
+    yield fd
+    os.close(fd)
+    drain()
+
+
+def read_event(fd):
+    return EVENT.unpack(os.read(fd, EVENT.size))
+
+
+def test_device_is_root_only(dev):
+    st = os.stat(DEV)
+    assert stat.S_ISCHR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+
+
+def test_write_then_read_returns_the_event(dev):
+    before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    assert os.write(dev, b"x") == 1
+    seq, write_ns, wake_ns, pending, reserved = read_event(dev)
+    after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    assert before <= write_ns <= wake_ns <= after, "stamps are CLOCK_MONOTONIC, in order"
+    assert pending == 0 and reserved == 0
+    assert os.write(dev, b"abc") == 3, "a longer write is one event"
+    assert read_event(dev)[0] == seq + 1
+
+
+def test_empty_write_queues_nothing(dev):
+    assert os.write(dev, b"") == 0
+    fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+    with pytest.raises(BlockingIOError):
+        os.read(fd, EVENT.size)
+    os.close(fd)
+
+
+def test_nonblocking_read_is_eagain(dev):
+    fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(OSError) as e:
+            os.read(fd, EVENT.size)
+        assert e.value.errno == errno.EAGAIN
+    finally:
+        os.close(fd)
+
+
+def test_small_buffer_is_einval(dev):
+    os.write(dev, b"x")
+    with pytest.raises(OSError) as e:
+        os.read(dev, EVENT.size - 1)
+    assert e.value.errno == errno.EINVAL
+    assert read_event(dev)[3] == 0, "the event was not consumed by the failed read"
+
+
+def test_bad_pointer_is_efault_and_event_stays(dev):
+    os.write(dev, b"x")
+    seq_expected = None
+    ret = libc.read(dev, ctypes.c_void_p(16), ctypes.c_size_t(EVENT.size))
+    assert ret == -1 and ctypes.get_errno() == errno.EFAULT
+    seq_expected = read_event(dev)[0]
+    os.write(dev, b"x")
+    assert read_event(dev)[0] == seq_expected + 1, "nothing lost, nothing repeated"
+
+
+def test_poll(dev):
+    p = select.poll()
+    p.register(dev, select.POLLIN | select.POLLOUT)
+    assert dict(p.poll(0)).get(dev) == select.POLLOUT, "writable, not readable, when empty"
+    os.write(dev, b"x")
+    assert dict(p.poll(0))[dev] & select.POLLIN
+    read_event(dev)
+
+
+def test_queue_is_bounded(dev):
+    for _ in range(1024):
+        os.write(dev, b"x")
+    with pytest.raises(OSError) as e:
+        os.write(dev, b"x")
+    assert e.value.errno == errno.ENOBUFS
+    seqs = [read_event(dev)[0] for _ in range(1024)]
+    assert seqs == list(range(seqs[0], seqs[0] + 1024))
+
+
+def test_signal_interrupts_a_blocked_read(dev):
+    t0 = time.monotonic()
+    out = subprocess.run(["timeout", "-s", "INT", "0.5", "dd", f"if={DEV}", "bs=32",
+                          "count=1"], capture_output=True)
+    assert out.returncode == 124, "dd should have been blocked, then interrupted"
+    assert time.monotonic() - t0 < 3
+
+
+def _reader(n):
+    fd = os.open(DEV, os.O_RDONLY)
+    try:
+        return [read_event(fd)[0] for _ in range(n)]
+    finally:
+        os.close(fd)
+
+
+def _writer(n):
+    fd = os.open(DEV, os.O_WRONLY)
+    try:
+        for _ in range(n):
+            os.write(fd, b"x")
+    finally:
+        os.close(fd)
+
+
+def test_many_writers_and_readers_lose_and_repeat_nothing(dev):
+    with Pool(6) as pool:
+        readers = [pool.apply_async(_reader, (200,)) for _ in range(3)]
+        time.sleep(0.2)
+        writers = [pool.apply_async(_writer, (200,)) for _ in range(3)]
+        for w in writers:
+            w.get(timeout=120)
+        got = [r.get(timeout=120) for r in readers]
+    for seqs in got:
+        assert seqs == sorted(seqs), "each reader sees events in write order"
+    everything = sorted(s for seqs in got for s in seqs)
+    assert len(everything) == 600 and len(set(everything)) == 600
+    assert everything == list(range(everything[0], everything[0] + 600))
+
+
+def run_irqhook(tmp_path, *args):
+    out = subprocess.run([ROOT / "userspace/irqhook/irqhook", "-q", "-p", "2000",
+                          "-o", tmp_path, *args], capture_output=True, text=True,
+                         env=dict(os.environ, LAB_PYTHON=str(ROOT / ".venv/bin/python")))
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_run_writes_every_file(tmp_path):
+    out = run_irqhook(tmp_path, "-n", "300", "-l", "2")
+    for name in ("events.csv", "summary.json", "histogram.txt", "histogram.png"):
+        assert (tmp_path / name).exists(), name
+    rows = list(csv.DictReader(open(tmp_path / "events.csv")))
+    assert len(rows) == 300
+    assert [int(r["seq"]) for r in rows] == list(range(int(rows[0]["seq"]),
+                                                       int(rows[0]["seq"]) + 300))
+    assert all(int(r["call_ns"]) < int(r["return_ns"]) for r in rows)
+    assert all(int(r["write_ns"]) <= int(r["wake_ns"]) for r in rows)
+    s = json.load(open(tmp_path / "summary.json"))
+    assert s["events"] == 300 and s["loads"] == 2 and len(s["tids"]["load"]) == 2
+    assert s["after_first"]["wakeup"]["count"] == 299
+    hist = [ln for ln in open(tmp_path / "histogram.txt") if not ln.startswith("#")]
+    assert sum(int(ln.split()[1]) for ln in hist) == 300
+    assert "switching" in out.stdout and "wake-up" in out.stdout
+
+
+def test_rt_run(tmp_path):
+    run_irqhook(tmp_path, "-n", "100", "--rt", "--no-plot")
+    assert json.load(open(tmp_path / "summary.json"))["class"] == "rt"
+
+
+def test_bad_options_fail_cleanly(tmp_path):
+    for args in (["-n", "0"], ["-l", "x"], ["--load-cpus", "a"], ["extra"]):
+        out = subprocess.run([ROOT / "userspace/irqhook/irqhook", "-o", tmp_path / "x",
+                              *args], capture_output=True, text=True)
+        assert out.returncode == 2, args
+        assert out.stderr.startswith("irqhook:")
+    assert not (tmp_path / "x").exists()
+
+
+def test_missing_device_is_explained(tmp_path):
+    out = subprocess.run([ROOT / "userspace/irqhook/irqhook", "-d", "/dev/nonexistent",
+                          "-o", tmp_path], capture_output=True, text=True)
+    assert out.returncode == 1 and "CONFIG_IRQHOOK" in out.stderr
+
+
+def test_traced_run_has_the_irqhook_events(tmp_path):
+    run_irqhook(tmp_path, "-n", "200", "-l", "1", "--trace", "--no-plot")
+    trace = tmp_path / "trace.dat"
+    assert trace.exists()
+    report = subprocess.run(["trace-cmd", "report", "-i", trace], capture_output=True,
+                            text=True, check=True).stdout
+    assert report.count("irqhook_write:") == 200
+    assert report.count("irqhook_read:") == 200
+    assert "sched_switch:" in report and "sched_wakeup:" in report
+    out = subprocess.run([ROOT / ".venv/bin/python",
+                          ROOT / "userspace/analysis/irqhook_trace.py", tmp_path],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "first event" in out.stdout
+    assert (tmp_path / "explanation.txt").exists()

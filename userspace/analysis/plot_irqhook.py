@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Draw histogram.png for one irqhook run: events per 1 us bucket of the
+switching and the wake-up time, log y axis, the fast/slow threshold marked.
+
+usage: plot_irqhook.py RUN_DIR
+"""
+import csv
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(run_dir):
+    with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
+        summary = json.load(f)
+    with open(os.path.join(run_dir, "events.csv"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError(f"{run_dir}/events.csv has no events")
+    return summary, rows
+
+
+def plot(run_dir):
+    summary, rows = load(run_dir)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    top = 0
+    for key, label, color in (("switching_ns", "switching: write() -> read() returns", "C0"),
+                              ("wakeup_ns", "wake-up: driver write -> reader runs", "C1")):
+        us = [float(r[key]) / 1e3 for r in rows]
+        top = max(top, max(us))
+        bins = range(0, int(max(us)) + 2)
+        ax.hist(us, bins=bins, histtype="step", color=color, label=label, linewidth=1.2)
+        split = summary["all_events"][key[:-3]]["split"]
+        if split["slow_count"]:
+            ax.axvline(split["threshold"] / 1e3, color=color, linestyle=":", linewidth=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("time (us), 1 us buckets; dotted: fast/slow split")
+    ax.set_ylabel("events")
+    cls = "SCHED_RR prio 1" if summary["class"] == "rt" else "SCHED_OTHER"
+    ax.set_title(f"irqhook: {summary['events']} events, {summary['loads']} load tasks, "
+                 f"{cls} ({summary['kernel']})", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(run_dir, "histogram.png"))
+    plt.close(fig)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    try:
+        plot(argv[1])
+    except (OSError, ValueError, KeyError) as e:
+        print(f"plot_irqhook: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

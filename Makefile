@@ -63,6 +63,11 @@ vm-run: setup
 calibrate: setup
 	$(VM) -- scripts/guest-calibrate.sh $(if $(LOOPS),--loops $(LOOPS))
 
+## irqhook-sweep: the wake-up experiment grid in the VM (IRQHOOK_N=2000 events a run)
+IRQHOOK_N ?= 2000
+irqhook-sweep: setup
+	$(VM) -- userspace/irqhook/irqhook-sweep.sh -n $(IRQHOOK_N)
+
 ## test: host tests, then the in-VM tests on the patched kernel
 test: setup
 	$(PY) -m pytest -q tests/host
@@ -87,5 +92,5 @@ clean:
 distclean: clean
 	rm -rf build $(VENV)
 
-.PHONY: all help deps venv kernel module userspace setup vm vm-run calibrate \
+.PHONY: all help deps venv kernel module userspace setup vm vm-run calibrate irqhook-sweep \
 	test bench bench-hook lint clean distclean

@@ -11,6 +11,8 @@ import json
 import statistics
 import sys
 
+from labcli import run
+
 LABELS = {
     "a": "hook compiled out",
     "b": "hook compiled in, nothing registered",
@@ -40,13 +42,10 @@ def summarise(lines):
     }
 
 
-def main(argv):
-    if len(argv) != 3:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    with open(argv[1], encoding="utf-8") as f:
+def report(raw, out):
+    with open(raw, encoding="utf-8") as f:
         result = summarise(f)
-    with open(argv[2], "w", encoding="utf-8") as f:
+    with open(out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
     for k, c in result["cases"].items():
         print(f"{k}  {c['label']:<38} {c['median_ns']:8.1f} ns  "
@@ -55,8 +54,11 @@ def main(argv):
         verdict = "ok" if value <= TARGETS[name] else "ABOVE TARGET"
         print(f"{name} = {value:.4f}  (target <= {TARGETS[name]}: {verdict})")
     print(f"one loop adds {result['ns_per_loop']:.2f} ns")
-    print(f"written: {argv[2]}")
-    return 0
+    print(f"written: {out}")
+
+
+def main(argv):
+    return run(__doc__, argv, 2, report)
 
 
 if __name__ == "__main__":

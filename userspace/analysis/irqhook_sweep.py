@@ -14,10 +14,7 @@ import os
 import re
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from labcli import plt, run, save
 
 CELL = re.compile(r"^(\d+)-(normal|rt)$")
 COLUMNS = ["loads", "class", "events", "first_switching_us", "first_wakeup_us",
@@ -91,22 +88,11 @@ def plot(rows, path):
         ax.set_title(title, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("us")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, axes[0], path)
 
 
-def main(argv):
-    if len(argv) != 2:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    d = argv[1]
-    try:
-        rows = collect(d)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"irqhook_sweep: {e}", file=sys.stderr)
-        return 1
+def write_all(d):
+    rows = collect(d)
     text = table(rows)
     with open(os.path.join(d, "table.txt"), "w", encoding="utf-8") as f:
         f.write(text)
@@ -119,7 +105,10 @@ def main(argv):
     plot(rows, os.path.join(d, "sweep.png"))
     print(text, end="")
     print(f"results: {d}/table.txt, table.csv, sweep.json, sweep.png")
-    return 0
+
+
+def main(argv):
+    return run(__doc__, argv, 1, write_all)
 
 
 if __name__ == "__main__":

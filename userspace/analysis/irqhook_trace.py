@@ -28,6 +28,8 @@ import statistics
 import subprocess
 import sys
 
+from labcli import run
+
 LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
                   r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+(?P<rest>.*)$")
 FIELD = re.compile(r"(\w+)=(\S+)")
@@ -110,19 +112,18 @@ class Timeline:
         sw, ts = self.switches[cpu], self.switch_ts[cpu]
         a = bisect.bisect_left(ts, t_wake)
         b = bisect.bisect_right(ts, run["ts"])
-        current = sw[a - 1] if a > 0 else None
-        on_cpu = (current["next_comm"], current["next_pid"]) if current else ("?", -1)
+        # Each switch names the task that leaves the CPU: that task ran from the
+        # previous switch (or the wake-up) until this one.
         ran, t = [], t_wake
         for e in sw[a:b]:
-            if on_cpu[1] == 0:
+            if e["prev_pid"] == 0:
                 left = "idle"
             elif e["prev_state"].startswith("R"):
                 left = "preempted"
             else:
                 left = f"blocked ({e['prev_state']})"
-            ran.append({"comm": on_cpu[0], "pid": on_cpu[1], "ns": e["ts"] - t,
+            ran.append({"comm": e["prev_comm"], "pid": e["prev_pid"], "ns": e["ts"] - t,
                         "left": left})
-            on_cpu = (e["next_comm"], e["next_pid"])
             t = e["ts"]
         migrated = bisect.bisect_right(self.migrations, run["ts"]) - \
             bisect.bisect_left(self.migrations, t_write)
@@ -199,19 +200,10 @@ def describe(summary, rows, slow, found):
     return lines
 
 
-def main(argv):
-    if len(argv) != 2:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    run_dir = argv[1]
-    try:
-        summary, rows, slow, found, n_irq = analyse(run_dir)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"irqhook_trace: {e}", file=sys.stderr)
-        return 1
+def explain_run(run_dir):
+    summary, rows, slow, found, n_irq = analyse(run_dir)
     if n_irq == 0:
-        print("irqhook_trace: the trace has no irqhook events", file=sys.stderr)
-        return 1
+        raise ValueError("the trace has no irqhook events")
     with open(os.path.join(run_dir, "slow_events.csv"), "w", encoding="utf-8") as f:
         out = csv.writer(f)
         out.writerow(["event", "seq", "cpu", "wakeup_ns", "write_to_wakeup_ns",
@@ -225,7 +217,10 @@ def main(argv):
     with open(os.path.join(run_dir, "explanation.txt"), "w", encoding="utf-8") as f:
         f.write(text)
     print(text, end="")
-    return 0
+
+
+def main(argv):
+    return run(__doc__, argv, 1, explain_run)
 
 
 if __name__ == "__main__":

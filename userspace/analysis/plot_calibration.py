@@ -10,10 +10,7 @@ usage: plot_calibration.py calibration.json calibration.png
 import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from labcli import plt, run, save
 
 
 def load(path):
@@ -49,23 +46,11 @@ def plot(data, out):
                  f"{data.get('batches', '?')} batches x "
                  f"{data.get('calls_per_batch', '?')} calls per point)", fontsize=9)
     ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    save(fig, ax, out)
 
 
 def main(argv):
-    if len(argv) != 3:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    try:
-        plot(load(argv[1]), argv[2])
-    except (OSError, ValueError, KeyError) as e:
-        print(f"plot_calibration: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run(__doc__, argv, 2, lambda src, out: plot(load(src), out))
 
 
 if __name__ == "__main__":

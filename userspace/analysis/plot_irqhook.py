@@ -9,10 +9,7 @@ import json
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from labcli import plt, run, save
 
 
 def load(run_dir):
@@ -44,23 +41,11 @@ def plot(run_dir):
     cls = "SCHED_RR prio 1" if summary["class"] == "rt" else "SCHED_OTHER"
     ax.set_title(f"irqhook: {summary['events']} events, {summary['loads']} load tasks, "
                  f"{cls} ({summary['kernel']})", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(run_dir, "histogram.png"))
-    plt.close(fig)
+    save(fig, ax, os.path.join(run_dir, "histogram.png"))
 
 
 def main(argv):
-    if len(argv) != 2:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    try:
-        plot(argv[1])
-    except (OSError, ValueError, KeyError) as e:
-        print(f"plot_irqhook: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return run(__doc__, argv, 1, plot)
 
 
 if __name__ == "__main__":

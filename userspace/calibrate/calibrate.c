@@ -23,7 +23,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,7 +136,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *loops = "0:700:50";
-	int c;
+	int c, k;
 
 	*o = (struct options){
 		.param = DEFAULT_PARAM, .outdir = "results", .calls = 10000,
@@ -158,13 +157,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 's':
-			if (!strcmp(optarg, "close")) {
-				o->use[SYS_NULL_CLOSE] = 1;
-				o->use[SYS_NULL_GETPPID] = 0;
-			} else if (!strcmp(optarg, "getppid")) {
-				o->use[SYS_NULL_CLOSE] = 0;
-				o->use[SYS_NULL_GETPPID] = 1;
-			} else if (strcmp(optarg, "both")) {
+			for (k = 0; k < SYS_NULL_COUNT; k++)
+				o->use[k] = !strcmp(optarg, "both") ||
+					    !strcmp(optarg, syscall_names[k]);
+			if (!o->use[SYS_NULL_CLOSE] && !o->use[SYS_NULL_GETPPID]) {
 				fprintf(stderr, "calibrate: --syscall is close, getppid or both, not '%s'\n",
 					optarg);
 				exit(2);
@@ -316,36 +312,17 @@ static int write_results(const struct options *o, const struct point *pts, int n
 	return rename(tmp, path);
 }
 
-/* Draw calibration.png with the plotter that sits beside this program. */
+/* Draw calibration.png with userspace/analysis/plot_calibration.py. */
 static void plot(const struct options *o)
 {
-	char exe[PATH_MAX], script[PATH_MAX + 64], json[PATH_MAX], png[PATH_MAX];
-	const char *python = getenv("LAB_PYTHON");
-	ssize_t len;
-	pid_t pid;
-	int status;
+	char json[PATH_MAX], png[PATH_MAX];
+	const char *args[] = { json, png, NULL };
 
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len < 0)
-		return;
-	exe[len] = '\0';
-	*strrchr(exe, '/') = '\0';
-	snprintf(script, sizeof(script), "%s/../analysis/plot_calibration.py", exe);
 	snprintf(json, sizeof(json), "%s/calibration.json", o->outdir);
 	snprintf(png, sizeof(png), "%s/calibration.png", o->outdir);
-	if (!python)
-		python = "python3";
-
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		execlp(python, python, script, json, png, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		fprintf(stderr, "calibrate: warning: no plot drawn (%s %s failed); "
-			"the CSV and JSON are complete\n", python, script);
+	if (lab_run_analysis("plot_calibration.py", args))
+		fprintf(stderr, "calibrate: warning: no plot drawn (plot_calibration.py failed); "
+			"the CSV and JSON are complete\n");
 }
 
 int main(int argc, char **argv)

@@ -31,7 +31,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/irqhook.h>
@@ -504,31 +503,13 @@ static int write_results(size_t n)
 	return 0;
 }
 
+/* Draw histogram.png with userspace/analysis/plot_irqhook.py. */
 static void plot(void)
 {
-	char exe[PATH_MAX], script[PATH_MAX + 64];
-	const char *python = getenv("LAB_PYTHON");
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	pid_t pid;
-	int status;
+	const char *args[] = { opt.outdir, NULL };
 
-	if (len < 0)
-		return;
-	exe[len] = '\0';
-	*strrchr(exe, '/') = '\0';
-	snprintf(script, sizeof(script), "%s/../analysis/plot_irqhook.py", exe);
-	if (!python)
-		python = "python3";
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		execlp(python, python, script, opt.outdir, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		fprintf(stderr, "irqhook: warning: no histogram.png (%s %s failed)\n", python,
-			script);
+	if (lab_run_analysis("plot_irqhook.py", args))
+		fprintf(stderr, "irqhook: warning: no histogram.png (plot_irqhook.py failed)\n");
 }
 
 int main(int argc, char **argv)

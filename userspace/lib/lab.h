@@ -81,6 +81,14 @@ int lab_write_ulong(const char *path, unsigned long val);
 /* mkdir -p.  Returns 0 or -1 with errno set. */
 int lab_mkdirs(const char *path);
 
+/*
+ * Run the analysis script userspace/analysis/@script, found beside the
+ * calling program (<its folder>/../analysis), with $LAB_PYTHON (default
+ * python3) and the NULL-terminated @args.  Returns its exit status, or -1
+ * if it could not be run.
+ */
+int lab_run_analysis(const char *script, const char *const args[]);
+
 /* Write @s as a JSON string literal, with quotes and escapes. */
 void lab_json_string(FILE *f, const char *s);
 

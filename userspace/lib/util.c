@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -153,6 +154,40 @@ int lab_mkdirs(const char *path)
 	if (mkdir(buf, 0755) && errno != EEXIST)
 		return -1;
 	return 0;
+}
+
+int lab_run_analysis(const char *script, const char *const args[])
+{
+	const char *python = getenv("LAB_PYTHON");
+	char exe[PATH_MAX], path[PATH_MAX + 64];
+	const char *argv[32];
+	ssize_t len;
+	int n = 0, status;
+	pid_t pid;
+
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len < 0)
+		return -1;
+	exe[len] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(path, sizeof(path), "%s/../analysis/%s", exe, script);
+	argv[n++] = python ? python : "python3";
+	argv[n++] = path;
+	while (*args && n < 31)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
 }
 
 void lab_json_string(FILE *f, const char *s)

@@ -111,10 +111,14 @@ if [ $# -eq 0 ]; then
 fi
 
 # Quote the command for the guest's shell, then run it with a time limit.
+# Its output goes through pipes: QEMU reopens its stdout and stderr by path,
+# which would truncate a log file that our caller redirected us into.
 printf -v guest_cmd '%q ' "$@"
-status=0
-timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" </dev/null ||
-	status=$?
+set +e
+timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" \
+	</dev/null 2> >(cat >&2) | cat
+status=${PIPESTATUS[0]}
+set -e
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 	die "the guest did not finish within $VM_TIMEOUT s (VM_TIMEOUT) and was stopped"
 fi

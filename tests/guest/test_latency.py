@@ -13,7 +13,8 @@ from conftest import LOOPS, MODDIR, ROOT, insmod, kernel_problems, read_int, rmm
 
 def test_latency_rises_linearly_with_loops(delay, tmp_path):
     out = subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:4000:1000",
-                          "-b", "10", "-c", "5000", "-o", tmp_path, "--no-plot", "-q"],
+                          "-b", "10", "-c", "5000", "--cpu", "0", "-o", tmp_path, "--no-plot",
+                          "-q"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     fits = json.load(open(tmp_path / "calibration.json"))["fits"]

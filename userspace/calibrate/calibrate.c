@@ -86,12 +86,13 @@ static void usage(FILE *f)
 "\n"
 "  -l, --loops LIST      loop counts: '0,50,100', 'start:stop:step' or a mix\n"
 "                        (default 0:700:50)\n"
-"  -c, --calls N         system calls per timed batch (default 10000)\n"
-"  -b, --batches N       timed batches per point (default 30)\n"
+"  -c, --calls N         system calls per timed batch (default 1000; the\n"
+"                        reference timed 10000 between two clock reads)\n"
+"  -b, --batches N       timed batches per point (default 200)\n"
 "  -r, --rounds N        passes over the loop list, alternating direction, the\n"
 "                        batches shared among them, so that slow drift of the\n"
 "                        machine's speed cannot tilt the fit (default 5)\n"
-"  -w, --warmup N        untimed batches at each visit of a point (default 1)\n"
+"  -w, --warmup N        untimed batches at each visit of a point (default 2)\n"
 "  -s, --syscall NAME    close, getppid or both (default both)\n"
 "  -C, --cpu N           pin to CPU N (default: not pinned)\n"
 "  -o, --output DIR      write calibration.{csv,json,png} there (default results)\n"
@@ -100,7 +101,10 @@ static void usage(FILE *f)
 "  -q, --quiet           no progress lines\n"
 "  -h, --help            this text\n"
 "\n"
-"Example:  calibrate -l 0:700:50 -b 30 -o results\n");
+"Short batches, many of them, and their median: a batch that an interrupt\n"
+"or the host's other work slowed is one outlier among 200, not a shifted mean.\n"
+"\n"
+"Example:  calibrate -l 0:700:50 -b 200 -c 1000 --cpu 0 -o results\n");
 }
 
 static unsigned long parse_count(const char *opt, const char *arg, unsigned long min)
@@ -139,8 +143,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c, k;
 
 	*o = (struct options){
-		.param = DEFAULT_PARAM, .outdir = "results", .calls = 10000,
-		.batches = 30, .warmup = 1, .rounds = 5, .cpu = -1, .plot = 1,
+		.param = DEFAULT_PARAM, .outdir = "results", .calls = 1000,
+		.batches = 200, .warmup = 2, .rounds = 5, .cpu = -1, .plot = 1,
 		.use = { 1, 1 },
 	};
 	while ((c = getopt_long(argc, argv, "l:c:b:r:w:s:C:o:qh", longopts, NULL)) != -1) {

@@ -12,6 +12,7 @@
 #                          with QEMU >= 8) or one for all; see below
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
+#   VM_APPEND='...'        more kernel command-line options
 #   KERNEL=path            kernel image (default build/obj/arch/x86/boot/bzImage)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -37,6 +38,7 @@ case $VM_TIMEOUT in '' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" 
 # the kernel mount it without the block layer (config/lab.config has none).
 vng_base=(--run "$KERNEL" --cpus "$VM_CPUS" --memory "$VM_MEM" --rwdir "$LAB_ROOT"
 	--cwd "$PWD" --disable-microvm --force-9p --append root=/dev/root)
+[ -z "${VM_APPEND:-}" ] || vng_base+=(--append "$VM_APPEND")
 
 # A KVM that exists but does not work: on some hosts a KVM guest hangs
 # while decompressing the kernel, on others QEMU dies setting up the vCPU.

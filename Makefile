@@ -65,8 +65,11 @@ calibrate: setup
 
 ## irqhook-sweep: the wake-up experiment grid in the VM (IRQHOOK_N=2000 events a run)
 IRQHOOK_N ?= 2000
+IRQHOOK_OUT := results/irqhook-sweep-$(shell date +%Y%m%d-%H%M%S)
 irqhook-sweep: setup
-	$(VM) -- userspace/irqhook/irqhook-sweep.sh -n $(IRQHOOK_N)
+	$(VM) -- userspace/irqhook/irqhook-sweep.sh -A -n $(IRQHOOK_N) -o $(IRQHOOK_OUT)
+	for t in $(IRQHOOK_OUT)/traced-*/; do $(PY) userspace/analysis/irqhook_trace.py $$t || exit 1; done
+	$(PY) userspace/analysis/irqhook_sweep.py $(IRQHOOK_OUT)
 
 ## test: host tests, then the in-VM tests on the patched kernel
 test: setup

@@ -2,9 +2,9 @@
 """Explain the slow events of a traced irqhook run.
 
 Reads RUN_DIR/trace.dat (through 'trace-cmd report'), RUN_DIR/summary.json
-and RUN_DIR/events.csv.  For every event whose wake-up time is above the
-run's fast/slow threshold (and for the first event) it finds, on the trace's
-CLOCK_MONOTONIC time line:
+and RUN_DIR/events.csv.  For every event, and the first and the slow ones
+(wake-up time above the run's fast/slow threshold) in particular, it finds
+on the trace's CLOCK_MONOTONIC time line:
 
   - when the driver accepted the write (irqhook:irqhook_write, by seq),
   - when the read task was woken (sched:sched_wakeup) and on which CPU,
@@ -12,9 +12,9 @@ CLOCK_MONOTONIC time line:
     (sched:sched_switch): each task, how long, and whether it left the CPU
     still runnable (preempted) or because it blocked.
 
-Writes RUN_DIR/slow_events.csv and RUN_DIR/explanation.txt and prints the
-explanation: which tasks stood between a wake-up and the reader running,
-how often, and for how long.
+Does the same for every fast event, so the two groups can be compared.
+Writes RUN_DIR/trace_events.csv (one row per event: what ran before the
+reader) and RUN_DIR/explanation.txt, and prints the explanation.
 
 usage: irqhook_trace.py RUN_DIR
 """
@@ -133,87 +133,106 @@ class Timeline:
 
 
 def analyse(run_dir):
+    """Explain every event; returns the summary, the rows, the explained
+    events (each with wakeup_ns and slow=True/False) and the irqhook event
+    count of the trace."""
     with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
     with open(os.path.join(run_dir, "events.csv"), encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     events = read_trace(run_dir)
-    reader = summary["tids"]["read"]
-    threshold = summary["all_events"]["wakeup"]["split"]["threshold"]
-    slow = [r for r in rows if float(r["wakeup_ns"]) > threshold
-            and summary["all_events"]["wakeup"]["split"]["slow_count"]]
-    wanted = [rows[0]] + [r for r in slow if r is not rows[0]]
-    timeline = Timeline(events, reader)
+    split = summary["all_events"]["wakeup"]["split"]
+    threshold = split["threshold"] if split["slow_count"] else float("inf")
+    timeline = Timeline(events, summary["tids"]["read"])
     found = []
-    for r in wanted:
+    for r in rows:
         x = timeline.explain(int(r["event"]), int(r["seq"]))
         if x:
             x["wakeup_ns"] = float(r["wakeup_ns"])
+            x["slow"] = x["wakeup_ns"] > threshold
             found.append(x)
-    return summary, rows, slow, found, sum(1 for e in events if e["event"].startswith(
-        "irqhook"))
+    return summary, rows, found, sum(1 for e in events if e["event"].startswith("irqhook"))
 
 
-def describe(summary, rows, slow, found):
+def group_stats(group):
+    """How the reader's CPU was used between wake-up and run, over @group."""
+    if not group:
+        return None
+    others = [[r for r in x["ran"] if r["left"] != "idle"] for x in group]
+    return {
+        "events": len(group),
+        "wakeup_mean_us": statistics.mean(x["wakeup_ns"] for x in group) / 1e3,
+        "tasks_before_median": statistics.median(len(o) for o in others),
+        "busy_before_median_us": statistics.median(sum(r["ns"] for r in o)
+                                                   for o in others) / 1e3,
+        "write_to_wakeup_median_us": statistics.median(x["write_to_wakeup_ns"]
+                                                       for x in group) / 1e3,
+        "wakeup_to_run_median_us": statistics.median(x["wakeup_to_run_ns"]
+                                                     for x in group) / 1e3,
+        # The task on the CPU at the wake-up was still runnable when the reader
+        # got the CPU: the reader preempted it at once, or waited for others.
+        "reader_ran_first": sum(1 for o in others if len(o) <= 1),
+        "idle_cpu": sum(1 for x in group if x["ran"] and x["ran"][0]["left"] == "idle"),
+        "migrations": sum(x["migrations"] for x in group),
+    }
+
+
+def describe(summary, found):
     lines = []
     w = summary["all_events"]["wakeup"]
     lines.append(f"{summary['events']} events, {summary['loads']} load tasks, "
                  f"{summary['class']} read/write tasks, kernel {summary['kernel']}")
-    lines.append(f"wake-up: fast {w['split']['fast_count']} x {w['split']['fast_mean'] / 1e3:.1f} us, "
-                 f"slow {w['split']['slow_count']} x {w['split']['slow_mean'] / 1e3:.1f} us "
-                 f"(threshold {w['split']['threshold'] / 1e3:.1f} us)")
+    lines.append(f"wake-up: fast {w['split']['fast_count']} x "
+                 f"{w['split']['fast_mean'] / 1e3:.1f} us, slow {w['split']['slow_count']} x "
+                 f"{w['split']['slow_mean'] / 1e3:.1f} us (threshold "
+                 f"{w['split']['threshold'] / 1e3:.1f} us); {len(found)} events found in the trace")
     first = next((x for x in found if x["event"] == 0), None)
     if first:
-        lines.append(f"first event: wake-up {first['wakeup_ns'] / 1e3:.1f} us; between the "
-                     f"wake-up and the reader running on CPU {first['cpu']}: " +
+        lines.append(f"first event: wake-up {first['wakeup_ns'] / 1e3:.1f} us; write -> "
+                     f"sched_wakeup {first['write_to_wakeup_ns'] / 1e3:.1f} us, then on CPU "
+                     f"{first['cpu']} until the reader ran: " +
                      (", ".join(f"{r['comm']}-{r['pid']} {r['ns'] / 1e3:.1f} us ({r['left']})"
-                                for r in first["ran"]) or "nothing else ran"))
-    rest = [x for x in found if x["event"] != 0]
-    if not rest:
-        lines.append("no slow events after the first")
-        return lines
-    who = collections.defaultdict(list)
-    preempted = collections.Counter()
-    nothing = 0
-    for x in rest:
-        if not x["ran"]:
-            nothing += 1
-        for r in x["ran"]:
-            key = re.sub(r"\d+$", "N", r["comm"])
-            who[key].append(r["ns"])
-            if r["left"] == "preempted":
-                preempted[key] += 1
-    lines.append(f"{len(rest)} slow events explained from the trace "
-                 f"(of {len(slow)} above the threshold):")
-    for key, times in sorted(who.items(), key=lambda kv: -sum(kv[1])):
-        lines.append(f"  {key}: ran on the reader's CPU in {len(times)} cases, median "
-                     f"{statistics.median(times) / 1e3:.1f} us, max {max(times) / 1e3:.1f} us; "
-                     f"preempted in {preempted[key]} of them")
-    if nothing:
-        lines.append(f"  in {nothing} cases nothing else ran: the CPU was idle or the "
-                     f"delay was before the wake-up")
-    lag = [x["write_to_wakeup_ns"] for x in rest]
-    lines.append(f"  write -> sched_wakeup: median {statistics.median(lag) / 1e3:.1f} us; "
-                 f"wakeup -> reader runs: median "
-                 f"{statistics.median(x['wakeup_to_run_ns'] for x in rest) / 1e3:.1f} us; "
-                 f"reader migrations in the window: {sum(x['migrations'] for x in rest)}")
+                                for r in first["ran"]) or "nothing else"))
+    for name, group in (("fast", [x for x in found if not x["slow"] and x["event"]]),
+                        ("slow", [x for x in found if x["slow"] and x["event"]])):
+        g = group_stats(group)
+        if not g:
+            lines.append(f"{name}: no events")
+            continue
+        lines.append(f"{name}: {g['events']} events, wake-up mean {g['wakeup_mean_us']:.1f} us; "
+                     f"write -> sched_wakeup median {g['write_to_wakeup_median_us']:.1f} us, "
+                     f"sched_wakeup -> reader runs median {g['wakeup_to_run_median_us']:.1f} us")
+        lines.append(f"  before the reader ran: median {g['tasks_before_median']:g} other task "
+                     f"runs holding the CPU for {g['busy_before_median_us']:.1f} us; the reader "
+                     f"ran at most one task later in {g['reader_ran_first']} of "
+                     f"{g['events']}, the CPU was idle at the wake-up in {g['idle_cpu']}, "
+                     f"reader migrations {g['migrations']}")
+    who = collections.Counter()
+    for x in found:
+        if x["slow"]:
+            for r in x["ran"]:
+                who[re.sub(r"\d+$", "N", r["comm"])] += r["ns"]
+    if who:
+        lines.append("CPU time between wake-up and run in slow events, by task: " +
+                     ", ".join(f"{k} {v / 1e6:.1f} ms" for k, v in who.most_common(6)))
     return lines
 
 
 def explain_run(run_dir):
-    summary, rows, slow, found, n_irq = analyse(run_dir)
+    summary, rows, found, n_irq = analyse(run_dir)
     if n_irq == 0:
         raise ValueError("the trace has no irqhook events")
-    with open(os.path.join(run_dir, "slow_events.csv"), "w", encoding="utf-8") as f:
+    with open(os.path.join(run_dir, "trace_events.csv"), "w", encoding="utf-8") as f:
         out = csv.writer(f)
-        out.writerow(["event", "seq", "cpu", "wakeup_ns", "write_to_wakeup_ns",
+        out.writerow(["event", "seq", "slow", "cpu", "wakeup_ns", "write_to_wakeup_ns",
                       "wakeup_to_run_ns", "migrations", "ran_before_reader"])
         for x in found:
-            out.writerow([x["event"], x["seq"], x["cpu"], f"{x['wakeup_ns']:.0f}",
-                          x["write_to_wakeup_ns"], x["wakeup_to_run_ns"], x["migrations"],
+            out.writerow([x["event"], x["seq"], int(x["slow"]), x["cpu"],
+                          f"{x['wakeup_ns']:.0f}", x["write_to_wakeup_ns"],
+                          x["wakeup_to_run_ns"], x["migrations"],
                           "; ".join(f"{r['comm']}-{r['pid']} {r['ns']} ns {r['left']}"
                                     for r in x["ran"])])
-    text = "\n".join(describe(summary, rows, slow, found)) + "\n"
+    text = "\n".join(describe(summary, found)) + "\n"
     with open(os.path.join(run_dir, "explanation.txt"), "w", encoding="utf-8") as f:
         f.write(text)
     print(text, end="")

@@ -14,8 +14,11 @@ usage: irqhook-sweep.sh [options]
   -n N          events per run (default 2000; the reference used 10000)
   -p US         write period in us (default 16000)
   -l LIST       load task counts (default "0 1 2 4 8 16 32")
-  -t CELL       also trace this cell, LOADS:normal|rt (default 16:normal;
-                "none" for no trace); traced with -n min(N, 1000)
+  -t CELLS      also trace these cells, "LOADS:normal|rt ..." (default
+                "0:normal 16:normal"; "none": no trace), -n min(N, 300) each
+  -A            record only; leave the table and the trace analysis to the
+                caller (make irqhook-sweep runs them on the host, where
+                Python is not emulated)
   -c CPU        run every task on this CPU, like the reference's uniprocessor
                 board (default 0; "none" leaves placement to the scheduler)
   -o DIR        output folder (default results/irqhook-sweep-<timestamp>)
@@ -25,13 +28,15 @@ Example:  irqhook-sweep.sh -n 10000 -o results/irqhook-ref
 EOT
 }
 
-n=2000 period=16000 loads="0 1 2 4 8 16 32" trace_cell=16:normal out='' cpu=0
-while getopts "n:p:l:t:c:o:h" o; do
+n=2000 period=16000 loads="0 1 2 4 8 16 32" trace_cells="0:normal 16:normal" out='' cpu=0
+analyse=1
+while getopts "n:p:l:t:c:o:Ah" o; do
 	case $o in
 	n) n=$OPTARG ;;
 	p) period=$OPTARG ;;
 	l) loads=$OPTARG ;;
-	t) trace_cell=$OPTARG ;;
+	t) trace_cells=$OPTARG ;;
+	A) analyse=0 ;;
 	c) cpu=$OPTARG ;;
 	o) out=$OPTARG ;;
 	h) usage; exit 0 ;;
@@ -45,9 +50,11 @@ place=()
 for v in "$n" "$period" $loads ${place[@]:+"$cpu"}; do
 	case $v in '' | *[!0-9]*) echo "irqhook-sweep: '$v' is not a whole number" >&2; exit 2 ;; esac
 done
-case $trace_cell in none | *:normal | *:rt) ;; *)
-	echo "irqhook-sweep: -t wants LOADS:normal, LOADS:rt or none, not '$trace_cell'" >&2; exit 2 ;;
-esac
+[ "$trace_cells" = none ] && trace_cells=
+for c in $trace_cells; do
+	[[ $c =~ ^[0-9]+:(normal|rt)$ ]] ||
+		{ echo "irqhook-sweep: -t wants LOADS:normal or LOADS:rt, not '$c'" >&2; exit 2; }
+done
 [ -x "$here/irqhook" ] || { echo "irqhook-sweep: $here/irqhook is not built (make userspace)" >&2; exit 1; }
 [ -e /dev/irqhook ] || { echo "irqhook-sweep: no /dev/irqhook: boot the lab kernel (make vm)" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "irqhook-sweep: must run as root" >&2; exit 1; }
@@ -73,16 +80,20 @@ for class in normal rt; do
 	done
 done
 
-if [ "$trace_cell" != none ]; then
-	l=${trace_cell%%:*} class=${trace_cell#*:}
+tn=$((n < 300 ? n : 300))
+for c in $trace_cells; do
+	l=${c%%:*} class=${c#*:}
 	flag=()
 	[ "$class" = rt ] && flag=(--rt)
-	tn=$((n < 1000 ? n : 1000))
 	echo "irqhook-sweep: tracing $l load tasks, $class ($tn events)" >&2
 	"$here/irqhook" -q -t -n "$tn" -p "$period" -l "$l" "${flag[@]}" "${place[@]}" \
-		-o "$out/traced-$l-$class" \
-		>"$out/traced-$l-$class.log"
-	"$LAB_PYTHON" "$root/userspace/analysis/irqhook_trace.py" "$out/traced-$l-$class"
-fi
+		-o "$out/traced-$l-$class" >"$out/traced-$l-$class.log"
+done
 
-"$LAB_PYTHON" "$root/userspace/analysis/irqhook_sweep.py" "$out"
+if [ "$analyse" -eq 1 ]; then
+	for c in $trace_cells; do
+		"$LAB_PYTHON" "$root/userspace/analysis/irqhook_trace.py" "$out/traced-${c%%:*}-${c#*:}"
+	done
+	"$LAB_PYTHON" "$root/userspace/analysis/irqhook_sweep.py" "$out"
+fi
+echo "irqhook-sweep: results in $out" >&2

@@ -225,6 +225,7 @@ static void *load_task(void *arg)
 	struct timespec ts = { 0, (long)opt.load_sleep_ns };
 
 	load_tids[i] = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), "irqhook-load");
 	if (opt.n_load_cpus)
 		place_self((int)opt.load_cpus[i % (unsigned long)opt.n_load_cpus], 0);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
@@ -239,6 +240,7 @@ static void *read_task(void *arg)
 
 	(void)arg;
 	read_tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), "irqhook-read");
 	if (err)
 		return (void *)err;
 	for (i = 0; i < opt.iterations; i++) {
@@ -268,6 +270,7 @@ static void *write_task(void *arg)
 
 	(void)arg;
 	write_tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), "irqhook-write");
 	if (err)
 		return (void *)err;
 	for (i = 0; i < opt.iterations && !atomic_load(&stop); i++) {

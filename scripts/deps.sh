@@ -32,9 +32,9 @@ if [ "$codename" = bookworm ]; then
 		as_root apt-get update -q
 	fi
 fi
-qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
-if [ "${qemu_major:-0}" -lt 8 ]; then
-	log "installing QEMU ${qemu_from[*]:+from ${qemu_from[1]}} (found: ${qemu_major:-none})"
+found=$(qemu_major)
+if [ "${found:-0}" -lt "$QEMU_TRUSTED_MAJOR" ]; then
+	log "installing QEMU ${qemu_from[*]:+from ${qemu_from[1]}} (found: ${found:-none})"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		"${qemu_from[@]}" qemu-system-x86
 fi

@@ -15,6 +15,14 @@ export MPLCONFIGDIR=${MPLCONFIGDIR:-$LAB_BUILD/matplotlib}
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
+# QEMU's major version, empty if qemu-system-x86_64 is missing.  Version 8
+# is the first whose multi-threaded TCG the lab trusts (see scripts/vm.sh).
+# shellcheck disable=SC2034  # read by deps.sh and vm.sh
+QEMU_TRUSTED_MAJOR=8
+qemu_major() {
+	qemu-system-x86_64 --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p'
+}
+
 # Run a command as root, or explain why we cannot.
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then

@@ -76,13 +76,13 @@ kvm_works() {
 # (scripts/deps.sh installs it) does not show the fault, so multi-threaded
 # TCG is the default there and one host thread for all vCPUs the default
 # with an older QEMU, whose timings then include the other vCPUs' turns.
-qemu_major=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
+found=$(qemu_major)
 if [ -z "${VM_TCG_THREAD:-}" ]; then
-	if [ "${qemu_major:-0}" -ge 8 ]; then
+	if [ "${found:-0}" -ge "$QEMU_TRUSTED_MAJOR" ]; then
 		VM_TCG_THREAD=multi
 	else
 		VM_TCG_THREAD=single
-		log "QEMU ${qemu_major:-?} is older than 8: single-threaded TCG (run 'make deps' for QEMU 10)"
+		log "QEMU ${found:-?} is older than $QEMU_TRUSTED_MAJOR: single-threaded TCG (run 'make deps' for QEMU 10)"
 	fi
 fi
 case $VM_TCG_THREAD in

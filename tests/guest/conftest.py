@@ -1,7 +1,6 @@
 """Fixtures for the tests that run inside the patched kernel (make test
 boots it with scripts/vm.sh).  Each test starts and ends with the delay
 module unloaded."""
-import errno
 import os
 import pathlib
 import re
@@ -81,7 +80,3 @@ def clean_module():
 def delay(clean_module):
     insmod()
     return MODDIR
-
-
-__all__ = ["errno", "insmod", "rmmod", "write_param", "read_int", "kernel_problems",
-           "LOOPS", "MODDIR", "ROOT"]

@@ -89,7 +89,6 @@ def test_small_buffer_is_einval(dev):
 
 def test_bad_pointer_is_efault_and_event_stays(dev):
     os.write(dev, b"x")
-    seq_expected = None
     ret = libc.read(dev, ctypes.c_void_p(16), ctypes.c_size_t(EVENT.size))
     assert ret == -1 and ctypes.get_errno() == errno.EFAULT
     seq_expected = read_event(dev)[0]

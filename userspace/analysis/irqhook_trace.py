@@ -133,9 +133,9 @@ class Timeline:
 
 
 def analyse(run_dir):
-    """Explain every event; returns the summary, the rows, the explained
-    events (each with wakeup_ns and slow=True/False) and the irqhook event
-    count of the trace."""
+    """Explain every event; returns the summary, the explained events (each
+    with wakeup_ns and slow=True/False) and the irqhook event count of the
+    trace."""
     with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
     with open(os.path.join(run_dir, "events.csv"), encoding="utf-8") as f:
@@ -151,7 +151,7 @@ def analyse(run_dir):
             x["wakeup_ns"] = float(r["wakeup_ns"])
             x["slow"] = x["wakeup_ns"] > threshold
             found.append(x)
-    return summary, rows, found, sum(1 for e in events if e["event"].startswith("irqhook"))
+    return summary, found, sum(1 for e in events if e["event"].startswith("irqhook"))
 
 
 def group_stats(group):
@@ -219,7 +219,7 @@ def describe(summary, found):
 
 
 def explain_run(run_dir):
-    summary, rows, found, n_irq = analyse(run_dir)
+    summary, found, n_irq = analyse(run_dir)
     if n_irq == 0:
         raise ValueError("the trace has no irqhook events")
     with open(os.path.join(run_dir, "trace_events.csv"), "w", encoding="utf-8") as f:

@@ -70,7 +70,10 @@ static atomic_ulong n_read;
 static pid_t read_tid, write_tid;
 static pid_t *load_tids;
 static volatile sig_atomic_t got_signal;
-static char errbuf[256];
+
+/* Each thread reports its own failure: no buffer is shared between them. */
+#define ERRLEN 256
+static char read_err[ERRLEN], write_err[ERRLEN];
 
 static void on_signal(int sig)
 {
@@ -193,27 +196,31 @@ static void parse_options(int argc, char **argv)
 	}
 }
 
-/* Pin the calling thread; policy SCHED_RR prio 1 if @rt. 0 or an error text. */
-static const char *place_self(int cpu, int rt)
+/*
+ * The start of every task: record its thread id, name it for the trace,
+ * pin it to @cpu (if >= 0) and make it SCHED_RR priority 1 if @rt.
+ * Returns NULL, or @err filled with what failed.
+ */
+static const char *start_task(const char *name, pid_t *tid, int cpu, int rt, char *err)
 {
+	*tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), name);
 	if (cpu >= 0) {
 		cpu_set_t set;
 
 		CPU_ZERO(&set);
 		CPU_SET(cpu, &set);
 		if (sched_setaffinity(0, sizeof(set), &set)) {
-			snprintf(errbuf, sizeof(errbuf), "cannot pin to CPU %d: %s", cpu,
-				 strerror(errno));
-			return errbuf;
+			snprintf(err, ERRLEN, "cannot pin to CPU %d: %s", cpu, strerror(errno));
+			return err;
 		}
 	}
 	if (rt) {
 		struct sched_param sp = { .sched_priority = 1 };
 
 		if (sched_setscheduler(0, SCHED_RR, &sp)) {
-			snprintf(errbuf, sizeof(errbuf), "cannot set SCHED_RR: %s",
-				 strerror(errno));
-			return errbuf;
+			snprintf(err, ERRLEN, "cannot set SCHED_RR: %s", strerror(errno));
+			return err;
 		}
 	}
 	return NULL;
@@ -224,10 +231,12 @@ static void *load_task(void *arg)
 	unsigned long i = (unsigned long)arg;
 	struct timespec ts = { 0, (long)opt.load_sleep_ns };
 
-	load_tids[i] = (pid_t)syscall(SYS_gettid);
-	pthread_setname_np(pthread_self(), "irqhook-load");
-	if (opt.n_load_cpus)
-		place_self((int)opt.load_cpus[i % (unsigned long)opt.n_load_cpus], 0);
+	char err[ERRLEN];
+
+	/* As before: a load task that cannot be pinned still loads the machine. */
+	start_task("irqhook-load", &load_tids[i],
+		   opt.n_load_cpus ? (int)opt.load_cpus[i % (unsigned long)opt.n_load_cpus] : -1,
+		   0, err);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
 		nanosleep(&ts, NULL);
 	return NULL;
@@ -235,12 +244,10 @@ static void *load_task(void *arg)
 
 static void *read_task(void *arg)
 {
-	const char *err = place_self(opt.read_cpu, opt.rt);
+	const char *err = start_task("irqhook-read", &read_tid, opt.read_cpu, opt.rt, read_err);
 	unsigned long i;
 
 	(void)arg;
-	read_tid = (pid_t)syscall(SYS_gettid);
-	pthread_setname_np(pthread_self(), "irqhook-read");
 	if (err)
 		return (void *)err;
 	for (i = 0; i < opt.iterations; i++) {
@@ -262,23 +269,22 @@ static void *read_task(void *arg)
 
 static void *write_task(void *arg)
 {
-	const char *err = place_self(opt.write_cpu, opt.rt);
+	const char *err = start_task("irqhook-write", &write_tid, opt.write_cpu, opt.rt,
+				     write_err);
 	struct timespec period = { (time_t)(opt.period_us / 1000000),
 				   (long)(opt.period_us % 1000000) * 1000 };
 	uint64_t start = lab_now_ns(), last = start;
 	unsigned long i;
 
 	(void)arg;
-	write_tid = (pid_t)syscall(SYS_gettid);
-	pthread_setname_np(pthread_self(), "irqhook-write");
 	if (err)
 		return (void *)err;
 	for (i = 0; i < opt.iterations && !atomic_load(&stop); i++) {
 		samples[i].call_ns = lab_now_ns();
 		if (write(dev_fd, "x", 1) != 1) {
-			snprintf(errbuf, sizeof(errbuf), "write to %s: %s", opt.device,
+			snprintf(write_err, ERRLEN, "write to %s: %s", opt.device,
 				 strerror(errno));
-			return errbuf;
+			return write_err;
 		}
 		if (opt.period_us)
 			clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
@@ -374,39 +380,48 @@ static int commit_file(FILE *f, const char *tmp)
 	return rename(tmp, path);
 }
 
-static void json_summary(FILE *f, const char *name, const double *v, size_t n)
-{
+/* The statistics of one series of times, computed once for every output. */
+struct series_stats {
 	struct lab_summary s;
 	struct lab_split sp;
+};
 
-	lab_summarize(v, n, &s);
-	lab_split2(v, n, &sp);
+static void series_stats(const double *v, size_t n, struct series_stats *st)
+{
+	lab_summarize(v, n, &st->s);
+	lab_split2(v, n, &st->sp);
+}
+
+static void json_summary(FILE *f, const char *name, const struct series_stats *st)
+{
+	const struct lab_summary *s = &st->s;
+	const struct lab_split *sp = &st->sp;
+
 	fprintf(f, "    \"%s\": {\"count\": %zu, \"min\": %.0f, \"mean\": %.1f, "
 		   "\"stddev\": %.1f, \"p50\": %.0f, \"p90\": %.0f, \"p99\": %.0f, "
 		   "\"p99_9\": %.0f, \"max\": %.0f,\n"
 		   "      \"split\": {\"threshold\": %.0f, \"fast_count\": %zu, "
 		   "\"fast_mean\": %.1f, \"slow_count\": %zu, \"slow_mean\": %.1f}}",
-		name, s.n, s.min, s.mean, s.stddev, s.p50, s.p90, s.p99, s.p999, s.max,
-		sp.threshold, sp.n_fast, sp.mean_fast, sp.n_slow, sp.mean_slow);
+		name, s->n, s->min, s->mean, s->stddev, s->p50, s->p90, s->p99, s->p999, s->max,
+		sp->threshold, sp->n_fast, sp->mean_fast, sp->n_slow, sp->mean_slow);
 }
 
-static void print_summary(const char *name, const double *v, size_t n)
+static void print_summary(const char *name, const struct series_stats *st)
 {
-	struct lab_summary s;
-	struct lab_split sp;
+	const struct lab_summary *s = &st->s;
+	const struct lab_split *sp = &st->sp;
 
-	lab_summarize(v, n, &s);
-	lab_split2(v, n, &sp);
 	printf("%-10s %6zu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f   "
-	       "fast %zu x %.1f / slow %zu x %.1f\n", name, s.n, s.min / 1e3, s.mean / 1e3,
-	       s.stddev / 1e3, s.p50 / 1e3, s.p90 / 1e3, s.p99 / 1e3, s.max / 1e3,
-	       sp.threshold / 1e3, sp.n_fast, sp.mean_fast / 1e3, sp.n_slow,
-	       sp.mean_slow / 1e3);
+	       "fast %zu x %.1f / slow %zu x %.1f\n", name, s->n, s->min / 1e3, s->mean / 1e3,
+	       s->stddev / 1e3, s->p50 / 1e3, s->p90 / 1e3, s->p99 / 1e3, s->max / 1e3,
+	       sp->threshold / 1e3, sp->n_fast, sp->mean_fast / 1e3, sp->n_slow,
+	       sp->mean_slow / 1e3);
 }
 
 static int write_results(size_t n)
 {
 	double *sw = malloc(n * sizeof(*sw)), *wk = malloc(n * sizeof(*wk));
+	struct series_stats all_sw, all_wk, later_sw, later_wk;
 	char tmp[PATH_MAX], stamp[64];
 	unsigned long maxb = 0, b, *hs, *hw;
 	struct utsname u;
@@ -476,15 +491,19 @@ static int write_results(size_t n)
 		fprintf(f, "%s%d", i ? ", " : "", load_tids[i]);
 	fprintf(f, "]},\n  \"first_event\": {\"switching\": %.0f, \"wakeup\": %.0f},\n",
 		sw[0], wk[0]);
+	series_stats(sw, n, &all_sw);
+	series_stats(wk, n, &all_wk);
 	fprintf(f, "  \"all_events\": {\n");
-	json_summary(f, "switching", sw, n);
+	json_summary(f, "switching", &all_sw);
 	fprintf(f, ",\n");
-	json_summary(f, "wakeup", wk, n);
+	json_summary(f, "wakeup", &all_wk);
 	fprintf(f, "\n  },\n  \"after_first\": {\n");
 	if (m) {
-		json_summary(f, "switching", sw + 1, m);
+		series_stats(sw + 1, m, &later_sw);
+		series_stats(wk + 1, m, &later_wk);
+		json_summary(f, "switching", &later_sw);
 		fprintf(f, ",\n");
-		json_summary(f, "wakeup", wk + 1, m);
+		json_summary(f, "wakeup", &later_wk);
 	}
 	fprintf(f, "\n  }\n}\n");
 	if (commit_file(f, tmp))
@@ -496,8 +515,8 @@ static int write_results(size_t n)
 	if (m) {
 		printf("%-10s %6s %8s %8s %8s %8s %8s %8s %9s %8s\n", "after 1st", "count",
 		       "min", "mean", "stddev", "p50", "p90", "p99", "max", "split");
-		print_summary("switching", sw + 1, m);
-		print_summary("wake-up", wk + 1, m);
+		print_summary("switching", &later_sw);
+		print_summary("wake-up", &later_wk);
 	}
 	free(sw);
 	free(wk);

@@ -11,8 +11,16 @@
  *	non-numeric or too large value is refused with -EINVAL and the old
  *	value stays.  May also be given at load time: insmod delay.ko loops=N.
  *
+ * /sys/module/delay/parameters/cgroup  (rw, root)
+ *	Delay only the tasks of this cgroup v2 and of its descendants, named
+ *	as in /proc/PID/cgroup: a path from the cgroup2 root such as
+ *	"/lab/httpd".  Empty (the default) delays every task.  A path that
+ *	does not start with '/' is refused with -EINVAL, one that names no
+ *	cgroup with -ENOENT (-ENOTDIR for a file); the old target stays.
+ *
  * /sys/module/delay/stats/calls  (ro)
- *	System calls that went through the hook since the module was loaded.
+ *	System calls of targeted tasks that went through the hook since the
+ *	module was loaded, counted at any loop count, 0 included.
  *
  * /sys/module/delay/stats/spun  (ro)
  *	Loop iterations spun since the module was loaded.
@@ -23,11 +31,15 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 #include <asm/syscall_hook.h>
 
@@ -62,6 +74,75 @@ MODULE_PARM_DESC(loops, "Loop iterations spun per system call (0-"
 		 __stringify(DELAY_LOOPS_MAX) ")");
 
 /*
+ * The target cgroup, NULL for every task.  The hook reads it under RCU;
+ * the setter, serialized with the getter by the module's parameter lock,
+ * publishes a new one, waits for readers of the old one and drops it.
+ * delay_cgroup_path is the path as the user wrote it, for reading back.
+ */
+static struct cgroup __rcu *delay_cgrp;
+static char *delay_cgroup_path;
+
+static int delay_cgroup_set(const char *val, const struct kernel_param *kp)
+{
+	struct cgroup *cgrp = NULL, *old;
+	char *buf, *path;
+	int ret = 0;
+
+	buf = kstrndup(val, PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	path = strim(buf);
+	if (*path && *path != '/') {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (*path) {
+		cgrp = cgroup_get_from_path(path);
+		if (IS_ERR(cgrp)) {
+			ret = PTR_ERR(cgrp);
+			goto out;
+		}
+	}
+
+	old = rcu_replace_pointer(delay_cgrp, cgrp, true);
+	if (old) {
+		synchronize_rcu();
+		cgroup_put(old);
+	}
+	memmove(buf, path, strlen(path) + 1);
+	swap(buf, delay_cgroup_path);
+out:
+	kfree(buf);
+	return ret;
+}
+
+static int delay_cgroup_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", delay_cgroup_path ?: "");
+}
+
+static const struct kernel_param_ops delay_cgroup_ops = {
+	.set = delay_cgroup_set,
+	.get = delay_cgroup_get,
+};
+module_param_cb(cgroup, &delay_cgroup_ops, NULL, 0644);
+MODULE_PARM_DESC(cgroup, "Delay only this cgroup v2 and its descendants, e.g. /lab/httpd (empty: every task)");
+
+/* Is current one of the tasks to delay? */
+static bool delay_targets_current(void)
+{
+	struct cgroup *cgrp;
+	bool ret = true;
+
+	rcu_read_lock();
+	cgrp = rcu_dereference(delay_cgrp);
+	if (cgrp)
+		ret = task_under_cgroup_hierarchy(current, cgrp);
+	rcu_read_unlock();
+	return ret;
+}
+
+/*
  * The empty asm makes the counter opaque to the compiler, so it can neither
  * drop the loop nor fold it into one subtraction, and each iteration costs
  * the same decrement and branch.  Inline, so that one loop costs one
@@ -77,8 +158,11 @@ static __always_inline void delay_spin(unsigned int n)
 
 static void delay_hook(struct pt_regs *regs, int nr)
 {
-	unsigned int n = READ_ONCE(delay_loops);
+	unsigned int n;
 
+	if (!delay_targets_current())
+		return;
+	n = READ_ONCE(delay_loops);
 	this_cpu_inc(delay_calls);
 	if (!n)
 		return;
@@ -135,7 +219,9 @@ static int __init delay_init(void)
 		pr_err("cannot register the syscall hook: %d\n", ret);
 		goto remove_stats;
 	}
-	pr_info("delaying every system call by %u loops\n", delay_loops);
+	pr_info("delaying the system calls of %s by %u loops\n",
+		delay_cgroup_path && *delay_cgroup_path ? delay_cgroup_path :
+		"every task", delay_loops);
 	return 0;
 
 remove_stats:
@@ -145,8 +231,15 @@ remove_stats:
 
 static void __exit delay_exit(void)
 {
+	struct cgroup *cgrp;
+
 	syscall_hook_unregister(delay_hook);
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
+	/* No hook runs any more: nobody can be reading the target. */
+	cgrp = rcu_dereference_protected(delay_cgrp, true);
+	if (cgrp)
+		cgroup_put(cgrp);
+	kfree(delay_cgroup_path);
 }
 
 module_init(delay_init);

@@ -71,9 +71,16 @@ irqhook-sweep: setup
 	for t in $(IRQHOOK_OUT)/traced-*/; do $(PY) userspace/analysis/irqhook_trace.py $$t || exit 1; done
 	$(PY) userspace/analysis/irqhook_sweep.py $(IRQHOOK_OUT)
 
+## sweep W=kbuild|grep|apache|all [SWEEP_ARGS='-l 0:700:100 -r 2']: workload
+##   against added syscall latency in the VM, analysed into results/<W>-<time>/
+W ?= apache
+sweep: setup
+	scripts/sweep-vm.sh $(W) $(SWEEP_ARGS)
+
 ## test: host tests, then the in-VM tests on the patched kernel
 test: setup
 	$(PY) -m pytest -q tests/host
+	workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 	$(VM) -- $(PY) -m pytest -q -p no:cacheprovider tests/guest
 
 ## bench-hook: cost of the hook: compiled out, idle, loops=0, loops=1
@@ -95,5 +102,5 @@ clean:
 distclean: clean
 	rm -rf build $(VENV)
 
-.PHONY: all help deps venv kernel module userspace setup vm vm-run calibrate irqhook-sweep \
+.PHONY: all help deps venv kernel module userspace setup vm vm-run calibrate irqhook-sweep sweep \
 	test bench bench-hook lint clean distclean

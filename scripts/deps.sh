@@ -13,6 +13,8 @@ packages=(
 	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links;
 	# QEMU itself is installed above)
 	udev python3-venv trace-cmd
+	# workloads: the Apache binary and modules only (no system service), httperf
+	apache2-bin httperf
 	# userspace: 32-bit test program, lint
 	gcc-multilib shellcheck
 )

@@ -1,0 +1,196 @@
+"""sweep_report.py on made-up sweep folders: a grep sweep that follows the
+model exactly is explained by it, an Apache sweep far below the model is
+put down to the client and overlap, and bad folders fail with one line."""
+import csv
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = "userspace/analysis/sweep_report.py"
+HEADER = "workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
+CALIBRATION = {"kernel": "6.12.test",
+               "fits": {"close": {"intercept_ns": 600, "ns_per_loop": 3.9, "r2": 0.99,
+                                  "points": 3},
+                        "getppid": {"intercept_ns": 650, "ns_per_loop": 4.1, "r2": 0.99,
+                                    "points": 3}},
+               "points": []}
+
+
+def make_dir(d, rows, settings, calibration=CALIBRATION):
+    d.mkdir(exist_ok=True)
+    (d / "raw.csv").write_text(HEADER + "\n" + "".join(r + "\n" for r in rows))
+    (d / "calibration.json").write_text(json.dumps(calibration))
+    (d / "settings.json").write_text(json.dumps(settings))
+    return d
+
+
+def report(root, tmp_path, *args):
+    env = dict(os.environ, MPLCONFIGDIR=str(tmp_path / "mpl"))
+    return subprocess.run([root / ".venv/bin/python", root / SCRIPT, *args],
+                          capture_output=True, text=True, env=env)
+
+
+def grep_rows():
+    # 2.0 s + 1e6 calls x 4 ns per loop x loops, +-0.01 s around it.
+    rows = []
+    for loops in (0, 100, 200):
+        t = 2.0 + 1e6 * 4.0 * loops * 1e-9
+        for repeat, noise in ((1, -0.01), (2, 0.01)):
+            rows.append(f'grep,grep,{loops},{repeat},1,{t + noise:.6f},{1_000_000 + repeat},0,'
+                        f'"exit 0, 312 matches"')
+    return rows
+
+
+def test_grep_follows_the_model(root, tmp_path):
+    d = make_dir(tmp_path / "grep", grep_rows(),
+                 {"workload": "grep", "kernel": "6.12.test", "cpus": 2, "loops": [0, 100, 200]})
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith((d / "report.txt").read_text())
+
+    s = json.loads((d / "summary.json").read_text())
+    assert s["workload"] == "grep" and s["ns_per_loop"] == pytest.approx(4.0)
+    assert s["settings"]["cpus"] == 2
+    m = s["measures"]["grep"]
+    assert m["unit"] == "greps/min"
+    mod = m["model"]
+    assert mod["base_seconds_per_unit"] == pytest.approx(2.0)
+    assert mod["syscalls_per_unit"] == pytest.approx(1_000_001.5)
+    assert mod["max_loops"] == 200 and mod["max_added_ns"] == pytest.approx(800)
+    assert mod["predicted_slowdown"] == pytest.approx(2.8 / 2.0, rel=1e-3)
+    assert mod["measured_slowdown"] == pytest.approx(mod["predicted_slowdown"], rel=0.01)
+    assert 0.95 <= mod["explained"] <= 1.05
+    assert "within 25%" in mod["explanation"]
+
+    rows = list(csv.DictReader(open(d / "summary.csv")))
+    assert [r["loops"] for r in rows] == ["0", "100", "200"]
+    assert all(r["measure"] == "grep" and r["n"] == "2" for r in rows)
+    thr = [float(r["throughput_mean"]) for r in rows]
+    assert thr[-1] < thr[1] < thr[0]
+    assert thr[0] == pytest.approx((60 / 1.99 + 60 / 2.01) / 2)
+    assert float(rows[0]["throughput_stddev"]) > 0
+    assert float(rows[1]["added_ns"]) == pytest.approx(400)
+    assert float(rows[2]["predicted_throughput"]) == pytest.approx(60 / 2.8, rel=1e-3)
+    assert m["points"][2]["throughput_mean"] == pytest.approx(thr[2])
+
+    png = (d / "grep.png").read_bytes()
+    assert png[:4] == b"\x89PNG" and len(png) > 10_000
+    text = (d / "report.txt").read_text()
+    assert "measured slowdown 1.40, predicted 1.40 at 200 loops (+800 ns)" in text
+
+
+def apache_rows():
+    # Reply time 2 ms at loops 0 and 2.2 ms at 1000 loops; the server made
+    # 2000 system calls per reply, so the model predicts 2 + 8 = 10 ms.
+    # The sustained rate falls from 500/s to 450/s where the model says 100/s.
+    rows = []
+    for loops, reply_s, rate in ((0, 0.0020, 500), (500, 0.0021, 480), (1000, 0.0022, 450)):
+        for repeat in (1, 2):
+            rows.append(f"apache,reply,{loops},{repeat},10,{10 * reply_s:.6f},20000,0,")
+            rows.append(f"apache,saturation,{loops},{repeat},{rate * 4},4.0,{rate * 4 * 2000},"
+                        f"{repeat - 1},\"rate {rate}/s\"")
+    return rows
+
+
+def test_apache_far_below_the_model(root, tmp_path):
+    d = make_dir(tmp_path / "apache", apache_rows(),
+                 {"workload": "apache", "kernel": "6.12.test", "cpus": 2})
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    assert list(s["measures"]) == ["reply", "saturation"]
+    reply = s["measures"]["reply"]
+    assert reply["unit"] == "1/s (1/reply time)"
+    assert reply["points"][0]["throughput_mean"] == pytest.approx(500)
+    mod = reply["model"]
+    assert mod["predicted_slowdown"] == pytest.approx(5.0)
+    assert mod["measured_slowdown"] == pytest.approx(1.1)
+    assert mod["explained"] == pytest.approx(0.1 / 4)
+    assert "smaller than" in mod["explanation"] and "httperf" in mod["explanation"]
+    assert "client" in mod["explanation"]
+
+    sat = s["measures"]["saturation"]
+    assert [p["errors"] for p in sat["points"]] == [1, 1, 1]
+    assert sat["points"][-1]["throughput_mean"] == pytest.approx(450)
+    assert sat["model"]["predicted_slowdown"] == pytest.approx(5.0)
+    assert sat["model"]["explained"] < 0.1
+    assert "overlap" in sat["model"]["explanation"]
+    assert "client" in sat["model"]["explanation"]
+    assert "on 2 CPUs" in sat["model"]["explanation"]
+
+    rows = list(csv.DictReader(open(d / "summary.csv")))
+    assert [(r["measure"], r["loops"]) for r in rows] == [
+        ("reply", "0"), ("reply", "500"), ("reply", "1000"),
+        ("saturation", "0"), ("saturation", "500"), ("saturation", "1000")]
+    assert (d / "apache.png").read_bytes()[:4] == b"\x89PNG"
+    text = (d / "report.txt").read_text()
+    assert "reply: throughput in 1/s" in text and "saturation: throughput in requests/s" in text
+
+
+def load(root):
+    sys.path.insert(0, str(root / "userspace/analysis"))  # for labcli
+    spec = importlib.util.spec_from_file_location("sweep_report", root / SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build_runs(times, calls):
+    return [{"workload": "kbuild", "measure": "build", "loops": loops, "repeat": 1,
+             "units": 1, "seconds": t, "syscalls": c, "errors": 0}
+            for loops, t, c in zip((0, 250), times, calls)]
+
+
+def test_explanation_above_the_model_and_without_counts(root):
+    mod = load(root)
+    # 100 s + 1e7 calls x 1000 ns = 110 s predicted; 150 s measured, same calls.
+    rows = mod.points(build_runs((100.0, 150.0), (1e7, 1.02e7)), "build", 4.0)
+    m = mod.model(rows, "build", 2)
+    assert m["explained"] == pytest.approx(5.0, rel=0.01)
+    assert "larger than" in m["explanation"] and "stayed within 10%" in m["explanation"]
+    # The count grew by half: said so.
+    rows = mod.points(build_runs((100.0, 150.0), (1e7, 1.5e7)), "build", 4.0)
+    assert "+50%" in mod.model(rows, "build", 2)["explanation"]
+    # No count: no model.
+    rows = mod.points(build_runs((100.0, 150.0), (None, None)), "build", 4.0)
+    m = mod.model(rows, "build", 2)
+    assert m["predicted_slowdown"] is None and rows[1]["predicted_throughput"] is None
+    assert m["measured_slowdown"] == pytest.approx(1.5)
+    assert "cannot be drawn" in m["explanation"]
+
+
+def test_missing_raw_csv(root, tmp_path):
+    d = make_dir(tmp_path / "d", grep_rows(), {"workload": "grep"})
+    (d / "raw.csv").unlink()
+    out = report(root, tmp_path, d)
+    assert out.returncode == 1
+    assert len(out.stderr.splitlines()) == 1 and "raw.csv" in out.stderr
+    assert not (d / "summary.json").exists()
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (lambda d: (d / "raw.csv").write_text(""), "empty"),
+    (lambda d: (d / "raw.csv").write_text(HEADER + "\n"), "no runs"),
+    (lambda d: (d / "raw.csv").write_text(HEADER + "\ngrep,scan,0,1,1,2.0,5,0,\n"),
+     "unknown measure 'scan'"),
+    (lambda d: (d / "raw.csv").write_text(HEADER + "\ngrep,grep,100,1,1,2.0,5,0,\n"),
+     "no run at loops 0"),
+    (lambda d: (d / "calibration.json").unlink(), "calibration.json"),
+    (lambda d: (d / "calibration.json").write_text('{"fits": {}}'), "no fits"),
+])
+def test_bad_inputs(root, tmp_path, break_it, message):
+    d = make_dir(tmp_path / "d", grep_rows(), {"workload": "grep"})
+    break_it(d)
+    out = report(root, tmp_path, d)
+    assert out.returncode == 1, out.stdout
+    assert len(out.stderr.splitlines()) == 1 and message in out.stderr
+
+
+def test_wrong_argument_count(root, tmp_path):
+    out = report(root, tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == "usage: sweep_report.py RESULT_DIR"

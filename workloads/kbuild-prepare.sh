@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Prepare an object tree for the kbuild workload: configure it and run
+# 'make prepare', so that the timed builds compile and nothing else.
+#
+#   kbuild-prepare.sh SCALE OBJDIR TREE
+#
+# SCALE full uses defconfig, vm and small tinyconfig.  Does nothing if
+# OBJDIR was already prepared for the same SCALE and TREE.  Needs no root:
+# 'make sweep' runs it on the host, natively, before booting the VM.
+set -euo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+
+[ $# -eq 3 ] || die "usage: ${0##*/} full|vm|small OBJDIR TREE"
+scale=$1 obj=$2 tree=$3
+case $scale in
+full) config=defconfig ;;
+vm | small) config=tinyconfig ;;
+*) die "unknown scale '$scale': full, vm or small" ;;
+esac
+[ -f "$tree/Makefile" ] || die "no Linux tree at '$tree'"
+
+stamp="$scale $config $(cd "$tree" && pwd)"
+if [ -f "$obj/.lab-prepared" ] && [ "$(cat "$obj/.lab-prepared")" = "$stamp" ]; then
+	exit 0
+fi
+log "preparing $obj ($config, make prepare) from $tree"
+rm -rf "$obj"
+mkdir -p "$obj"
+export CCACHE_DISABLE=1
+make -s -C "$tree" O="$obj" "$config" >/dev/null
+make -s -C "$tree" O="$obj" -j"$(nproc)" prepare >/dev/null
+echo "$stamp" >"$obj/.lab-prepared"

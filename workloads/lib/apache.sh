@@ -1,0 +1,164 @@
+# shellcheck shell=bash disable=SC2034  # variables for sweep.sh
+# apache: a private Apache httpd on 127.0.0.1 driven by httperf; sourced by
+# sweep.sh.  httpd runs in the work cgroup, the only one the delay module
+# delays, pinned to the last CPU; httperf runs outside it on CPU 0, so the
+# load generator is never delayed.  Each repeat measures two things:
+#   reply       the reference method: 10 connections at 1 per second,
+#               throughput 1 / reply time (response + transfer)
+#   saturation  the offered rate raised by APACHE_RATE_FACTOR per step of
+#               --step-seconds until the reply rate falls below 95 % of it
+#               or errors appear (halved instead while no step has kept up);
+#               throughput is the highest reply rate of a step that kept
+#               up.  Each point starts at 60 % of the previous point's
+#               result.  Every step is in saturation.csv.
+WL_LOOPS=0:700:50
+WL_REPEATS=3
+APACHE_PORT=${APACHE_PORT:-18080}
+APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
+APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
+APACHE_FIRST_RATE=100
+APACHE_RATE_FACTOR=1.3
+APACHE_MAX_STEPS=20
+APACHE_DIR=
+APACHE_LAST_SAT=
+
+wl_check() {
+	[ -x "$APACHE_BIN" ] || die "no Apache at $APACHE_BIN (install apache2-bin: 'make deps')"
+	local m
+	for m in mpm_event authz_core dir mime; do
+		[ -f "$APACHE_MODULES/mod_$m.so" ] || die "Apache module mod_$m.so missing in $APACHE_MODULES"
+	done
+	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
+	command -v taskset >/dev/null || die "taskset (util-linux) is not installed"
+	if (exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
+		die "port $APACHE_PORT on 127.0.0.1 is taken; set APACHE_PORT"
+	fi
+	SERVER_CPU=$(($(nproc) - 1))
+	CLIENT_CPU=0
+}
+
+wl_settings() {
+	echo "port=$APACHE_PORT apache=$APACHE_BIN server_cpu=$SERVER_CPU client_cpu=$CLIENT_CPU" \
+		"step_seconds=$STEP_SECONDS first_rate=$APACHE_FIRST_RATE rate_factor=$APACHE_RATE_FACTOR" \
+		"reference=10conns@1/s"
+}
+
+wl_prepare() {
+	local user=nobody group
+	group=$(id -gn "$user")
+	APACHE_DIR=$WORKDIR/apache
+	rm -rf "$APACHE_DIR"
+	mkdir -p "$APACHE_DIR/htdocs"
+	chmod 755 "$WORKDIR" "$APACHE_DIR" "$APACHE_DIR/htdocs"
+	cp "$SWEEP_DIR/apache/index.html" "$APACHE_DIR/htdocs/"
+	sed -e "s|@DIR@|$APACHE_DIR|g" -e "s|@PORT@|$APACHE_PORT|g" \
+		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@USER@|$user|g" -e "s|@GROUP@|$group|g" \
+		"$SWEEP_DIR/apache/httpd.conf.in" >"$APACHE_DIR/httpd.conf"
+	cp "$APACHE_DIR/httpd.conf" "$RUN_DIR/httpd.conf"
+	# The VM may come up with the loopback interface down.
+	ip link set lo up 2>/dev/null || true
+	in_work_cgroup taskset -c "$SERVER_CPU" "$APACHE_BIN" -f "$APACHE_DIR/httpd.conf" -k start ||
+		die "Apache did not start; see $APACHE_DIR/error.log"
+	local i
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null && break
+		[ "$i" -lt 100 ] || die "Apache does not answer on port $APACHE_PORT; see $APACHE_DIR/error.log"
+		sleep 0.1
+	done
+	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
+	echo "loops,repeat,offered,reply_rate,errors,client_cpu_pct,sustained" >"$RUN_DIR/saturation.csv"
+	# One untimed run so that the first point does not pay for cold caches.
+	httperf_run 50 100 >/dev/null
+}
+
+# httperf_run RATE CONNS: one httperf run on the client CPU; prints its
+# report.
+httperf_run() {
+	taskset -c "$CLIENT_CPU" httperf --server 127.0.0.1 --port "$APACHE_PORT" \
+		--uri /index.html --rate "$1" --num-conns "$2" --num-calls 1 --timeout 5 --hog 2>&1
+}
+
+# Fields of a httperf report: replies, duration s, reply time ms, errors,
+# client CPU % (httperf polls: near 100 % whatever the load).
+httperf_fields() {
+	awk '
+	/^Total: connections/ { replies = $7; duration = $9 }
+	/^Reply time \[ms\]:/ { reply = $5 + $7 }
+	/^Errors: total/ { errors = $3 }
+	/^CPU time \[s\]:/ { for (i = 1; i <= NF; i++) if ($i == "total") cpu = $(i + 1) }
+	END { sub(/%.*/, "", cpu); printf "%s %s %s %s %s\n", replies + 0, duration + 0, reply + 0, errors + 0, cpu + 0 }'
+}
+
+# httperf_measured LOG RATE CONNS: run httperf, keep its report in LOG and
+# print "replies duration reply_ms errors client_cpu syscalls".
+httperf_measured() {
+	local c0 c1 f
+	c0=$(delay_calls)
+	httperf_run "$2" "$3" >"$1"
+	c1=$(delay_calls)
+	f=$(httperf_fields <"$1")
+	echo "$f $((c1 - c0))"
+}
+
+wl_point_begin() { :; }
+
+wl_run() {
+	local tag=$LOOPS-$REPEAT replies duration reply errors cpu calls
+	# The reference method.
+	read -r replies duration reply errors cpu calls < <(
+		httperf_measured "$RUN_DIR/logs/reply-$tag.txt" 1 10)
+	[ "$replies" -gt 0 ] || die "no replies from Apache at loops=$LOOPS; see $RUN_DIR/logs/reply-$tag.txt"
+	record reply "$replies" "$(awk -v n="$replies" -v ms="$reply" 'BEGIN { printf "%.6f", n * ms / 1e3 }')" \
+		"$calls" "$errors" "reply time ${reply} ms"
+
+	# Saturation: raise the offered rate until the replies stop following.
+	local rate step=0 best_rate=0 best="" rr ok conns over=""
+	rate=$APACHE_FIRST_RATE
+	if [ -n "$APACHE_LAST_SAT" ]; then
+		rate=$(awk -v s="$APACHE_LAST_SAT" -v f="$APACHE_FIRST_RATE" \
+			'BEGIN { r = int(s * 0.6); print (r > f / 2 ? r : int(f / 2)) }')
+	fi
+	while [ "$step" -lt "$APACHE_MAX_STEPS" ]; do
+		step=$((step + 1))
+		conns=$((rate * STEP_SECONDS))
+		read -r replies duration reply errors cpu calls < <(
+			httperf_measured "$RUN_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
+		rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
+		ok=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" 'BEGIN { print (e == 0 && rr >= 0.95 * r) ? 1 : 0 }')
+		echo "$LOOPS,$REPEAT,$rate,$rr,$errors,$cpu,$ok" >>"$RUN_DIR/saturation.csv"
+		if [ "$ok" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
+			best_rate=$rr
+			best="$replies $duration $calls $errors $rate $cpu"
+		fi
+		if [ "$ok" -eq 0 ] && [ -z "$best" ]; then
+			# Not even the first rate: go down until one is kept up with.
+			[ "$rate" -gt 1 ] || break
+			rate=$((rate / 2))
+			continue
+		fi
+		if [ "$ok" -eq 0 ]; then
+			over="at $rate/s offered: $rr/s replied, $errors errors"
+			break
+		fi
+		rate=$(awk -v r="$rate" -v f="$APACHE_RATE_FACTOR" 'BEGIN { print int(r * f + 0.5) }')
+	done
+	[ -n "$best" ] ||
+		die "Apache kept up with no offered rate down to $rate/s at loops=$LOOPS; see $RUN_DIR/saturation.csv"
+	read -r replies duration calls errors rate cpu <<<"$best"
+	APACHE_LAST_SAT=$best_rate
+	record saturation "$replies" "$duration" "$calls" "$errors" \
+		"kept up with $rate/s offered; ${over:-no overload within $APACHE_MAX_STEPS steps}"
+}
+
+wl_finish() {
+	[ -n "$APACHE_DIR" ] && [ -f "$APACHE_DIR/httpd.pid" ] || return 0
+	local pid i
+	pid=$(cat "$APACHE_DIR/httpd.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -f "$APACHE_DIR/error.log" ] && cp "$APACHE_DIR/error.log" "$RUN_DIR/logs/httpd-error.log" 2>/dev/null
+	rm -f "$APACHE_DIR/httpd.pid"
+}

@@ -1,0 +1,111 @@
+# shellcheck shell=bash disable=SC2034  # variables for sweep.sh
+# What every workload of workloads/sweep.sh uses: the delay module's knobs,
+# the cgroup the delayed tasks run in, the page cache, timed runs and the
+# raw.csv they append to.  Sourced by sweep.sh after scripts/lib.sh.
+
+DELAY_DIR=/sys/module/delay
+DELAY_LOOPS=$DELAY_DIR/parameters/loops
+DELAY_CGROUP=$DELAY_DIR/parameters/cgroup
+DELAY_CALLS=$DELAY_DIR/stats/calls
+
+# The cgroup v2 of the delayed tasks: WORK_CG is its directory,
+# WORK_CG_PATH its name from the cgroup2 root (what the module takes).
+WORK_CG=
+WORK_CG_PATH=
+
+# Where cgroup2 is mounted; mounts it on /sys/fs/cgroup if nothing is.
+cgroup2_root() {
+	local mnt
+	mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	if [ -z "$mnt" ]; then
+		mnt=/sys/fs/cgroup
+		mkdir -p "$mnt"
+		mount -t cgroup2 none "$mnt" || die "cannot mount cgroup2 on $mnt"
+	fi
+	printf '%s\n' "$mnt"
+}
+
+# Create the cgroup every timed run starts in.
+work_cgroup_create() {
+	local root
+	root=$(cgroup2_root)
+	WORK_CG_PATH=/lab-sweep-$$
+	WORK_CG=$root$WORK_CG_PATH
+	mkdir "$WORK_CG" || die "cannot create the cgroup $WORK_CG"
+}
+
+# Stop whatever still runs in the cgroup and remove it.  Idempotent.
+work_cgroup_remove() {
+	[ -n "$WORK_CG" ] && [ -d "$WORK_CG" ] || return 0
+	local i
+	if [ -e "$WORK_CG/cgroup.kill" ]; then
+		echo 1 >"$WORK_CG/cgroup.kill" 2>/dev/null || true
+	else
+		xargs -r kill -KILL <"$WORK_CG/cgroup.procs" 2>/dev/null || true
+	fi
+	for i in $(seq 50); do
+		rmdir "$WORK_CG" 2>/dev/null && break
+		[ "$i" -lt 50 ] || log "warning: could not remove $WORK_CG"
+		sleep 0.1
+	done
+	WORK_CG=
+}
+
+# Run a command inside the work cgroup (it and all its children).
+in_work_cgroup() {
+	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' in-cgroup "$WORK_CG" "$@"
+}
+
+delay_calls() { cat "$DELAY_CALLS"; }
+
+# Set a module parameter; the module refuses bad values with an errno.
+delay_set() {
+	local param=$1 value=$2
+	printf '%s' "$value" >"$DELAY_DIR/parameters/$param" ||
+		die "the delay module refused $param='$value'"
+}
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# Wall time in ns (bash's own clock, no fork).
+now_ns() {
+	local t=${EPOCHREALTIME/[.,]/}
+	printf '%s\n' "${t}000"
+}
+
+# CSV-quote one field.
+csv_field() {
+	local s=${1//\"/\"\"}
+	printf '"%s"' "$s"
+}
+
+# record MEASURE UNITS SECONDS SYSCALLS ERRORS DETAIL: one row of raw.csv
+# for the current LOOPS and REPEAT.
+RAW_HEADER="workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
+record() {
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$REPEAT" \
+		"$2" "$3" "$4" "$5" "$(csv_field "$6")" >>"$RUN_DIR/raw.csv"
+}
+
+# timed MEASURE LOG CMD...: run CMD in the work cgroup, output into LOG,
+# and record one unit of work with its wall time and system calls.  A
+# failing command ends the sweep: its time would not be a measurement.
+timed() {
+	local measure=$1 logfile=$2 t0 t1 c0 c1 status=0
+	shift 2
+	c0=$(delay_calls)
+	t0=$(now_ns)
+	in_work_cgroup "$@" >"$logfile" 2>&1 || status=$?
+	t1=$(now_ns)
+	c1=$(delay_calls)
+	[ "$status" -eq 0 ] ||
+		die "$measure run failed (exit status $status) at loops=$LOOPS; see $logfile"
+	record "$measure" 1 "$(ns_to_s $((t1 - t0)))" $((c1 - c0)) 0 ""
+}
+
+ns_to_s() {
+	awk -v ns="$1" 'BEGIN { printf "%.6f", ns / 1e9 }'
+}

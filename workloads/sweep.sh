@@ -213,8 +213,8 @@ cleanup() {
 		if [ "$LOADED_HERE" -eq 1 ]; then
 			rmmod delay || log "warning: could not unload the delay module"
 		else
-			[ -z "$OLD_LOOPS" ] || printf '%s' "$OLD_LOOPS" >"$DELAY_LOOPS" || true
-			printf '%s' "$OLD_CGROUP" >"$DELAY_CGROUP" 2>/dev/null || true
+			[ -z "$OLD_LOOPS" ] || printf '%s\n' "$OLD_LOOPS" >"$DELAY_LOOPS" || true
+			printf '%s\n' "$OLD_CGROUP" >"$DELAY_CGROUP" 2>/dev/null || true
 		fi
 	fi
 	work_cgroup_remove

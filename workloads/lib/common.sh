@@ -61,7 +61,8 @@ delay_calls() { cat "$DELAY_CALLS"; }
 # Set a module parameter; the module refuses bad values with an errno.
 delay_set() {
 	local param=$1 value=$2
-	printf '%s' "$value" >"$DELAY_DIR/parameters/$param" ||
+	# A newline, so that an empty value is a write too.
+	printf '%s\n' "$value" >"$DELAY_DIR/parameters/$param" ||
 		die "the delay module refused $param='$value'"
 }
 

@@ -194,3 +194,18 @@ def test_wrong_argument_count(root, tmp_path):
     out = report(root, tmp_path)
     assert out.returncode == 2
     assert out.stderr.strip() == "usage: sweep_report.py RESULT_DIR"
+
+
+def test_a_delay_below_the_noise_is_called_noise(root, tmp_path):
+    # 4700 calls x 2 us is 0.1% of 8 s, and the runs spread by 5%.
+    rows = []
+    for loops in (0, 500):
+        for repeat, t in enumerate((7.6, 8.0, 8.4, 8.2, 7.8), 1):
+            rows.append(f"grep,grep,{loops},{repeat},1,{t - 0.5 * (loops > 0)},4700,0,")
+    d = make_dir(tmp_path / "noisy", rows, {"workload": "grep", "cpus": 2})
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    m = json.loads((d / "summary.json").read_text())["measures"]["grep"]["model"]
+    assert m["predicted_slowdown"] == pytest.approx(1 + 4700 * 2000e-9 / 8.0, rel=1e-3)
+    assert m["measured_slowdown"] < 1
+    assert "cannot be seen" in m["explanation"] and "noise" in m["explanation"]

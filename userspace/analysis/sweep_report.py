@@ -16,6 +16,7 @@ usage: sweep_report.py RESULT_DIR
 """
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -174,6 +175,16 @@ def model(rows, measure, cpus):
     return m
 
 
+def spread(first, last):
+    """Relative standard error of the ratio of two points' mean throughputs,
+    None if either has a single run (no spread to estimate)."""
+    if first["n"] < 2 or last["n"] < 2 or not first["throughput_mean"] \
+            or not last["throughput_mean"]:
+        return None
+    return math.sqrt(sum((p["throughput_stddev"] / p["throughput_mean"]) ** 2 / p["n"]
+                         for p in (first, last)))
+
+
 def explain(measure, rows, m, cpus):
     """One or two sentences on how the measured curve compares with the model."""
     word = MEASURES[measure][2]
@@ -194,6 +205,14 @@ def explain(measure, rows, m, cpus):
                 f"model predicts no slowdown; the measured slowdown is {measured:.2f} {at}.")
     share = m["explained"]
     on_cpus = f"on {cpus} CPUs" if cpus else "on several CPUs"
+    noise = spread(rows[0], rows[-1])
+    if noise is not None and predicted - 1 < 2 * noise:
+        return (f"The model predicts a slowdown of {predicted - 1:.2%} {at} from "
+                f"{count(calls)} system calls per {word}, less than twice the run-to-run "
+                f"spread of the two means ({noise:.1%}): at this scale the delay cannot be "
+                f"seen, and the measured {measured - 1:+.1%} comes from the machine, not the "
+                f"delay (noise, or the host's speed drifting during the sweep). A larger "
+                f"scale or larger loop counts would show it.")
     if share < 0.8:
         text = (f"The measured slowdown {measured:.2f} {at} is smaller than the "
                 f"{predicted:.2f} the model predicts from {count(calls)} system calls per "
@@ -210,8 +229,9 @@ def explain(measure, rows, m, cpus):
                      f"the client (httperf) rather than the server, so a slower server "
                      f"moves it less than its own time per request grew.")
         else:
+            jobs = ", make -j" if measure == "build" else ""
             text += (f"The delayed system calls overlap with other work (the {word} runs "
-                     f"{on_cpus}, e.g. make -j), or part of the time per {word} is spent "
+                     f"{on_cpus}{jobs}), or part of the time per {word} is spent "
                      f"outside the delayed tasks or waiting for the disk or a timer, where "
                      f"the added spin hides in a wait that happens anyway.")
         return text

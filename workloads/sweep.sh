@@ -257,8 +257,13 @@ EOF
 if [ -n "$CALIBRATION" ]; then
 	cp "$CALIBRATION" "$RUN_DIR/calibration.json"
 else
+	# 100 batches of 1000 calls a point, fewer when the loop counts are so
+	# large that those would take minutes (2000 calls at 400000 loops under
+	# TCG are 5 s a point).
+	cal_size=(-b 100 -c 1000)
+	[ "${LOOPS_ARRAY[-1]}" -le 20000 ] || cal_size=(-b 20 -c 100)
 	log "calibrating the added latency of loop counts $LOOP_LIST"
-	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" -b 100 -r 3 --cpu 0 \
+	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" -r 3 --cpu 0 \
 		--no-plot -q -o "$RUN_DIR" >"$RUN_DIR/logs/calibrate.txt" 2>&1 ||
 		die "calibration failed; see $RUN_DIR/logs/calibrate.txt"
 fi

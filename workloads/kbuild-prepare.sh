@@ -18,14 +18,16 @@ vm | small) config=tinyconfig ;;
 *) die "unknown scale '$scale': full, vm or small" ;;
 esac
 [ -f "$tree/Makefile" ] || die "no Linux tree at '$tree'"
+# Absolute: make -C takes a relative O= from inside the tree.
+mkdir -p "$obj"
+obj=$(cd "$obj" && pwd)
 
 stamp="$scale $config $(cd "$tree" && pwd)"
-if [ -f "$obj/.lab-prepared" ] && [ "$(cat "$obj/.lab-prepared")" = "$stamp" ]; then
+if [ -f "$obj/.config" ] && [ -f "$obj/.lab-prepared" ] && [ "$(cat "$obj/.lab-prepared")" = "$stamp" ]; then
 	exit 0
 fi
 log "preparing $obj ($config, make prepare) from $tree"
-rm -rf "$obj"
-mkdir -p "$obj"
+find "$obj" -mindepth 1 -delete
 export CCACHE_DISABLE=1
 make -s -C "$tree" O="$obj" "$config" >/dev/null
 make -s -C "$tree" O="$obj" -j"$(nproc)" prepare >/dev/null

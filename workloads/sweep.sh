@@ -213,8 +213,8 @@ cleanup() {
 		if [ "$LOADED_HERE" -eq 1 ]; then
 			rmmod delay || log "warning: could not unload the delay module"
 		else
-			[ -z "$OLD_LOOPS" ] || printf '%s\n' "$OLD_LOOPS" >"$DELAY_LOOPS" || true
-			printf '%s\n' "$OLD_CGROUP" >"$DELAY_CGROUP" 2>/dev/null || true
+			[ -z "$OLD_LOOPS" ] || delay_write loops "$OLD_LOOPS" || true
+			delay_write cgroup "$OLD_CGROUP" 2>/dev/null || true
 		fi
 	fi
 	work_cgroup_remove
@@ -237,21 +237,30 @@ delay_set loops 0
 delay_set cgroup ""
 work_cgroup_create
 
-python3 - "$RUN_DIR/settings.json" "$@" <<EOF
-import json, sys
+# The values go in through the environment: a path or a command with a
+# quote in it must not become Python source.
+(
+	export WORKLOAD SCALE TREE JOBS WORKDIR REPEATS OLD_LOOPS OLD_CGROUP WORK_CG_PATH CALIBRATION
+	LOOPS_LIST="${LOOPS_ARRAY[*]}" WL_SETTINGS=$(wl_settings) IN_VM=$(in_vm && echo 1 || echo 0) \
+		python3 - "$RUN_DIR/settings.json" "${COMMAND[@]}" <<'EOF'
+import json, os, platform, sys, time
+env = os.environ
 settings = {
-    "workload": "$WORKLOAD", "command": sys.argv[2:] if "$WORKLOAD" == "cmd" else None,
-    "loops": [int(x) for x in "${LOOPS_ARRAY[*]}".split()], "repeats": $REPEATS,
-    "scale": "$SCALE", "tree": "$TREE", "jobs": $JOBS, "workdir": "$WORKDIR",
-    "kernel": "$(uname -r)", "kernel_version": "$(uname -v)", "cpus": $(nproc),
-    "in_vm": $(in_vm && echo True || echo False),
-    "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-    "delay_cgroup": "$WORK_CG_PATH", "module_loops_before": $OLD_LOOPS,
-    "module_cgroup_before": "$OLD_CGROUP", "calibration_from": "${CALIBRATION:-calibrated by the sweep}",
-    "workload_settings": dict(kv.split("=", 1) for kv in """$(wl_settings)""".split()),
+    "workload": env["WORKLOAD"], "command": sys.argv[2:] or None,
+    "loops": [int(x) for x in env["LOOPS_LIST"].split()], "repeats": int(env["REPEATS"]),
+    "scale": env["SCALE"], "tree": env["TREE"], "jobs": int(env["JOBS"]),
+    "workdir": env["WORKDIR"], "kernel": platform.release(),
+    "kernel_version": platform.version(), "cpus": os.cpu_count(),
+    "in_vm": env["IN_VM"] == "1", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    "delay_cgroup": env["WORK_CG_PATH"], "module_loops_before": int(env["OLD_LOOPS"]),
+    "module_cgroup_before": env["OLD_CGROUP"],
+    "calibration_from": env["CALIBRATION"] or "calibrated by the sweep",
+    "workload_settings": dict(kv.split("=", 1) for kv in env["WL_SETTINGS"].split()),
 }
-json.dump(settings, open(sys.argv[1], "w"), indent=2)
+with open(sys.argv[1], "w") as f:
+    json.dump(settings, f, indent=2)
 EOF
+)
 
 # --- Calibrate (every task delayed, on CPU 0) or take the given file -------
 if [ -n "$CALIBRATION" ]; then

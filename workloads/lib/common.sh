@@ -58,12 +58,21 @@ in_work_cgroup() {
 
 delay_calls() { cat "$DELAY_CALLS"; }
 
-# Set a module parameter; the module refuses bad values with an errno.
+# Write a module parameter; the module refuses bad values with an errno.
+# A newline, so that an empty value is a write too.
+delay_write() {
+	printf '%s\n' "$2" >"$DELAY_DIR/parameters/$1"
+}
+
 delay_set() {
-	local param=$1 value=$2
-	# A newline, so that an empty value is a write too.
-	printf '%s\n' "$value" >"$DELAY_DIR/parameters/$param" ||
-		die "the delay module refused $param='$value'"
+	delay_write "$1" "$2" || die "the delay module refused $1='$2'"
+}
+
+# The Linux tree kbuild and grep work on.
+check_tree() {
+	if [ ! -f "$TREE/Makefile" ] || [ ! -d "$TREE/kernel" ]; then
+		die "no Linux tree at '$TREE' (give one with --tree, or run 'make kernel')"
+	fi
 }
 
 drop_caches() {

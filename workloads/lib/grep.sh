@@ -21,9 +21,7 @@ grep_dirs() {
 }
 
 wl_check() {
-	if [ ! -f "$TREE/Makefile" ] || [ ! -d "$TREE/kernel" ]; then
-		die "no Linux tree at '$TREE' (give one with --tree, or run 'make kernel')"
-	fi
+	check_tree
 }
 
 wl_settings() {

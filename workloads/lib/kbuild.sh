@@ -24,9 +24,7 @@ kbuild_targets() {
 }
 
 wl_check() {
-	if [ ! -f "$TREE/Makefile" ] || [ ! -d "$TREE/kernel" ]; then
-		die "no Linux tree at '$TREE' (give one with --tree, or run 'make kernel')"
-	fi
+	check_tree
 	command -v make >/dev/null || die "kbuild needs make"
 	command -v gcc >/dev/null || die "kbuild needs gcc"
 	KBUILD_OBJ=${KBUILD_OBJ:-$LAB_BUILD/kbuild-$SCALE}

@@ -1,18 +1,23 @@
 # Kernel-measurement lab: top-level entry points.  'make help' lists them.
 #
-# The kernel object tree is build/obj, the VM is virtme-ng from .venv, and
-# everything worth keeping across clones (ccache, pip cache, the KVM probe)
-# lives in $(LAB_CACHE), outside the repository.
+# The kernel object tree is build/obj (VARIANT=stock) or build/obj-VARIANT,
+# the VM is virtme-ng from .venv, and everything worth keeping across clones
+# (ccache, pip cache, the KVM probe) lives in $(LAB_CACHE), outside the
+# repository.  Each experiment adds its own targets in its folder's lab.mk.
 
 SHELL := /bin/bash
 LAB_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kernel-lab
-KOBJ ?= $(CURDIR)/build/obj
+VARIANT ?= stock
+KOBJ := $(CURDIR)/build/obj$(if $(filter-out stock,$(VARIANT)),-$(VARIANT))
 VENV ?= $(CURDIR)/.venv
 KERNEL_IMAGE := $(KOBJ)/arch/x86/boot/bzImage
 VM := scripts/vm.sh
 PY := $(VENV)/bin/python
+RESULTS := $(CURDIR)/results
+# Guest tests of every boot: a short boot of each extra variant runs these.
+VARIANT_TESTS := tests/guest/test_variants.py
 
-export LAB_CACHE KOBJ
+export LAB_CACHE VARIANT
 
 .DEFAULT_GOAL := all
 
@@ -22,9 +27,9 @@ all: calibrate
 help:
 	@sed -n 's/^## //p' $(MAKEFILE_LIST)
 
-## deps: install the Debian packages the lab needs (root)
+## deps [DEPS_FLAGS=--dry-run]: install the Debian packages the lab needs (root)
 deps:
-	scripts/deps.sh
+	scripts/deps.sh $(DEPS_FLAGS)
 
 ## venv: the project virtualenv (virtme-ng, matplotlib, pytest), pinned
 venv: $(VENV)/.stamp
@@ -33,24 +38,24 @@ $(VENV)/.stamp: requirements.txt
 	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip -r requirements.txt
 	touch $@
 
-## kernel: unpack linux-source-6.12 (or KSRC=...), quilt push -a, build
+## kernel [VARIANT=stock|nohook|rt]: unpack linux-source-6.12, quilt push -a, build
 kernel:
 	scripts/build-kernel.sh
 
 $(KERNEL_IMAGE):
 	scripts/build-kernel.sh
 
-## module: build modules/delay/delay.ko (and the tests' hooktest.ko)
+## module [VARIANT=...]: build modules/* against that kernel into build/modules/<release>/
 module: $(KERNEL_IMAGE)
 	$(MAKE) -C modules KDIR=$(KOBJ)
 
-## userspace: liblab and the tools
+## userspace: liblab, 'lab' and every experiment's tools
 userspace:
 	$(MAKE) -C userspace
 
 setup: deps venv kernel module userspace
 
-## vm: a shell in the patched kernel (VM_ACCEL=kvm|tcg to choose)
+## vm [VARIANT=...]: a shell in the patched kernel (VM_ACCEL=kvm|tcg to choose)
 vm: setup
 	$(VM)
 
@@ -59,35 +64,18 @@ vm-run: setup
 	@test -n "$(CMD)" || { echo "usage: make vm-run CMD='command'" >&2; exit 2; }
 	$(VM) -- bash -c '$(CMD)'
 
-## calibrate: added syscall latency per loop, into results/ (LOOPS=0:700:50)
-calibrate: setup
-	$(VM) -- scripts/guest-calibrate.sh $(if $(LOOPS),--loops $(LOOPS))
+# The experiments' own targets (calibrate, irqhook-sweep, bench-hook, sweep ...).
+include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 
-## irqhook-sweep: the wake-up experiment grid in the VM (IRQHOOK_N=2000 events a run)
-IRQHOOK_N ?= 2000
-IRQHOOK_OUT := results/irqhook-sweep-$(shell date +%Y%m%d-%H%M%S)
-irqhook-sweep: setup
-	$(VM) -- userspace/irqhook/irqhook-sweep.sh -A -n $(IRQHOOK_N) -o $(IRQHOOK_OUT)
-	for t in $(IRQHOOK_OUT)/traced-*/; do $(PY) userspace/analysis/irqhook_trace.py $$t || exit 1; done
-	$(PY) userspace/analysis/irqhook_sweep.py $(IRQHOOK_OUT)
-
-## sweep W=kbuild|grep|apache|all [SWEEP_ARGS='-l 0:700:100 -r 2']: workload
-##   against added syscall latency in the VM, analysed into results/<W>-<time>/
-W ?= apache
-sweep: setup
-	scripts/sweep-vm.sh $(W) $(SWEEP_ARGS)
-
-## test: host tests, then the in-VM tests on the patched kernel
-test: setup
+## test: host tests, then the in-VM tests on stock, then a boot of rt
+test: setup $(TEST_PREPARE)
 	$(PY) -m pytest -q tests/host
-	workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 	$(VM) -- $(PY) -m pytest -q -p no:cacheprovider tests/guest
+	$(MAKE) VARIANT=rt kernel module
+	VARIANT=rt $(VM) -- $(PY) -m pytest -q -p no:cacheprovider $(VARIANT_TESTS)
 
-## bench-hook: cost of the hook: compiled out, idle, loops=0, loops=1
-bench-hook: setup
-	scripts/bench-hook.sh
-
-bench: bench-hook
+## bench: every benchmark that prints figures
+bench: $(BENCH_TARGETS)
 
 ## lint: checkpatch --strict on the series, shellcheck on the scripts
 lint:
@@ -102,5 +90,5 @@ clean:
 distclean: clean
 	rm -rf build $(VENV)
 
-.PHONY: all help deps venv kernel module userspace setup vm vm-run calibrate irqhook-sweep sweep \
-	test bench bench-hook lint clean distclean
+.PHONY: all help deps venv kernel module userspace setup vm vm-run test bench lint clean \
+	distclean

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Build the lab kernel: Debian's linux-source-6.12 (or KSRC), our quilt
-# series on top, config/lab.config merged onto tinyconfig, ccache outside
-# the repository.  Output: $KOBJ/arch/x86/boot/bzImage.
+# series on top, config/lab.config and config/variants/$VARIANT.config
+# merged onto tinyconfig, ccache outside the repository.
+# Output: $KOBJ/arch/x86/boot/bzImage (build/obj for stock, build/obj-VARIANT
+# for the others; every variant shares the patched source and ccache).
 #
+#   VARIANT=stock|nohook|rt   which kernel (default stock)
 #   KSRC=/path/to/linux-6.12  use an existing tree instead of unpacking one
 #   JOBS=N                    parallel jobs (default: nproc)
-#   FRAGMENT=file             config fragment (default: config/lab.config)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 JOBS=${JOBS:-$(nproc)}
-FRAGMENT=${FRAGMENT:-$LAB_ROOT/config/lab.config}
+check_variant "$VARIANT"
+BASE_FRAGMENT=$LAB_ROOT/config/lab.config
+VARIANT_FRAGMENT=$LAB_ROOT/config/variants/$VARIANT.config
 SRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
 
 for tool in quilt flex bison bc ccache; do
@@ -63,7 +67,7 @@ else
 fi
 
 # --- 3. The configuration ----------------------------------------------------
-mkdir -p "$KOBJ" "$LAB_CACHE/ccache"
+mkdir -p "$LAB_CACHE/ccache"
 export CCACHE_DIR=${CCACHE_DIR:-$LAB_CACHE/ccache}
 export CCACHE_BASEDIR=$LAB_ROOT CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 # Fixed build identity so rebuilds hit the cache and kernels compare equal.
@@ -71,39 +75,52 @@ export KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=kernel-lab
 export KBUILD_BUILD_TIMESTAMP='2024-11-17 00:00:00 UTC'
 kmake() { make -s -C "$KSRC" O="$KOBJ" CC="ccache gcc" HOSTCC="ccache gcc" "$@"; }
 
+# The fragment this variant is built from: the base, then the variant's lines.
+mkdir -p "$KOBJ"
+FRAGMENT=$KOBJ/lab-fragment.config
+cat "$BASE_FRAGMENT" "$VARIANT_FRAGMENT" >"$FRAGMENT.new"
+if cmp -s "$FRAGMENT.new" "$FRAGMENT"; then
+	rm "$FRAGMENT.new"
+else
+	mv "$FRAGMENT.new" "$FRAGMENT"
+fi
 cfg_stamp=$KOBJ/.lab-config
-if [ ! -f "$KOBJ/.config" ] || [ ! -f "$cfg_stamp" ] ||
-	[ "$FRAGMENT" -nt "$cfg_stamp" ] || [ "$(cat "$cfg_stamp")" != "$FRAGMENT" ]; then
-	log "configuring: tinyconfig + ${FRAGMENT#"$LAB_ROOT"/}"
+if [ ! -f "$KOBJ/.config" ] || [ ! -f "$cfg_stamp" ] || [ "$FRAGMENT" -nt "$cfg_stamp" ]; then
+	log "configuring $VARIANT: tinyconfig + config/lab.config + config/variants/$VARIANT.config"
 	kmake tinyconfig >/dev/null
 	KCONFIG_CONFIG="$KOBJ/.config" "$KSRC/scripts/kconfig/merge_config.sh" \
 		-m -O "$KOBJ" "$KOBJ/.config" "$FRAGMENT" >"$KOBJ/merge_config.log"
 	kmake olddefconfig >/dev/null
 	# merge_config only warns; a line that did not survive is an error here.
-	missing=0
+	# A later line for the same option (the variant's) overrides an earlier one.
+	declare -A want=()
 	while IFS= read -r line; do
 		case $line in
-		CONFIG_*=*) want=$line ;;
-		"# CONFIG_"*" is not set") want=$line ;;
+		CONFIG_*=*) opt=${line%%=*} ;;
+		"# CONFIG_"*" is not set") opt=${line#"# "}; opt=${opt%% *} ;;
 		*) continue ;;
 		esac
-		if [[ $want == "#"* ]]; then
-			opt=${want#"# "}; opt=${opt%% *}
+		want[$opt]=$line
+	done <"$FRAGMENT"
+	missing=0
+	for opt in "${!want[@]}"; do
+		line=${want[$opt]}
+		if [[ $line == "#"* ]]; then
 			if grep -q "^$opt=" "$KOBJ/.config"; then
 				log "config: $opt should be off but is $(grep "^$opt=" "$KOBJ/.config")"
 				missing=1
 			fi
-		elif ! grep -qx "$want" "$KOBJ/.config"; then
-			log "config: wanted $want, got: $(grep "${want%%=*}[= ]" "$KOBJ/.config" || echo unset)"
+		elif ! grep -qxF "$line" "$KOBJ/.config"; then
+			log "config: wanted $line, got: $(grep "^${opt}[= ]" "$KOBJ/.config" || echo unset)"
 			missing=1
 		fi
-	done <"$FRAGMENT"
-	[ "$missing" -eq 0 ] || die "the config fragment did not apply (see above)"
-	printf '%s\n' "$FRAGMENT" >"$cfg_stamp"
+	done
+	[ "$missing" -eq 0 ] || die "the config fragments did not apply (see above)"
+	touch "$cfg_stamp"
 fi
 
 # --- 4. Build --------------------------------------------------------------------
-log "building Linux $kver in ${KOBJ#"$LAB_ROOT"/} with $JOBS jobs (ccache: $CCACHE_DIR)"
+log "building Linux $kver ($VARIANT) in ${KOBJ#"$LAB_ROOT"/} with $JOBS jobs (ccache: $CCACHE_DIR)"
 start=$(date +%s)
 kmake -j"$JOBS"
 # The uapi headers (<linux/irqhook.h>) for userspace/, in $KOBJ/usr/include.

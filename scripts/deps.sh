@@ -1,7 +1,24 @@
 #!/usr/bin/env bash
 # Install the Debian packages the lab needs, only those that are missing.
+#
+#   deps.sh             install what is missing (root, or sudo)
+#   deps.sh --dry-run   print what would be installed, change nothing
+#
+# It must work on a bare Debian 12 machine: nothing of the lab installed,
+# no QEMU on PATH.  tests/host/test_deps.py runs it that way.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+# -E: the trap also fires for a command that fails inside a function.
+set -E
+trap 'die "failed at line $LINENO: $BASH_COMMAND (exit status $?)"' ERR
+
+dry_run=0
+case ${1:-} in
+'') ;;
+-n | --dry-run) dry_run=1 ;;
+-h | --help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) die "unknown option '$1' (try --help)" ;;
+esac
 
 packages=(
 	# kernel source and build
@@ -11,13 +28,27 @@ packages=(
 	python3-ply python3-git
 	# the VM and the guest's tools
 	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links;
-	# QEMU itself is installed above)
+	# QEMU itself is installed below)
 	udev python3-venv trace-cmd
 	# workloads: the Apache binary and modules only (no system service), httperf
 	apache2-bin httperf
 	# userspace: 32-bit test program, lint
 	gcc-multilib shellcheck
+	# the field's own tools the experiments compare with
+	strace linux-perf rt-tests
 )
+
+# Run a command, or only say it under --dry-run.
+run() {
+	if [ "$dry_run" -eq 1 ]; then
+		printf 'would run: %s\n' "$*"
+	else
+		as_root "$@" || { status=$?; die "exit status $status from: $*"; }
+	fi
+}
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
 
 # QEMU 7.2 (Debian 12's own) corrupts guests that patch their kernel text
 # while another vCPU runs it under multi-threaded TCG ("Oops: int3" when a
@@ -30,26 +61,30 @@ if [ "$codename" = bookworm ]; then
 	list=/etc/apt/sources.list.d/bookworm-backports.list
 	if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
 		log "adding bookworm-backports (for QEMU 10) in $list"
-		echo "deb http://deb.debian.org/debian bookworm-backports main" | as_root tee "$list" >/dev/null
-		as_root apt-get update -q
+		if [ "$dry_run" -eq 1 ]; then
+			printf 'would write %s\n' "$list"
+		else
+			echo "deb http://deb.debian.org/debian bookworm-backports main" |
+				as_root tee "$list" >/dev/null
+		fi
+		run apt-get update -q
 	fi
 fi
 found=$(qemu_major)
 if [ "${found:-0}" -lt "$QEMU_TRUSTED_MAJOR" ]; then
-	log "installing QEMU ${qemu_from[*]:+from ${qemu_from[1]}} (found: ${found:-none})"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	log "installing QEMU${qemu_from[*]:+ from ${qemu_from[1]}} (found: ${found:-none})"
+	run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		"${qemu_from[@]}" qemu-system-x86
 fi
 
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing+=("$p")
+	installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	log "all ${#packages[@]} Debian packages are installed"
 	exit 0
 fi
 log "installing: ${missing[*]}"
-as_root apt-get update -q
-as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+run apt-get update -q
+run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

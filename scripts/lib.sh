@@ -6,8 +6,35 @@ LAB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # probe's verdict) lives outside the repository.
 LAB_CACHE=${LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernel-lab}
 LAB_BUILD=${LAB_BUILD:-$LAB_ROOT/build}
-# The kernel object tree (make O=...), shared by every target.
-KOBJ=${KOBJ:-$LAB_BUILD/obj}
+# The kernel variant (config/variants/VARIANT.config) and its object tree
+# (make O=...): build/obj for stock, build/obj-VARIANT for the others.  They
+# share the unpacked, patched source and ccache.
+VARIANT=${VARIANT:-stock}
+kobj_of() {
+	if [ "$1" = stock ]; then
+		printf '%s\n' "$LAB_BUILD/obj"
+	else
+		printf '%s\n' "$LAB_BUILD/obj-$1"
+	fi
+}
+KOBJ=${KOBJ:-$(kobj_of "$VARIANT")}
+check_variant() {
+	[ -f "$LAB_ROOT/config/variants/$1.config" ] ||
+		die "no kernel variant '$1': config/variants has $(find "$LAB_ROOT/config/variants" \
+			-name '*.config' -printf '%f\n' | sed 's/\.config$//' | sort | paste -sd, -)"
+}
+
+# The lab's modules built for the running kernel (make module puts them in
+# build/modules/<kernel release>/), by name: lab_ko delay.
+lab_ko() {
+	local ko
+	ko=$LAB_BUILD/modules/$(uname -r)/$1.ko
+	[ -f "$ko" ] || die "$ko is not built for this kernel ($(uname -r)); run 'make module VARIANT=...'"
+	printf '%s\n' "$ko"
+}
+# liblab's helper for shell scripts (lists, result folders, meta.json).
+# shellcheck disable=SC2034  # used by the scripts that source this file
+LAB_TOOL=$LAB_ROOT/userspace/lib/lab
 LAB_VENV=${LAB_VENV:-$LAB_ROOT/.venv}
 # matplotlib wants a writable cache; in the VM only the repository is.
 export MPLCONFIGDIR=${MPLCONFIGDIR:-$LAB_BUILD/matplotlib}
@@ -19,8 +46,12 @@ die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 # is the first whose multi-threaded TCG the lab trusts (see scripts/vm.sh).
 # shellcheck disable=SC2034  # read by deps.sh and vm.sh
 QEMU_TRUSTED_MAJOR=8
+# Never fails, so that a caller under 'set -e -o pipefail' on a machine
+# without QEMU goes on to install it instead of dying without a word.
 qemu_major() {
-	qemu-system-x86_64 --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p'
+	command -v qemu-system-x86_64 >/dev/null 2>&1 || return 0
+	{ qemu-system-x86_64 --version 2>/dev/null || true; } |
+		sed -n 's/.*version \([0-9]*\)\..*/\1/p'
 }
 
 # Run a command as root, or explain why we cannot.
@@ -32,4 +63,23 @@ as_root() {
 	else
 		die "need root for: $*"
 	fi
+}
+
+# want_uint OPTION VALUE [MIN]: VALUE is a whole number >= MIN (default 0),
+# or the script stops saying so.
+want_uint() {
+	case $2 in
+	'' | *[!0-9]*) die "$1 wants a whole number, not '$2'" ;;
+	esac
+	[ "$((10#$2))" -ge "${3:-0}" ] || die "$1 wants a whole number >= ${3:-0}, not '$2'"
+}
+
+# lab_list OPTION LIST [MAX]: the numbers of LIST ('0,50,100', '0:700:50' or a
+# mix, liblab's one syntax) separated by spaces, or the script stops.
+lab_list() {
+	local out
+	[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+	out=$("$LAB_TOOL" list "$2" ${3:+"$3"} 2>&1) ||
+		die "$1 wants a list like '0,50,100', '0:700:50' or a mix${3:+ (at most $3)}, not '$2'"
+	printf '%s\n' "$out" | paste -sd' '
 }

@@ -13,7 +13,12 @@
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   VM_APPEND='...'        more kernel command-line options
-#   KERNEL=path            kernel image (default build/obj/arch/x86/boot/bzImage)
+#   VARIANT=stock|nohook|rt  which lab kernel (default stock: build/obj)
+#   KERNEL=path            kernel image (default: the variant's bzImage)
+#
+# The guest's kernel command line carries what only the host knows, for
+# the meta.json of every result: lab.variant, lab.accel, lab.accel_why,
+# lab.qemu and lab.commit (spaces written as '_').
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -28,7 +33,8 @@ VNG=$LAB_VENV/bin/vng
 export PATH=$LAB_VENV/bin:$PATH
 
 [ -x "$VNG" ] || die "virtme-ng is not installed in $LAB_VENV; run 'make venv'"
-[ -f "$KERNEL" ] || die "no kernel at $KERNEL; run 'make kernel'"
+check_variant "$VARIANT"
+[ -f "$KERNEL" ] || die "no kernel at $KERNEL; run 'make kernel VARIANT=$VARIANT'"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing; run 'make deps'"
 case $VM_TIMEOUT in '' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" ;; esac
 
@@ -104,6 +110,22 @@ auto)
 	;;
 *) die "VM_ACCEL must be auto, kvm or tcg, not '$VM_ACCEL'" ;;
 esac
+
+# What the guest's meta.json should say about where it ran.
+qemu_version=$(qemu-system-x86_64 --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
+if [ ${#accel[@]} -eq 0 ]; then
+	accel_name=kvm accel_why=${kvm_verdict:-VM_ACCEL=kvm}
+else
+	accel_name=tcg accel_why=${kvm_verdict:-VM_ACCEL=tcg}
+	accel_why="$accel_why; TCG thread=$VM_TCG_THREAD"
+fi
+commit=$(git -C "$LAB_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+git -C "$LAB_ROOT" diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
+cmdline_word() { local v=${1// /_}; printf '%s' "${v//[^A-Za-z0-9_.,;:=+()\/-]/_}"; }
+lab_args=(lab.variant="$VARIANT" lab.accel="$accel_name"
+	lab.accel_why="$(cmdline_word "$accel_why")" lab.qemu="$(cmdline_word "$qemu_version")"
+	lab.commit="$commit")
+vng_base+=(--append "${lab_args[*]}")
 
 if [ "${1:-}" = -- ]; then
 	shift

@@ -17,7 +17,8 @@ usage: sweep.sh WORKLOAD [options]
 Run WORKLOAD in the patched kernel at each loop count of the delay module
 and write throughput against the calibrated added system-call latency, with
 the prediction time = base + syscalls x added latency, to
-RESULTS/<workload>-<date>-<time>/.  Needs root and the lab kernel.
+OUTPUT/<workload>-<date>-<time>/ (and OUTPUT/latest-<workload>).  Needs root
+and the lab kernel.
 
 Workloads (defaults: loop counts, repeats):
   kbuild   build a Linux tree: 'make clean' and dropping the page cache
@@ -36,7 +37,7 @@ Workloads (defaults: loop counts, repeats):
 Options:
   -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix
   -r, --repeats N        timed runs per loop count
-  -s, --scale SCALE      how much work one run is (kbuild, grep):
+      --scale SCALE      how much work one run is (kbuild, grep):
                            full   the whole tree: defconfig 'make' / all files
                            vm     what suits the TCG VM: tinyconfig, make
                                   lib/string.o (about 90 s); grep over kernel/
@@ -44,17 +45,18 @@ Options:
                            small  for tests: tinyconfig lib/ctype.o; grep
                                   over kernel/time/
                          default: vm inside a virtual machine, full otherwise
-  -c, --calibration FILE use this calibration.json (from 'make calibrate')
+      --calibration DIR  use this calibration (a calibrate result folder that
+                         'make calibrate' analysed, e.g. results/latest-calibrate)
                          instead of calibrating the sweep's loop counts first
   -o, --output DIR       parent of the result folder (default: results/)
-  -t, --tree DIR         Linux source tree for kbuild and grep (default:
+      --tree DIR         Linux source tree for kbuild and grep (default:
                          build/src/linux-source-6.12, unpacked by 'make kernel')
   -j, --jobs N           make -j for kbuild (default: the number of CPUs)
-  -w, --workdir DIR      scratch space: kbuild objects, Apache's files
+      --workdir DIR      scratch space: kbuild objects, Apache's files
                          (default: /tmp/lab-sweep)
       --step-seconds S   apache: length of one httperf rate step (default 4)
       --no-analysis      leave summary, model and plot to a later
-                         'userspace/analysis/sweep_report.py DIR'
+                         'workloads/report.py DIR' (make sweep runs it on the host)
   -h, --help             this text
 
 Example:
@@ -63,7 +65,7 @@ Example:
 
 The delay module is loaded if it is not (and unloaded at the end); loops
 and the cgroup target are put back however the sweep ends.  An interrupted
-sweep leaves what it measured in RESULTS/<name>.incomplete/.
+sweep leaves what it measured in OUTPUT/<name>.incomplete/.
 EOF
 }
 
@@ -87,12 +89,12 @@ while [ $# -gt 0 ]; do
 	-h | --help) usage; exit 0 ;;
 	-l | --loops) need_arg "$@"; LOOP_LIST=$2; shift 2 ;;
 	-r | --repeats) need_arg "$@"; REPEATS=$2; shift 2 ;;
-	-s | --scale) need_arg "$@"; SCALE=$2; shift 2 ;;
-	-c | --calibration) need_arg "$@"; CALIBRATION=$2; shift 2 ;;
+	--scale) need_arg "$@"; SCALE=$2; shift 2 ;;
+	--calibration) need_arg "$@"; CALIBRATION=$2; shift 2 ;;
 	-o | --output) need_arg "$@"; OUTPUT=$2; shift 2 ;;
-	-t | --tree) need_arg "$@"; TREE=$2; shift 2 ;;
+	--tree) need_arg "$@"; TREE=$2; shift 2 ;;
 	-j | --jobs) need_arg "$@"; JOBS=$2; shift 2 ;;
-	-w | --workdir) need_arg "$@"; WORKDIR=$2; shift 2 ;;
+	--workdir) need_arg "$@"; WORKDIR=$2; shift 2 ;;
 	--step-seconds) need_arg "$@"; STEP_SECONDS=$2; shift 2 ;;
 	--no-analysis) ANALYSIS=0; shift ;;
 	--) shift; COMMAND=("$@"); break ;;
@@ -127,24 +129,13 @@ esac
 # --- Check everything before anything is created or changed ---------------
 is_uint() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
 
-# Expand '0,50,100' / 'a:b:c' / a mix into LOOPS_ARRAY, strictly increasing.
+# The loop list in liblab's one syntax, strictly increasing, 0..1000000.
 expand_loops() {
-	local item a b c v prev=-1
-	LOOPS_ARRAY=()
-	IFS=, read -r -a items <<<"$1"
-	[ ${#items[@]} -gt 0 ] || return 1
-	for item in "${items[@]}"; do
-		if is_uint "$item"; then
-			LOOPS_ARRAY+=("$((10#$item))")
-		elif IFS=: read -r a b c <<<"$item" && is_uint "$a" && is_uint "$b" &&
-			is_uint "$c" && [ "$c" -gt 0 ] && [ "$((10#$a))" -le "$((10#$b))" ]; then
-			for ((v = 10#$a; v <= 10#$b; v += 10#$c)); do LOOPS_ARRAY+=("$v"); done
-		else
-			return 1
-		fi
-	done
+	local v prev=-1 list
+	list=$("$LAB_TOOL" list "$1" 1000000 2>/dev/null) || return 1
+	mapfile -t LOOPS_ARRAY <<<"$list"
 	for v in "${LOOPS_ARRAY[@]}"; do
-		[ "$v" -le 1000000 ] && [ "$v" -gt "$prev" ] || return 1
+		[ "$v" -gt "$prev" ] || return 1
 		prev=$v
 	done
 }
@@ -154,6 +145,7 @@ in_vm() { grep -q '^flags.* hypervisor' /proc/cpuinfo; }
 LOOP_LIST=${LOOP_LIST:-$WL_LOOPS}
 REPEATS=${REPEATS:-$WL_REPEATS}
 SCALE=${SCALE:-$(in_vm && echo vm || echo full)}
+[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
 expand_loops "$LOOP_LIST" ||
 	die "bad loop list '$LOOP_LIST': want counts 0..1000000 in increasing order, as '0,50,100' or 'start:stop:step'"
 [ "${LOOPS_ARRAY[0]}" -eq 0 ] ||
@@ -178,16 +170,20 @@ fi
 grep -q ' syscall_hook_register$' /proc/kallsyms ||
 	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
 LOADED_HERE=0
+DELAY_KO=$LAB_BUILD/modules/$(uname -r)/delay.ko
 if [ ! -d "$DELAY_DIR" ]; then
-	[ -f "$LAB_ROOT/modules/delay/delay.ko" ] ||
-		die "the delay module is neither loaded nor built; run 'make module'"
+	[ -f "$DELAY_KO" ] ||
+		die "the delay module is neither loaded nor built for $(uname -r); run 'make module'"
 fi
 [ ! -d "$DELAY_DIR" ] || [ -e "$DELAY_CGROUP" ] ||
 	die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
 if [ -n "$CALIBRATION" ]; then
-	[ -f "$CALIBRATION" ] || die "no calibration file '$CALIBRATION'"
-	grep -q '"ns_per_loop"' "$CALIBRATION" ||
-		die "'$CALIBRATION' is not a calibration.json (no fit in it)"
+	[ -d "$CALIBRATION" ] || die "no calibration folder '$CALIBRATION'"
+	if [ ! -f "$CALIBRATION/raw.csv" ] || [ ! -f "$CALIBRATION/summary.json" ]; then
+		die "'$CALIBRATION' is not an analysed calibrate result (raw.csv, summary.json)"
+	fi
+	grep -q '"slope"' "$CALIBRATION/summary.json" ||
+		die "'$CALIBRATION/summary.json' has no fit in it"
 else
 	[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
 		die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
@@ -195,11 +191,8 @@ fi
 wl_check
 
 # --- Set up: result folder, module, cgroup; undo it all however we end -----
-NAME=$WORKLOAD-$(date +%Y%m%d-%H%M%S)
-FINAL_DIR=$OUTPUT/$NAME
-RUN_DIR=$FINAL_DIR.incomplete
-mkdir -p "$OUTPUT"
-mkdir "$RUN_DIR" "$RUN_DIR/logs"
+RUN_DIR=$("$LAB_TOOL" begin "$OUTPUT" "$WORKLOAD") || die "cannot create a result folder in $OUTPUT"
+mkdir "$RUN_DIR/logs"
 mkdir -p "$WORKDIR"
 OLD_LOOPS=
 OLD_CGROUP=
@@ -228,7 +221,7 @@ trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
 
 if [ ! -d "$DELAY_DIR" ]; then
-	insmod "$LAB_ROOT/modules/delay/delay.ko"
+	insmod "$DELAY_KO"
 	LOADED_HERE=1
 fi
 OLD_LOOPS=$(cat "$DELAY_LOOPS")
@@ -237,49 +230,41 @@ delay_set loops 0
 delay_set cgroup ""
 work_cgroup_create
 
-# The values go in through the environment: a path or a command with a
-# quote in it must not become Python source.
-(
-	export WORKLOAD SCALE TREE JOBS WORKDIR REPEATS OLD_LOOPS OLD_CGROUP WORK_CG_PATH CALIBRATION
-	LOOPS_LIST="${LOOPS_ARRAY[*]}" WL_SETTINGS=$(wl_settings) IN_VM=$(in_vm && echo 1 || echo 0) \
-		python3 - "$RUN_DIR/settings.json" "${COMMAND[@]}" <<'EOF'
-import json, os, platform, sys, time
-env = os.environ
-settings = {
-    "workload": env["WORKLOAD"], "command": sys.argv[2:] or None,
-    "loops": [int(x) for x in env["LOOPS_LIST"].split()], "repeats": int(env["REPEATS"]),
-    "scale": env["SCALE"], "tree": env["TREE"], "jobs": int(env["JOBS"]),
-    "workdir": env["WORKDIR"], "kernel": platform.release(),
-    "kernel_version": platform.version(), "cpus": os.cpu_count(),
-    "in_vm": env["IN_VM"] == "1", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    "delay_cgroup": env["WORK_CG_PATH"], "module_loops_before": int(env["OLD_LOOPS"]),
-    "module_cgroup_before": env["OLD_CGROUP"],
-    "calibration_from": env["CALIBRATION"] or "calibrated by the sweep",
-    "workload_settings": dict(kv.split("=", 1) for kv in env["WL_SETTINGS"].split()),
-}
-with open(sys.argv[1], "w") as f:
-    json.dump(settings, f, indent=2)
-EOF
-)
+# meta.json: the settings as separate arguments, so that a path with spaces
+# or quotes in it stays what it is.  The cmd workload's command is the part
+# of meta.json's "command" after '--'.
+mapfile -t wl_pairs < <(wl_settings)
+meta_args=(workload="$WORKLOAD" loops:="[$(IFS=,; echo "${LOOPS_ARRAY[*]}")]"
+	repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
+	in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
+	module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
+	calibration_from="${CALIBRATION:-calibrated by the sweep}")
+for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
+"$LAB_TOOL" meta "$RUN_DIR" "$WORKLOAD" "${meta_args[@]}" -- "$0" "${ARGS[@]}" ||
+	die "cannot write $RUN_DIR/meta.json"
 
 # --- Calibrate (every task delayed, on CPU 0) or take the given file -------
 if [ -n "$CALIBRATION" ]; then
-	cp "$CALIBRATION" "$RUN_DIR/calibration.json"
+	cp -r "$CALIBRATION/." "$RUN_DIR/calibration"
+	NS_PER_LOOP=$(python3 -c '
+import json, sys
+fits = json.load(open(sys.argv[1]))["fits"].values()
+print("%.4f" % (sum(f["slope"] for f in fits) / len(fits)))' "$RUN_DIR/calibration/summary.json")
 else
 	# 100 batches of 1000 calls a point, fewer when the loop counts are so
 	# large that those would take minutes (2000 calls at 400000 loops under
 	# TCG are 5 s a point).
-	cal_size=(-b 100 -c 1000)
-	[ "${LOOPS_ARRAY[-1]}" -le 20000 ] || cal_size=(-b 20 -c 100)
+	cal_size=(-n 100 --calls 1000)
+	[ "${LOOPS_ARRAY[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
 	log "calibrating the added latency of loop counts $LOOP_LIST"
-	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" -r 3 --cpu 0 \
-		--no-plot -q -o "$RUN_DIR" >"$RUN_DIR/logs/calibrate.txt" 2>&1 ||
+	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" --rounds 3 \
+		-C 0 -q -o "$RUN_DIR" --name calibration >"$RUN_DIR/logs/calibrate.txt" 2>&1 ||
 		die "calibration failed; see $RUN_DIR/logs/calibrate.txt"
+	# For the progress lines only: the report fits raw.csv again on the host.
+	NS_PER_LOOP=$(awk '/^fit / { for (i = 1; i < NF; i++) if ($(i + 1) == "ns/loop") {
+		s += $i; n++ } } END { if (n) printf "%.4f", s / n }' "$RUN_DIR/logs/calibrate.txt")
+	[ -n "$NS_PER_LOOP" ] || die "calibration gave no fit; see $RUN_DIR/logs/calibrate.txt"
 fi
-NS_PER_LOOP=$(python3 -c '
-import json, sys
-fits = json.load(open(sys.argv[1]))["fits"].values()
-print("%.4f" % (sum(f["ns_per_loop"] for f in fits) / len(fits)))' "$RUN_DIR/calibration.json")
 log "added latency: $NS_PER_LOOP ns per loop"
 
 # From here on only the work cgroup is delayed.
@@ -327,13 +312,12 @@ for LOOPS in "${LOOPS_ARRAY[@]}"; do
 done
 
 wl_finish
-mv "$RUN_DIR" "$FINAL_DIR"
-RUN_DIR=$FINAL_DIR
+RUN_DIR=$("$LAB_TOOL" commit "$RUN_DIR" "$WORKLOAD")
 FINISHED=1
 if [ "$ANALYSIS" -eq 1 ]; then
 	py=$LAB_VENV/bin/python
 	[ -x "$py" ] || py=python3
-	"$py" "$LAB_ROOT/userspace/analysis/sweep_report.py" "$RUN_DIR" ||
+	"$py" "$SWEEP_DIR/report.py" "$RUN_DIR" ||
 		die "the analysis failed; the measurements are in $RUN_DIR"
 fi
 log "results: $RUN_DIR"

@@ -27,7 +27,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def ko(name):
-    path = ROOT / "modules" / name / f"{name}.ko"
+    """A lab module built for the running kernel (make module VARIANT=...)."""
+    path = ROOT / "build/modules" / os.uname().release / f"{name}.ko"
     assert path.exists(), f"{path} is not built: run 'make module'"
     return path
 
@@ -53,16 +54,48 @@ def write_param(value, path=LOOPS):
         os.close(fd)
 
 
+def hammer(stop):
+    """Make null system calls until @stop (a multiprocessing.Event) is set."""
+    while not stop.is_set():
+        for _ in range(1000):
+            os.getppid()
+            try:
+                os.close(100)
+            except OSError:
+                pass
+
+
 def read_int(path):
     return int(pathlib.Path(path).read_text())
 
 
-def kernel_problems():
-    """Lines of dmesg that say the kernel went wrong."""
+BAD_KERNEL_LINE = re.compile(r"Oops|BUG:|WARNING:|soft lockup|hard LOCKUP|rcu.*stall|"
+                             r"blocked for more than|general protection|Call Trace")
+_test_marker = None
+
+
+@pytest.fixture(autouse=True)
+def kernel_log_window(request):
+    """Mark each test's start in the kernel log, so that kernel_problems()
+    looks at what the kernel said during this test only: one oops fails the
+    test that caused it, not every later one."""
+    global _test_marker
+    _test_marker = f"lab-test: start {request.node.nodeid}"
+    with open("/dev/kmsg", "w") as kmsg:
+        kmsg.write(_test_marker + "\n")
+    yield
+
+
+def kernel_log_since_test_start():
     log = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
-    bad = re.compile(r"Oops|BUG:|WARNING:|soft lockup|hard LOCKUP|rcu.*stall|"
-                     r"blocked for more than|general protection|Call Trace")
-    return [ln for ln in log.splitlines() if bad.search(ln)]
+    lines = log.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.endswith(_test_marker or "\0")]
+    return lines[starts[-1] + 1:] if starts else lines
+
+
+def kernel_problems():
+    """Lines the kernel logged during the current test that say it went wrong."""
+    return [ln for ln in kernel_log_since_test_start() if BAD_KERNEL_LINE.search(ln)]
 
 
 @pytest.fixture

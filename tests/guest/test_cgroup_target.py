@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import MODDIR, ROOT, read_int, write_param
+from conftest import MODDIR, ROOT, ko, read_int, write_param
 
 CGROUP = MODDIR / "parameters/cgroup"
 CALLS = MODDIR / "stats/calls"
@@ -105,5 +105,5 @@ def test_target_survives_rmdir_and_unload(delay, target):
     child.mkdir()   # the fixture removes it again
     assert CGROUP.read_text() == name + "/child\n"
     subprocess.run(["rmmod", "delay"], check=True)
-    subprocess.run(["insmod", ROOT / "modules/delay/delay.ko", f"cgroup={name}"], check=True)
+    subprocess.run(["insmod", ko("delay"), f"cgroup={name}"], check=True)
     assert CGROUP.read_text() == name + "\n"

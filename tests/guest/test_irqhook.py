@@ -155,64 +155,103 @@ def test_many_writers_and_readers_lose_and_repeat_nothing(dev):
     assert everything == list(range(everything[0], everything[0] + 600))
 
 
+IRQHOOK = ROOT / "userspace/irqhook/irqhook"
+
+
 def run_irqhook(tmp_path, *args):
-    out = subprocess.run([ROOT / "userspace/irqhook/irqhook", "-q", "-p", "2000",
-                          "-o", tmp_path, *args], capture_output=True, text=True,
-                         env=dict(os.environ, LAB_PYTHON=str(ROOT / ".venv/bin/python")))
+    """One run into a new result folder under tmp_path; returns (stdout, folder)."""
+    out = subprocess.run([IRQHOOK, "-q", "--period-us", "2000", "-o", tmp_path, *args],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    return out
+    link = tmp_path / "latest-irqhook"
+    assert link.is_symlink(), list(tmp_path.iterdir())
+    return out, tmp_path / os.readlink(link)
 
 
-def test_run_writes_every_file(tmp_path):
-    out = run_irqhook(tmp_path, "-n", "300", "-l", "2")
-    for name in ("events.csv", "summary.json", "histogram.txt", "histogram.png"):
-        assert (tmp_path / name).exists(), name
-    rows = list(csv.DictReader(open(tmp_path / "events.csv")))
+def tasks(d):
+    return list(csv.DictReader(open(d / "tasks.csv")))
+
+
+def test_run_writes_raw_events_tasks_and_meta(tmp_path):
+    out, d = run_irqhook(tmp_path, "-n", "300", "--loads", "2")
+    assert sorted(p.name for p in d.iterdir()) == ["events.csv", "meta.json", "tasks.csv"]
+    rows = list(csv.DictReader(open(d / "events.csv")))
     assert len(rows) == 300
     assert [int(r["seq"]) for r in rows] == list(range(int(rows[0]["seq"]),
                                                        int(rows[0]["seq"]) + 300))
     assert all(int(r["call_ns"]) < int(r["return_ns"]) for r in rows)
     assert all(int(r["write_ns"]) <= int(r["wake_ns"]) for r in rows)
-    s = json.load(open(tmp_path / "summary.json"))
-    assert s["events"] == 300 and s["loads"] == 2 and len(s["tids"]["load"]) == 2
-    assert s["after_first"]["wakeup"]["count"] == 299
-    hist = [ln for ln in open(tmp_path / "histogram.txt") if not ln.startswith("#")]
-    assert sum(int(ln.split()[1]) for ln in hist) == 300
-    assert "switching" in out.stdout and "wake-up" in out.stdout
+    assert all(int(r["wakeup_ns"]) == int(r["wake_ns"]) - int(r["write_ns"]) for r in rows)
+    meta = json.load(open(d / "meta.json"))
+    assert meta["experiment"] == "irqhook" and meta["kernel"]["release"] == os.uname().release
+    assert meta["settings"]["events"] == 300 and meta["settings"]["loads"] == 2
+    roles = [t["role"] for t in tasks(d)]
+    assert roles == ["read", "write", "load", "load"]
+    assert all(int(t["tid"]) > 0 for t in tasks(d))
+    assert "wake-up after the first event" in out.stdout
 
 
-def test_rt_run(tmp_path):
-    run_irqhook(tmp_path, "-n", "100", "--rt", "--no-plot")
-    assert json.load(open(tmp_path / "summary.json"))["class"] == "rt"
+def test_normal_run_stays_sched_other(tmp_path):
+    _, d = run_irqhook(tmp_path, "-n", "50", "--loads", "1")
+    assert {t["policy"] for t in tasks(d)} == {"SCHED_OTHER"}
+
+
+def test_rt_run_reads_and_writes_as_sched_rr(tmp_path):
+    _, d = run_irqhook(tmp_path, "-n", "100", "--rt", "--loads", "1", "--read-cpu", "0",
+                       "--write-cpu", "0")
+    by_role = {t["role"]: t for t in tasks(d)}
+    # What each thread read back from the kernel once it was running.
+    for role in ("read", "write"):
+        assert by_role[role]["policy"] == "SCHED_RR", by_role[role]
+        assert by_role[role]["priority"] == "1" and by_role[role]["cpu"] == "0"
+    assert by_role["load"]["policy"] == "SCHED_OTHER"
+    assert json.load(open(d / "meta.json"))["settings"]["class"] == "rt"
+
+
+def test_named_run_makes_no_latest_link(tmp_path):
+    out = subprocess.run([IRQHOOK, "-q", "-n", "20", "--period-us", "1000", "-o", tmp_path,
+                          "--name", "cell"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cell"]
 
 
 def test_bad_options_fail_cleanly(tmp_path):
-    for args in (["-n", "0"], ["-l", "x"], ["--load-cpus", "a"], ["extra"]):
-        out = subprocess.run([ROOT / "userspace/irqhook/irqhook", "-o", tmp_path / "x",
-                              *args], capture_output=True, text=True)
+    for args in (["-n", "0"], ["--loads", "x"], ["--load-cpus", "a"], ["--read-cpu", "99"],
+                 ["--name", "a/b"], ["extra"], ["-l", "3"]):
+        out = subprocess.run([IRQHOOK, "-o", tmp_path / "x", *args], capture_output=True,
+                             text=True)
         assert out.returncode == 2, args
         assert out.stderr.startswith("irqhook:")
     assert not (tmp_path / "x").exists()
 
 
 def test_missing_device_is_explained(tmp_path):
-    out = subprocess.run([ROOT / "userspace/irqhook/irqhook", "-d", "/dev/nonexistent",
-                          "-o", tmp_path], capture_output=True, text=True)
+    out = subprocess.run([IRQHOOK, "--device", "/dev/nonexistent", "-o", tmp_path],
+                         capture_output=True, text=True)
     assert out.returncode == 1 and "CONFIG_IRQHOOK" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_run_leaves_nothing(tmp_path):
+    p = subprocess.Popen([IRQHOOK, "-n", "100000", "--period-us", "1000", "-o", tmp_path],
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    p.send_signal(2)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130, err
+    assert "nothing written" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_traced_run_has_the_irqhook_events(tmp_path):
-    run_irqhook(tmp_path, "-n", "200", "-l", "1", "--trace", "--no-plot")
-    trace = tmp_path / "trace.dat"
+    _, d = run_irqhook(tmp_path, "-n", "200", "--loads", "1", "--trace")
+    trace = d / "trace.dat"
     assert trace.exists()
     report = subprocess.run(["trace-cmd", "report", "-i", trace], capture_output=True,
                             text=True, check=True).stdout
     assert report.count("irqhook_write:") == 200
     assert report.count("irqhook_read:") == 200
     assert "sched_switch:" in report and "sched_wakeup:" in report
-    out = subprocess.run([ROOT / ".venv/bin/python",
-                          ROOT / "userspace/analysis/irqhook_trace.py", tmp_path],
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "first event" in out.stdout
-    assert (tmp_path / "explanation.txt").exists()
+    # The reader's thread id in tasks.csv is the one the trace shows waking.
+    reader = next(t for t in tasks(d) if t["role"] == "read")
+    assert f"pid={reader['tid']}" in report

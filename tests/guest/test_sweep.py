@@ -1,5 +1,6 @@
 """workloads/sweep.sh in the patched kernel: short sweeps of every workload
-slow down with the delay and leave complete, parseable result folders; bad
+slow down with the delay and leave complete, parseable raw result folders
+(the analysis runs on the host: tests/host/test_workloads_analysis.py); bad
 input fails with one line and leaves nothing behind."""
 import csv
 import json
@@ -10,14 +11,14 @@ import subprocess
 
 import pytest
 
-from conftest import MODDIR, ROOT, read_int
+from conftest import MODDIR, ROOT, ko, read_int
 
 SWEEP = ROOT / "workloads/sweep.sh"
 
 
 def sweep(*args, out, check=True, **kw):
-    r = subprocess.run([SWEEP, *args[:1], "-o", out, *args[1:]], capture_output=True,
-                       text=True, **kw)
+    r = subprocess.run([SWEEP, *args[:1], "-o", out, "--no-analysis", *args[1:]],
+                       capture_output=True, text=True, **kw)
     if check:
         assert r.returncode == 0, r.stderr[-3000:]
     return r
@@ -27,49 +28,65 @@ def result_dir(out, workload):
     dirs = [d for d in pathlib.Path(out).iterdir() if d.name.startswith(workload + "-")]
     assert len(dirs) == 1, dirs
     assert not dirs[0].name.endswith(".incomplete"), dirs[0]
+    assert (pathlib.Path(out) / f"latest-{workload}").resolve() == dirs[0].resolve()
     return dirs[0]
 
 
 @pytest.fixture(scope="module")
 def calibration(tmp_path_factory):
-    """A quick calibration shared by the sweeps below."""
+    """A quick calibration shared by the sweeps below, with the summary.json
+    that the host's analysis would add (slope per syscall)."""
     out = tmp_path_factory.mktemp("cal")
-    subprocess.run(["insmod", ROOT / "modules/delay/delay.ko"], check=True)
+    subprocess.run(["insmod", ko("delay")], check=True)
     try:
-        subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:4000:2000", "-b", "10",
-                        "-c", "2000", "--cpu", "0", "-o", out, "--no-plot", "-q"], check=True)
+        r = subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:4000:2000",
+                            "-n", "10", "--calls", "2000", "-C", "0", "-o", out, "-q"],
+                           check=True, capture_output=True, text=True)
     finally:
         subprocess.run(["rmmod", "delay"], check=True)
-    return out / "calibration.json"
+    d = out / os.readlink(out / "latest-calibrate")
+    fits = {}
+    for ln in r.stdout.splitlines():
+        words = ln.split()
+        if words[:1] == ["fit"]:
+            fits[words[1]] = float(words[words.index("ns/loop") - 1])
+    assert set(fits) == {"close", "getppid"}, r.stdout
+    (d / "summary.json").write_text(json.dumps(
+        {"fits": {k: {"slope": v} for k, v in fits.items()}}))
+    return d
 
 
 def check_results(d, workload, measures):
-    """Every file of a finished sweep is there and parses; returns the summary."""
-    for name in ("raw.csv", "summary.csv", "summary.json", "settings.json",
-                 "calibration.json", "report.txt", f"{workload}.png"):
+    """Every raw file of a finished sweep is there and parses; returns the
+    mean seconds per unit of work at each loop count, per measure."""
+    for name in ("raw.csv", "meta.json", "calibration/raw.csv", "calibration/meta.json"):
         assert (d / name).stat().st_size > 0, name
-    assert (d / f"{workload}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    settings = json.loads((d / "settings.json").read_text())
-    assert settings["workload"] == workload and settings["kernel"] == os.uname().release
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["experiment"] == workload and meta["kernel"]["release"] == os.uname().release
+    assert meta["settings"]["workload"] == workload
+    assert meta["settings"]["workload_settings"], meta["settings"]
     raw = list(csv.DictReader(open(d / "raw.csv")))
     assert {r["measure"] for r in raw} == set(measures)
     assert all(float(r["seconds"]) > 0 and int(r["syscalls"]) > 0 for r in raw)
-    rows = list(csv.DictReader(open(d / "summary.csv")))
-    assert {r["measure"] for r in rows} == set(measures)
-    summary = json.loads((d / "summary.json").read_text())
-    assert summary["workload"] == workload
     assert not MODDIR.exists(), "the sweep loaded the module and must unload it"
-    return summary
+    per_unit = {}
+    for r in raw:
+        per_unit.setdefault(r["measure"], {}).setdefault(int(r["loops"]), []).append(
+            float(r["seconds"]) / float(r["units"]))
+    return {m: {loops: sum(v) / len(v) for loops, v in pts.items()}
+            for m, pts in per_unit.items()}
 
 
-def slower_at_max(summary, measure):
-    pts = sorted(summary["measures"][measure]["points"], key=lambda p: p["loops"])
-    first, last = pts[0], pts[-1]
-    assert first["loops"] == 0 and last["added_ns"] > 0
-    assert last["throughput_mean"] < first["throughput_mean"], (measure, first, last)
-    model = summary["measures"][measure]["model"]
-    assert model["syscalls_per_unit"] > 0 and model["predicted_slowdown"] > 1
-    return first, last
+def slower_at_max(times, measure):
+    pts = times[measure]
+    loops = sorted(pts)
+    assert loops[0] == 0 and loops[-1] > 0
+    assert pts[loops[-1]] > pts[0], (measure, pts)
+
+
+def syscalls_at_zero(d):
+    raw = list(csv.DictReader(open(d / "raw.csv")))
+    return [int(r["syscalls"]) / float(r["units"]) for r in raw if r["loops"] == "0"]
 
 
 def test_cmd_sweep_calibrates_and_slows_down(tmp_path):
@@ -77,28 +94,30 @@ def test_cmd_sweep_calibrates_and_slows_down(tmp_path):
     sweep("cmd", "-l", "0,20000", "-r", "1", "--", "dd", "if=/dev/zero", "of=/dev/null",
           "bs=1", "count=20000", out=tmp_path)
     d = result_dir(tmp_path, "cmd")
-    summary = check_results(d, "cmd", ["cmd"])
-    slower_at_max(summary, "cmd")
-    cal = json.loads((d / "calibration.json").read_text())
-    assert [p["loops"] for p in cal["points"] if p["syscall"] == "getppid"] == [0, 20000]
+    slower_at_max(check_results(d, "cmd", ["cmd"]), "cmd")
+    cal = list(csv.DictReader(open(d / "calibration/raw.csv")))
+    assert sorted({int(r["loops"]) for r in cal}) == [0, 20000]
     # dd makes two system calls a byte, and the count says so.
-    assert 40000 <= summary["measures"]["cmd"]["model"]["syscalls_per_unit"] < 41000
+    assert all(40000 <= n < 41000 for n in syscalls_at_zero(d))
 
 
 def test_grep_sweep(tmp_path, calibration):
     # A few hundred system calls: a large delay to stand out of the noise.
-    sweep("grep", "-s", "small", "-l", "0,200000", "-r", "1", "-c", calibration, out=tmp_path)
-    summary = check_results(result_dir(tmp_path, "grep"), "grep", ["grep"])
-    slower_at_max(summary, "grep")
+    sweep("grep", "--scale", "small", "-l", "0,200000", "-r", "1", "--calibration",
+          calibration, out=tmp_path)
+    d = result_dir(tmp_path, "grep")
+    slower_at_max(check_results(d, "grep", ["grep"]), "grep")
+    # The given calibration was copied in whole.
+    assert (d / "calibration/raw.csv").read_text() == (calibration / "raw.csv").read_text()
 
 
 def test_apache_sweep(tmp_path, calibration):
-    sweep("apache", "-l", "0,20000", "-r", "1", "--step-seconds", "2", "-c", calibration,
-          out=tmp_path)
+    sweep("apache", "-l", "0,20000", "-r", "1", "--step-seconds", "2", "--calibration",
+          calibration, out=tmp_path)
     d = result_dir(tmp_path, "apache")
-    summary = check_results(d, "apache", ["reply", "saturation"])
-    slower_at_max(summary, "reply")
-    slower_at_max(summary, "saturation")
+    times = check_results(d, "apache", ["reply", "saturation"])
+    slower_at_max(times, "reply")
+    slower_at_max(times, "saturation")
     raw = list(csv.DictReader(open(d / "raw.csv")))
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()
@@ -108,10 +127,18 @@ def test_apache_sweep(tmp_path, calibration):
 
 def test_kbuild_sweep(tmp_path, calibration):
     # About 80000 system calls a build; 100000 loops add some 30 s.
-    sweep("kbuild", "-s", "small", "-l", "0,100000", "-r", "1", "-c", calibration,
-          out=tmp_path)
-    summary = check_results(result_dir(tmp_path, "kbuild"), "kbuild", ["build"])
-    slower_at_max(summary, "build")
+    sweep("kbuild", "--scale", "small", "-l", "0,100000", "-r", "1", "--calibration",
+          calibration, out=tmp_path)
+    slower_at_max(check_results(result_dir(tmp_path, "kbuild"), "kbuild", ["build"]), "build")
+
+
+def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):
+    work = tmp_path / "a dir with spaces"
+    work.mkdir()
+    sweep("cmd", "-l", "0,10", "-r", "1", "--calibration", calibration, "--", "true",
+          out=tmp_path / "out", cwd=work)
+    meta = json.loads((result_dir(tmp_path / "out", "cmd") / "meta.json").read_text())
+    assert meta["settings"]["workload_settings"]["cwd"] == str(work)
 
 
 BAD = [
@@ -122,9 +149,10 @@ BAD = [
     (["grep", "-l", "50,100"], "must start at 0"),
     (["grep", "-r", "0"], "--repeats"),
     (["grep", "--bogus"], "unknown option"),
-    (["grep", "-c", "/nonexistent.json"], "no calibration file"),
+    (["grep", "--calibration", "/nonexistent"], "no calibration folder"),
+    (["grep", "--calibration", "/tmp"], "not an analysed calibrate result"),
     (["cmd"], "needs a command"),
-    (["grep", "-t", "/nonexistent"], "no Linux tree"),
+    (["grep", "--tree", "/nonexistent"], "no Linux tree"),
 ]
 
 
@@ -150,6 +178,8 @@ def test_missing_module_is_refused(tmp_path, clean_module):
     # A copy of the scripts with no built module beside them.
     for d in ("workloads", "scripts"):
         shutil.copytree(ROOT / d, tmp_path / d)
+    (tmp_path / "userspace/lib").mkdir(parents=True)
+    shutil.copy(ROOT / "userspace/lib/lab", tmp_path / "userspace/lib/lab")
     r = subprocess.run([tmp_path / "workloads/sweep.sh", "cmd", "-o", tmp_path / "out", "--",
                         "true"], capture_output=True, text=True)
     assert r.returncode != 0 and "neither loaded nor built" in r.stderr, r.stderr
@@ -158,7 +188,7 @@ def test_missing_module_is_refused(tmp_path, clean_module):
 
 def test_interrupted_sweep_restores_the_module(tmp_path, calibration, delay):
     (MODDIR / "parameters/loops").write_text("7")
-    p = subprocess.Popen([SWEEP, "cmd", "-o", tmp_path, "-c", calibration,
+    p = subprocess.Popen([SWEEP, "cmd", "-o", tmp_path, "--calibration", calibration,
                           "-l", "0,10,20", "-r", "20", "--", "sleep", "0.2"],
                          stderr=subprocess.PIPE, text=True)
     # Wait for the first point, then interrupt.

@@ -1,18 +1,127 @@
-"""The irqhook analysis scripts on made-up inputs: the trace reader names
-what ran before a slow wake-up, and the sweep table collects every cell."""
+"""The irqhook analysers on made-up folders: the run summary (first event
+apart, fast/slow split, cyclictest histogram, plot), the sweep table over
+every cell, and the trace reader that names what ran before a slow
+wake-up."""
 import csv
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
+import pytest
+
+from resultdirs import ANALYSERS, irqhook_dir, write_meta
+
 
 def load(root, name):
-    sys.path.insert(0, str(root / "userspace/analysis"))  # for labcli
-    spec = importlib.util.spec_from_file_location(name, root / f"userspace/analysis/{name}.py")
+    spec = importlib.util.spec_from_file_location(f"irqhook_{name}",
+                                                  root / f"userspace/irqhook/{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def run(root, which, *args, env=None):
+    return subprocess.run([sys.executable, root / ANALYSERS[which], *map(str, args)],
+                          capture_output=True, text=True, env=env)
+
+
+# 1 slow first event, then 8 fast and 2 slow ones.
+SWITCHING = [90000] + [17000] * 4 + [18000] * 4 + [150000, 152000]
+WAKEUP = [160000] + [10000] * 4 + [12000] * 4 + [140000, 142000]
+
+
+def test_run_summary(root, tmp_path):
+    d = irqhook_dir(tmp_path / "run", SWITCHING, WAKEUP)
+    out = run(root, "irqhook", d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    assert s["experiment"] == "irqhook" and s["unit"] == "ns" and s["events"] == 11
+    assert s["settings"]["loads"] == 16 and s["settings"]["class"] == "normal"
+    assert s["first_event"] == {"switching": 90000, "wakeup": 160000}
+    later = s["after_first"]["wakeup"]
+    assert later["n"] == 10 and later["min"] == 10000 and later["max"] == 142000
+    assert later["mean"] == pytest.approx((4 * 10000 + 4 * 12000 + 282000) / 10)
+    assert later["split"] == {"threshold": 76000, "fast_n": 8, "fast_mean": 11000,
+                              "slow_n": 2, "slow_mean": 141000}
+    assert s["all_events"]["wakeup"]["n"] == 11 and s["all_events"]["wakeup"]["max"] == 160000
+    assert s["all_events"]["switching"]["split"]["slow_n"] == 3
+    assert {"p50", "p90", "p99", "p999", "stddev"} <= set(later)
+
+    hist = (d / "histogram.txt").read_text().splitlines()
+    assert hist[0].startswith("#") and hist[-1] == "# Total: 000011 000011"
+    body = [line.split() for line in hist if not line.startswith("#")]
+    assert len(body) == 161              # buckets 0..160 us
+    assert body[17] == ["000017", "000004", "000000"]
+    assert body[10] == ["000010", "000000", "000004"]
+    assert sum(int(b[1]) for b in body) == sum(int(b[2]) for b in body) == 11
+    assert (d / "histogram.png").read_bytes()[:4] == b"\x89PNG"
+    assert "first event: switching 90.0, wake-up 160.0" in out.stdout
+    assert "fast 8 x 11.0 / slow 2 x 141.0" in out.stdout
+
+
+def test_run_one_event_and_json(root, tmp_path):
+    d = irqhook_dir(tmp_path / "run", [5000], [3000], **{"class": "rt"})
+    out = run(root, "irqhook", d, "--json", "--no-plot")
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)
+    assert s["after_first"]["wakeup"]["n"] == 0 and s["after_first"]["wakeup"]["mean"] is None
+    assert s["all_events"]["wakeup"]["split"]["fast_n"] == 1
+    assert not (d / "histogram.png").exists()
+
+
+def test_wide_histogram_plot(root, tmp_path):
+    # 10 us and 20 ms in one run: log-spaced buckets, still a PNG.
+    d = irqhook_dir(tmp_path / "run", [10000, 11000, 20_000_000], [9000, 9500, 19_000_000])
+    out = run(root, "irqhook", d)
+    assert out.returncode == 0, out.stderr
+    assert (d / "histogram.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (lambda d: (d / "events.csv").write_text("event,seq,call_ns,write_ns,wake_ns,return_ns,"
+                                             "switching_ns,wakeup_ns\n"), "no events"),
+    (lambda d: (d / "events.csv").unlink(), "events.csv"),
+    (lambda d: (d / "meta.json").unlink(), "no meta.json"),
+])
+def test_run_bad_folders(root, tmp_path, break_it, message):
+    d = irqhook_dir(tmp_path / "run", SWITCHING, WAKEUP)
+    break_it(d)
+    out = run(root, "irqhook", d)
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1
+    assert message in out.stderr and not (d / "histogram.png").exists()
+
+
+def test_sweep_table(root, tmp_path):
+    write_meta(tmp_path, "irqhook-sweep", {"events": 11, "period_us": 16000,
+                                           "loads": [0, 16], "cpu": 0, "trace_cells": []})
+    for loads in (0, 16):
+        for cls in ("normal", "rt"):
+            irqhook_dir(tmp_path / f"{loads}-{cls}", SWITCHING, WAKEUP, loads=loads,
+                        **{"class": cls})
+    irqhook_dir(tmp_path / "traced-16-normal", SWITCHING, WAKEUP)   # not a cell: ignored
+    (tmp_path / "16-normal.log").write_text("log\n")
+    out = run(root, "irqhook-sweep", tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(open(tmp_path / "table.csv")))
+    assert [(r["class"], r["loads"]) for r in rows] == [
+        ("normal", "0"), ("normal", "16"), ("rt", "0"), ("rt", "16")]
+    assert float(rows[0]["wakeup_mean_us"]) == pytest.approx(37.0)
+    assert float(rows[0]["first_wakeup_us"]) == 160.0
+    assert rows[0]["fast_n"] == "8" and float(rows[0]["slow_mean_us"]) == 141.0
+    assert json.loads((tmp_path / "sweep.json").read_text())[3]["class"] == "rt"
+    cell = json.loads((tmp_path / "16-rt" / "summary.json").read_text())
+    assert cell["settings"]["class"] == "rt" and cell["events"] == 11
+    assert not (tmp_path / "traced-16-normal" / "summary.json").exists()
+    assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    assert "normal" in (tmp_path / "table.txt").read_text()
+
+
+def test_sweep_of_nothing_fails(root, tmp_path):
+    write_meta(tmp_path, "irqhook-sweep", {})
+    out = run(root, "irqhook-sweep", tmp_path)
+    assert out.returncode == 1 and "no <loads>-<normal|rt>/events.csv" in out.stderr
 
 
 # Event 1 is fast: the reader runs 10 us after the write on an idle CPU.
@@ -27,11 +136,11 @@ REPORT = """cpus=2
           irqhook-101   [001]   100.016002000: sched_wakeup:         comm=irqhook pid=100 prio=120 target_cpu=000
           irqhook-102   [000]   100.016142000: sched_switch:         prev_comm=irqhook prev_pid=102 prev_prio=120 prev_state=S ==> next_comm=irqhook next_pid=100 next_prio=120
           irqhook-100   [000]   100.016150000: irqhook_read:         seq=2 wakeup_ns=150000 pending=0
-"""
+"""  # noqa: E501
 
 
 def test_parse_report(root):
-    mod = load(root, "irqhook_trace")
+    mod = load(root, "trace_report")
     events = mod.parse_report(REPORT)
     assert len(events) == 9
     assert events[0]["event"] == "irqhook_write" and events[0]["seq"] == "1"
@@ -41,7 +150,7 @@ def test_parse_report(root):
 
 
 def test_explain_names_the_task_that_held_the_cpu(root):
-    mod = load(root, "irqhook_trace")
+    mod = load(root, "trace_report")
     t = mod.Timeline(mod.parse_report(REPORT), reader=100)
     fast = t.explain(0, 1)
     assert fast["wakeup_to_run_ns"] == 8000
@@ -53,36 +162,41 @@ def test_explain_names_the_task_that_held_the_cpu(root):
     assert t.explain(2, 99) is None, "a sequence number the trace lacks"
 
 
-def summary(loads, cls, mean):
-    stats = {"count": 10, "min": mean, "mean": mean, "stddev": 1, "p50": mean,
-             "p90": mean, "p99": mean * 2, "p99_9": mean * 2, "max": mean * 3,
-             "split": {"threshold": mean * 1.5, "fast_count": 8, "fast_mean": mean,
-                       "slow_count": 2, "slow_mean": mean * 3}}
-    return {"events": 11, "loads": loads, "class": cls, "kernel": "test",
-            "first_event": {"switching": 90000, "wakeup": 160000},
-            "after_first": {"switching": stats, "wakeup": stats}}
+def fake_trace_cmd(tmp_path):
+    """A PATH whose trace-cmd prints REPORT."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "report.txt").write_text(REPORT)
+    tool = bin_dir / "trace-cmd"
+    tool.write_text(f"#!/bin/sh\ncat {bin_dir / 'report.txt'}\n")
+    tool.chmod(0o755)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
 
 
-def test_sweep_table(root, tmp_path):
-    for loads in (0, 16):
-        for cls in ("normal", "rt"):
-            d = tmp_path / f"{loads}-{cls}"
-            d.mkdir()
-            (d / "summary.json").write_text(json.dumps(summary(loads, cls, 17000.0)))
-    (tmp_path / "traced-16-normal").mkdir()   # not a cell: ignored
-    out = subprocess.run([sys.executable, root / "userspace/analysis/irqhook_sweep.py",
-                          tmp_path], capture_output=True, text=True)
+def test_trace_report_reads_the_reader_from_tasks_csv(root, tmp_path):
+    # Events seq 1 (10 us, fast) and seq 2 (150 us, slow); the reader is 100.
+    d = irqhook_dir(tmp_path / "traced-16-normal", [12000, 152000], [10000, 150000],
+                    read_tid=100, traced=True)
+    (d / "trace.dat").write_bytes(b"fake")
+    env = fake_trace_cmd(tmp_path)
+    out = run(root, "trace", d, env=env)
     assert out.returncode == 0, out.stderr
-    rows = list(csv.DictReader(open(tmp_path / "table.csv")))
-    assert [(r["class"], r["loads"]) for r in rows] == [
-        ("normal", "0"), ("normal", "16"), ("rt", "0"), ("rt", "16")]
-    assert float(rows[0]["wakeup_mean_us"]) == 17.0
-    assert float(rows[0]["first_wakeup_us"]) == 160.0
-    assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
-    assert "normal" in (tmp_path / "table.txt").read_text()
+    rows = list(csv.DictReader(open(d / "trace_events.csv")))
+    assert [(r["seq"], r["slow"]) for r in rows] == [("1", "0"), ("2", "1")]
+    assert rows[1]["ran_before_reader"] == "irqhook-102 140000 ns blocked (S)"
+    text = (d / "explanation.txt").read_text()
+    assert out.stdout == text and "slow: 1 events" in text
+    assert "first event: wake-up 10.0 us" in text
+
+    # Another reader tid: no event of the trace is the reader's.
+    d2 = irqhook_dir(tmp_path / "other", [12000, 152000], [10000, 150000], read_tid=555)
+    (d2 / "trace.dat").write_bytes(b"fake")
+    out = run(root, "trace", d2, env=env)
+    assert out.returncode == 0, out.stderr
+    assert list(csv.DictReader(open(d2 / "trace_events.csv"))) == []
 
 
-def test_sweep_of_nothing_fails(root, tmp_path):
-    out = subprocess.run([sys.executable, root / "userspace/analysis/irqhook_sweep.py",
-                          tmp_path], capture_output=True, text=True)
-    assert out.returncode == 1 and "no <loads>-<normal|rt>/summary.json" in out.stderr
+def test_trace_report_without_trace(root, tmp_path):
+    d = irqhook_dir(tmp_path / "run", SWITCHING, WAKEUP)
+    out = run(root, "trace", d)
+    assert out.returncode == 1 and "trace.dat does not exist" in out.stderr

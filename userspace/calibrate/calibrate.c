@@ -5,9 +5,11 @@
  *
  * For each loop count it sets /sys/module/delay/parameters/loops, times
  * batches of null system calls (close() of a descriptor that is not open,
- * and getppid()), and fits latency = intercept + slope x loops.  It prints
- * a table and writes calibration.csv, calibration.json and, through
- * userspace/analysis/plot_calibration.py, calibration.png.
+ * and getppid()), and prints a table with a first fit of latency =
+ * intercept + slope x loops.  Into a new result folder it writes only
+ * what it measured: raw.csv (every timed batch) and meta.json; the
+ * summary, the fits and the plot are made from them by
+ * userspace/calibrate/analyse.py, on the host.
  *
  * The loop count in force when it started is put back when it ends, also
  * on SIGINT, SIGTERM and SIGHUP.
@@ -30,6 +32,7 @@
 
 #define DEFAULT_PARAM "/sys/module/delay/parameters/loops"
 #define NOT_AN_FD 100
+#define PROG "calibrate"
 
 enum null_syscall { SYS_NULL_CLOSE, SYS_NULL_GETPPID, SYS_NULL_COUNT };
 
@@ -44,6 +47,7 @@ struct point {
 struct options {
 	const char *param;
 	const char *outdir;
+	const char *name;
 	unsigned long *loops;
 	int nloops;
 	unsigned long calls;
@@ -51,7 +55,6 @@ struct options {
 	unsigned long warmup;
 	unsigned long rounds;
 	int cpu;
-	int plot;
 	int quiet;
 	int use[SYS_NULL_COUNT];
 };
@@ -83,89 +86,81 @@ static void usage(FILE *f)
 "\n"
 "Time null system calls at each delay-module loop count and fit\n"
 "latency = intercept + slope x loops.  Needs root and the delay module.\n"
+"Writes OUTPUT/calibrate-<date>-<time>/ with raw.csv (every timed batch)\n"
+"and meta.json; 'userspace/calibrate/analyse.py DIR' summarises and plots.\n"
 "\n"
 "  -l, --loops LIST      loop counts: '0,50,100', 'start:stop:step' or a mix\n"
 "                        (default 0:700:50)\n"
-"  -c, --calls N         system calls per timed batch (default 1000; the\n"
+"  -n, --batches N       timed batches per point (default 200)\n"
+"      --calls N         system calls per timed batch (default 1000; the\n"
 "                        reference timed 10000 between two clock reads)\n"
-"  -b, --batches N       timed batches per point (default 200)\n"
-"  -r, --rounds N        passes over the loop list, alternating direction, the\n"
+"      --rounds N        passes over the loop list, alternating direction, the\n"
 "                        batches shared among them, so that slow drift of the\n"
 "                        machine's speed cannot tilt the fit (default 5)\n"
-"  -w, --warmup N        untimed batches at each visit of a point (default 2)\n"
-"  -s, --syscall NAME    close, getppid or both (default both)\n"
+"      --warmup N        untimed batches at each visit of a point (default 2)\n"
+"      --syscall NAME    close, getppid or both (default both)\n"
 "  -C, --cpu N           pin to CPU N (default: not pinned)\n"
-"  -o, --output DIR      write calibration.{csv,json,png} there (default results)\n"
+"  -o, --output DIR      parent of the result folder (default results)\n"
+"      --name NAME       the result folder's name instead of\n"
+"                        calibrate-<date>-<time> (no results/latest-calibrate link)\n"
 "      --param PATH      the loops parameter (default " DEFAULT_PARAM ")\n"
-"      --no-plot         do not draw calibration.png\n"
 "  -q, --quiet           no progress lines\n"
 "  -h, --help            this text\n"
 "\n"
 "Short batches, many of them, and their median: a batch that an interrupt\n"
 "or the host's other work slowed is one outlier among 200, not a shifted mean.\n"
 "\n"
-"Example:  calibrate -l 0:700:50 -b 200 -c 1000 --cpu 0 -o results\n");
-}
-
-static unsigned long parse_count(const char *opt, const char *arg, unsigned long min)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v < min) {
-		fprintf(stderr, "calibrate: %s wants a whole number >= %lu, not '%s'\n",
-			opt, min, arg);
-		exit(2);
-	}
-	return v;
+"Example:  calibrate -l 0:700:50 -n 200 --calls 1000 -C 0 -o results\n");
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
+	enum { O_CALLS = 256, O_ROUNDS, O_WARMUP, O_SYSCALL, O_NAME, O_PARAM };
 	static const struct option longopts[] = {
 		{ "loops", required_argument, NULL, 'l' },
-		{ "calls", required_argument, NULL, 'c' },
-		{ "batches", required_argument, NULL, 'b' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "syscall", required_argument, NULL, 's' },
+		{ "batches", required_argument, NULL, 'n' },
+		{ "calls", required_argument, NULL, O_CALLS },
+		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "syscall", required_argument, NULL, O_SYSCALL },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "param", required_argument, NULL, 'P' },
-		{ "no-plot", no_argument, NULL, 'N' },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "param", required_argument, NULL, O_PARAM },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const unsigned long big = 100000000;
 	const char *loops = "0:700:50";
 	int c, k;
 
 	*o = (struct options){
 		.param = DEFAULT_PARAM, .outdir = "results", .calls = 1000,
-		.batches = 200, .warmup = 2, .rounds = 5, .cpu = -1, .plot = 1,
+		.batches = 200, .warmup = 2, .rounds = 5, .cpu = -1,
 		.use = { 1, 1 },
 	};
-	while ((c = getopt_long(argc, argv, "l:c:b:r:w:s:C:o:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:n:C:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l': loops = optarg; break;
-		case 'c': o->calls = parse_count("--calls", optarg, 1); break;
-		case 'b': o->batches = parse_count("--batches", optarg, 2); break;
-		case 'w': o->warmup = parse_count("--warmup", optarg, 0); break;
-		case 'r': o->rounds = parse_count("--rounds", optarg, 1); break;
-		case 'C': o->cpu = (int)parse_count("--cpu", optarg, 0); break;
+		case 'n': o->batches = lab_opt_ulong(PROG, "--batches", optarg, 2, big); break;
+		case O_CALLS: o->calls = lab_opt_ulong(PROG, "--calls", optarg, 1, big); break;
+		case O_WARMUP: o->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, big); break;
+		case O_ROUNDS: o->rounds = lab_opt_ulong(PROG, "--rounds", optarg, 1, big); break;
+		case 'C':
+			o->cpu = (int)lab_opt_ulong(PROG, "--cpu", optarg, 0, CPU_SETSIZE - 1);
+			break;
 		case 'o': o->outdir = optarg; break;
-		case 'P': o->param = optarg; break;
-		case 'N': o->plot = 0; break;
+		case O_NAME: o->name = optarg; break;
+		case O_PARAM: o->param = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
-		case 's':
+		case O_SYSCALL:
 			for (k = 0; k < SYS_NULL_COUNT; k++)
 				o->use[k] = !strcmp(optarg, "both") ||
 					    !strcmp(optarg, syscall_names[k]);
 			if (!o->use[SYS_NULL_CLOSE] && !o->use[SYS_NULL_GETPPID]) {
-				fprintf(stderr, "calibrate: --syscall is close, getppid or both, not '%s'\n",
+				fprintf(stderr, PROG ": --syscall is close, getppid or both, not '%s'\n",
 					optarg);
 				exit(2);
 			}
@@ -174,16 +169,19 @@ static void parse_options(int argc, char **argv, struct options *o)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "calibrate: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		exit(2);
+	}
+	if (o->name && (!*o->name || strchr(o->name, '/'))) {
+		fprintf(stderr, PROG ": --name wants a folder name without '/', not '%s'\n",
+			o->name);
 		exit(2);
 	}
 	if (o->rounds > o->batches)
 		o->rounds = o->batches;
-	o->nloops = lab_parse_uint_list(loops, &o->loops);
-	if (o->nloops < 0) {
-		fprintf(stderr, "calibrate: bad loop list '%s' (want e.g. 0,50,100 or 0:700:50)\n",
-			loops);
+	o->nloops = lab_opt_list(PROG, "--loops", loops, 1000000, &o->loops);
+	if (o->cpu >= 0 && !lab_cpu_online(o->cpu)) {
+		fprintf(stderr, PROG ": --cpu %d: no such CPU online\n", o->cpu);
 		exit(2);
 	}
 }
@@ -222,17 +220,6 @@ static int visit_point(const struct options *o, enum null_syscall sc, unsigned l
 	return stop_signal ? -1 : 0;
 }
 
-static FILE *open_out(const char *dir, const char *name, char *path, size_t size)
-{
-	FILE *f;
-
-	snprintf(path, size, "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (!f)
-		fprintf(stderr, "calibrate: cannot write %s: %s\n", path, strerror(errno));
-	return f;
-}
-
 static double zero_point(const struct point *pts, int n, enum null_syscall sc,
 			 const struct lab_fit *fit)
 {
@@ -242,91 +229,56 @@ static double zero_point(const struct point *pts, int n, enum null_syscall sc,
 	return fit->intercept;
 }
 
-static int write_results(const struct options *o, const struct point *pts, int npts,
-			 const struct lab_fit *fits)
+/* The settings part of meta.json. */
+static char *settings_json(const struct options *o)
 {
-	char path[PATH_MAX], tmp[PATH_MAX], stamp[64];
-	struct utsname u;
-	time_t now = time(NULL);
-	FILE *f;
-	int i, sc, first;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	int i, sc, first = 1;
 
-	uname(&u);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-
-	/* Written under a temporary name and renamed: never a half file. */
-	f = open_out(o->outdir, "calibration.csv.tmp", tmp, sizeof(tmp));
 	if (!f)
-		return -1;
-	fprintf(f, "syscall,loops,n,calls_per_batch,median_ns,min_ns,mean_ns,stddev_ns,"
-		   "p90_ns,max_ns,added_ns,fit_ns\n");
-	for (i = 0; i < npts; i++) {
-		const struct point *p = &pts[i];
-		const struct lab_fit *fit = &fits[p->sc];
-
-		fprintf(f, "%s,%lu,%zu,%lu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-			syscall_names[p->sc], p->loops, p->s.n, o->calls, p->s.p50,
-			p->s.min, p->s.mean, p->s.stddev, p->s.p90, p->s.max,
-			p->s.p50 - zero_point(pts, npts, p->sc, fit),
-			fit->intercept + fit->slope * (double)p->loops);
-	}
-	if (fclose(f))
-		return -1;
-	snprintf(path, sizeof(path), "%s/calibration.csv", o->outdir);
-	if (rename(tmp, path))
-		return -1;
-
-	f = open_out(o->outdir, "calibration.json.tmp", tmp, sizeof(tmp));
-	if (!f)
-		return -1;
-	fprintf(f, "{\n  \"tool\": \"calibrate\",\n  \"date\": \"%s\",\n  \"kernel\": ", stamp);
-	lab_json_string(f, u.release);
-	fprintf(f, ",\n  \"machine\": ");
-	lab_json_string(f, u.machine);
-	fprintf(f, ",\n  \"calls_per_batch\": %lu,\n  \"batches\": %lu,\n  \"rounds\": %lu,\n"
-		   "  \"warmup_batches\": %lu,\n  \"cpu\": %d,\n  \"unit\": \"ns per call\",\n",
-		o->calls, o->batches, o->rounds, o->warmup, o->cpu);
-	fprintf(f, "  \"fits\": {");
-	first = 1;
+		return NULL;
+	fprintf(f, "{\"loops\": [");
+	for (i = 0; i < o->nloops; i++)
+		fprintf(f, "%s%lu", i ? ", " : "", o->loops[i]);
+	fprintf(f, "], \"calls\": %lu, \"batches\": %lu, \"rounds\": %lu, \"warmup\": %lu, "
+		   "\"cpu\": %d, \"syscalls\": [", o->calls, o->batches, o->rounds, o->warmup,
+		o->cpu);
 	for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
 		if (!o->use[sc])
 			continue;
-		fprintf(f, "%s\n    \"%s\": {\"intercept_ns\": %.4f, \"ns_per_loop\": %.6f, "
-			   "\"r2\": %.6f, \"points\": %zu}",
-			first ? "" : ",", syscall_names[sc], fits[sc].intercept,
-			fits[sc].slope, fits[sc].r2, fits[sc].n);
+		fprintf(f, "%s\"%s\"", first ? "" : ", ", syscall_names[sc]);
 		first = 0;
 	}
-	fprintf(f, "\n  },\n  \"points\": [");
-	for (i = 0; i < npts; i++) {
-		const struct point *p = &pts[i];
-
-		fprintf(f, "%s\n    {\"syscall\": \"%s\", \"loops\": %lu, \"n\": %zu, "
-			   "\"median_ns\": %.3f, \"min_ns\": %.3f, \"mean_ns\": %.3f, "
-			   "\"stddev_ns\": %.3f, \"p90_ns\": %.3f, \"max_ns\": %.3f, "
-			   "\"added_ns\": %.3f}",
-			i ? "," : "", syscall_names[p->sc], p->loops, p->s.n, p->s.p50,
-			p->s.min, p->s.mean, p->s.stddev, p->s.p90, p->s.max,
-			p->s.p50 - zero_point(pts, npts, p->sc, &fits[p->sc]));
-	}
-	fprintf(f, "\n  ]\n}\n");
-	if (fclose(f))
-		return -1;
-	snprintf(path, sizeof(path), "%s/calibration.json", o->outdir);
-	return rename(tmp, path);
+	fprintf(f, "], \"param\": ");
+	lab_json_string(f, o->param);
+	fprintf(f, "}");
+	fclose(f);
+	return text;
 }
 
-/* Draw calibration.png with userspace/analysis/plot_calibration.py. */
-static void plot(const struct options *o)
+/* raw.csv: one row per timed batch, with the round it was taken in. */
+static int write_raw(const struct lab_result *r, const struct options *o,
+		     const struct point *pts, int npts, const double *samples)
 {
-	char json[PATH_MAX], png[PATH_MAX];
-	const char *args[] = { json, png, NULL };
+	FILE *f = lab_result_file(r, "raw.csv");
+	unsigned long b, round, done, share;
+	int k;
 
-	snprintf(json, sizeof(json), "%s/calibration.json", o->outdir);
-	snprintf(png, sizeof(png), "%s/calibration.png", o->outdir);
-	if (lab_run_analysis("plot_calibration.py", args))
-		fprintf(stderr, "calibrate: warning: no plot drawn (plot_calibration.py failed); "
-			"the CSV and JSON are complete\n");
+	if (!f)
+		return -1;
+	fprintf(f, "syscall,loops,round,batch,calls,ns_per_call\n");
+	for (k = 0; k < npts; k++) {
+		for (round = 0, done = 0; round < o->rounds; round++, done += share) {
+			share = o->batches / o->rounds + (round < o->batches % o->rounds);
+			for (b = done; b < done + share; b++)
+				fprintf(f, "%s,%lu,%lu,%lu,%lu,%.3f\n", syscall_names[pts[k].sc],
+					pts[k].loops, round, b, o->calls,
+					samples[(size_t)k * o->batches + b]);
+		}
+	}
+	return fclose(f);
 }
 
 int main(int argc, char **argv)
@@ -338,6 +290,8 @@ int main(int argc, char **argv)
 	unsigned long old;
 	int npts, nsc, i, j, sc, k;
 	unsigned long r, done;
+	struct lab_result res = { 0 };
+	char *settings;
 	uint64_t start;
 
 	parse_options(argc, argv, &o);
@@ -359,20 +313,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "calibrate: cannot read %s: %s\n", o.param, strerror(errno));
 		return 1;
 	}
-	if (lab_mkdirs(o.outdir)) {
-		fprintf(stderr, "calibrate: cannot create %s: %s\n", o.outdir, strerror(errno));
+	if (o.cpu >= 0 && lab_pin_cpu(o.cpu)) {
+		fprintf(stderr, "calibrate: cannot pin to CPU %d: %s\n", o.cpu, strerror(errno));
 		return 1;
 	}
-	if (o.cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set)) {
-			fprintf(stderr, "calibrate: cannot pin to CPU %d: %s\n", o.cpu,
-				strerror(errno));
-			return 1;
-		}
+	settings = settings_json(&o);
+	if (!settings || lab_result_begin(&res, o.outdir, PROG, o.name) ||
+	    lab_meta_write(&res, argc, argv, settings)) {
+		fprintf(stderr, "calibrate: cannot create a result folder in %s: %s\n", o.outdir,
+			strerror(errno));
+		lab_result_abort(&res);
+		return 1;
 	}
 
 	restore_path = o.param;
@@ -466,18 +417,18 @@ int main(int argc, char **argv)
 			       "R^2 = %.5f (%zu points)\n", syscall_names[sc],
 			       fits[sc].intercept, fits[sc].slope, fits[sc].r2, fits[sc].n);
 
-	if (write_results(&o, pts, npts, fits)) {
-		fprintf(stderr, "calibrate: writing results to %s failed: %s\n", o.outdir,
+	if (write_raw(&res, &o, pts, npts, samples) || lab_result_commit(&res)) {
+		fprintf(stderr, "calibrate: writing results to %s failed: %s\n", res.dir,
 			strerror(errno));
+		lab_result_abort(&res);
 		return 1;
 	}
-	if (o.plot)
-		plot(&o);
-	printf("results: %s/calibration.{csv,json%s}\n", o.outdir, o.plot ? ",png" : "");
+	printf("results: %s\n", res.final);
 	return 0;
 
 interrupted:
 	restore_loops();
+	lab_result_abort(&res);
 	fprintf(stderr, "calibrate: interrupted by signal %d; loops restored to %lu, "
 		"nothing written\n", (int)stop_signal, old);
 	return 128 + (int)stop_signal;

@@ -11,10 +11,12 @@
  *   wake-up time    driver accepted the write ->  read task runs again in the
  *                                                 driver (struct irqhook_event)
  *
- * and writes events.csv, summary.json, histogram.txt (cyclictest style) and,
- * through userspace/analysis/plot_irqhook.py, histogram.png.  --trace runs
- * the whole measurement under trace-cmd (scheduler and irqhook events, the
- * CLOCK_MONOTONIC trace clock) into trace.dat.
+ * Into a new result folder it writes what it measured: events.csv (one row
+ * per event), tasks.csv (each task's thread id and the scheduling policy
+ * and CPU it ran with) and meta.json; userspace/irqhook/analyse.py makes
+ * the summary, the histogram and its plot from them, on the host.  --trace
+ * runs the whole measurement under trace-cmd (scheduler and irqhook events,
+ * the CLOCK_MONOTONIC trace clock) into trace.dat in the same folder.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,15 +32,16 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/irqhook.h>
 
 #include "../lib/lab.h"
 
-#define TRACED_ENV "IRQHOOK_UNDER_TRACE"
-#define HIST_BUCKET_NS 1000	/* 1 us buckets, as cyclictest */
+#define PROG "irqhook"
+/* Set for the traced child: the result folder the parent made for it. */
+#define TRACED_ENV "IRQHOOK_TRACED_INTO"
 
 struct options {
 	unsigned long iterations;
@@ -50,10 +53,16 @@ struct options {
 	unsigned long *load_cpus;
 	int n_load_cpus;
 	const char *outdir;
+	const char *name;
 	const char *device;
 	int trace;
-	int plot;
 	int quiet;
+};
+
+/* What one task ran as: the policy and priority read back, the CPU pinned to. */
+struct task_info {
+	pid_t tid;
+	int policy, priority, cpu;
 };
 
 struct sample {
@@ -67,8 +76,7 @@ static struct sample *samples;
 static int dev_fd = -1;
 static atomic_int stop;
 static atomic_ulong n_read;
-static pid_t read_tid, write_tid;
-static pid_t *load_tids;
+static struct task_info read_info, write_info, *load_info;
 static volatile sig_atomic_t got_signal;
 
 /* Each thread reports its own failure: no buffer is shared between them. */
@@ -93,136 +101,136 @@ static void usage(FILE *f)
 "usage: irqhook [options]\n"
 "\n"
 "Time how long a thread takes to respond to a virtual interrupt: a write\n"
-"to /dev/irqhook.  Needs root (mlockall, real-time priorities).\n"
+"to /dev/irqhook.  Needs root (mlockall, real-time priorities).  Writes\n"
+"OUTPUT/irqhook-<date>-<time>/ with events.csv, tasks.csv and meta.json;\n"
+"'userspace/irqhook/analyse.py DIR' summarises and plots.\n"
 "\n"
-"  -n, --iterations N     events (default 10000)\n"
-"  -p, --period-us US     the write task sleeps this long after each write\n"
+"  -n, --events N         events (default 10000)\n"
+"      --period-us US     the write task sleeps this long after each write\n"
 "                         (default 16000)\n"
-"  -l, --loads N          load tasks, each looping on a nanosleep (default 0)\n"
+"      --loads N          load tasks, each looping on a nanosleep (default 0)\n"
 "      --load-sleep-ns NS the load tasks' nanosleep (default 1000)\n"
-"  -r, --rt               read and write tasks SCHED_RR priority 1 (load tasks\n"
+"      --rt               read and write tasks SCHED_RR priority 1 (load tasks\n"
 "                         stay SCHED_OTHER)\n"
 "      --read-cpu N       pin the read task to CPU N\n"
 "      --write-cpu N      pin the write task to CPU N\n"
 "      --load-cpus LIST   pin the load tasks round-robin to these CPUs (0,1)\n"
-"  -o, --output DIR       where to write the results (default\n"
-"                         results/irqhook-<loads>-<normal|rt>)\n"
-"  -d, --device PATH      the device (default /dev/irqhook)\n"
-"  -t, --trace            record the run with trace-cmd into DIR/trace.dat\n"
-"      --no-plot          do not draw histogram.png\n"
+"  -o, --output DIR       parent of the result folder (default results)\n"
+"      --name NAME        the result folder's name instead of\n"
+"                         irqhook-<date>-<time> (no results/latest-irqhook link)\n"
+"      --device PATH      the device (default /dev/irqhook)\n"
+"      --trace            record the run with trace-cmd into trace.dat\n"
 "  -q, --quiet            no progress lines\n"
 "  -h, --help             this text\n"
 "\n"
-"Example:  irqhook -n 2000 -l 16 --rt -o results/irqhook-16-rt\n");
+"Example:  irqhook -n 2000 --loads 16 --rt -o results\n");
 }
 
-static unsigned long parse_num(const char *name, const char *arg, unsigned long min,
-			       unsigned long max)
+static int parse_cpu(const char *name, const char *arg)
 {
-	char *end;
-	unsigned long v;
+	int cpu = (int)lab_opt_ulong(PROG, name, arg, 0, CPU_SETSIZE - 1);
 
-	errno = 0;
-	v = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max) {
-		fprintf(stderr, "irqhook: %s wants a whole number from %lu to %lu, not '%s'\n",
-			name, min, max, arg);
+	if (!lab_cpu_online(cpu)) {
+		fprintf(stderr, PROG ": %s %d: no such CPU online\n", name, cpu);
 		exit(2);
 	}
-	return v;
+	return cpu;
 }
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_LOAD_SLEEP = 256, O_READ_CPU, O_WRITE_CPU, O_LOAD_CPUS, O_NO_PLOT };
+	enum { O_PERIOD = 256, O_LOADS, O_LOAD_SLEEP, O_RT, O_READ_CPU, O_WRITE_CPU,
+	       O_LOAD_CPUS, O_NAME, O_DEVICE, O_TRACE };
 	static const struct option longopts[] = {
-		{ "iterations", required_argument, NULL, 'n' },
-		{ "period-us", required_argument, NULL, 'p' },
-		{ "loads", required_argument, NULL, 'l' },
+		{ "events", required_argument, NULL, 'n' },
+		{ "period-us", required_argument, NULL, O_PERIOD },
+		{ "loads", required_argument, NULL, O_LOADS },
 		{ "load-sleep-ns", required_argument, NULL, O_LOAD_SLEEP },
-		{ "rt", no_argument, NULL, 'r' },
+		{ "rt", no_argument, NULL, O_RT },
 		{ "read-cpu", required_argument, NULL, O_READ_CPU },
 		{ "write-cpu", required_argument, NULL, O_WRITE_CPU },
 		{ "load-cpus", required_argument, NULL, O_LOAD_CPUS },
 		{ "output", required_argument, NULL, 'o' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "trace", no_argument, NULL, 't' },
-		{ "no-plot", no_argument, NULL, O_NO_PLOT },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "trace", no_argument, NULL, O_TRACE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, i;
 
 	opt = (struct options){
 		.iterations = 10000, .period_us = 16000, .load_sleep_ns = 1000,
-		.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .plot = 1,
+		.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .outdir = "results",
 	};
-	while ((c = getopt_long(argc, argv, "n:p:l:ro:d:tqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'n': opt.iterations = parse_num("--iterations", optarg, 1, 10000000); break;
-		case 'p': opt.period_us = parse_num("--period-us", optarg, 0, 10000000); break;
-		case 'l': opt.loads = parse_num("--loads", optarg, 0, 1024); break;
-		case O_LOAD_SLEEP:
-			opt.load_sleep_ns = parse_num("--load-sleep-ns", optarg, 0, 1000000000);
+		case 'n': opt.iterations = lab_opt_ulong(PROG, "--events", optarg, 1, 10000000); break;
+		case O_PERIOD:
+			opt.period_us = lab_opt_ulong(PROG, "--period-us", optarg, 0, 10000000);
 			break;
-		case 'r': opt.rt = 1; break;
-		case O_READ_CPU: opt.read_cpu = (int)parse_num("--read-cpu", optarg, 0, CPU_SETSIZE - 1); break;
-		case O_WRITE_CPU: opt.write_cpu = (int)parse_num("--write-cpu", optarg, 0, CPU_SETSIZE - 1); break;
+		case O_LOADS: opt.loads = lab_opt_ulong(PROG, "--loads", optarg, 0, 1024); break;
+		case O_LOAD_SLEEP:
+			opt.load_sleep_ns = lab_opt_ulong(PROG, "--load-sleep-ns", optarg, 0,
+							  999999999);
+			break;
+		case O_RT: opt.rt = 1; break;
+		case O_READ_CPU: opt.read_cpu = parse_cpu("--read-cpu", optarg); break;
+		case O_WRITE_CPU: opt.write_cpu = parse_cpu("--write-cpu", optarg); break;
 		case O_LOAD_CPUS:
-			opt.n_load_cpus = lab_parse_uint_list(optarg, &opt.load_cpus);
-			if (opt.n_load_cpus <= 0) {
-				fprintf(stderr, "irqhook: bad CPU list '%s'\n", optarg);
-				exit(2);
-			}
-			for (int i = 0; i < opt.n_load_cpus; i++)
-				if (opt.load_cpus[i] >= CPU_SETSIZE) {
-					fprintf(stderr, "irqhook: no CPU %lu\n", opt.load_cpus[i]);
+			opt.n_load_cpus = lab_opt_list(PROG, "--load-cpus", optarg, CPU_SETSIZE - 1,
+						       &opt.load_cpus);
+			for (i = 0; i < opt.n_load_cpus; i++)
+				if (!lab_cpu_online((int)opt.load_cpus[i])) {
+					fprintf(stderr, PROG ": --load-cpus: no CPU %lu online\n",
+						opt.load_cpus[i]);
 					exit(2);
 				}
 			break;
 		case 'o': opt.outdir = optarg; break;
-		case 'd': opt.device = optarg; break;
-		case 't': opt.trace = 1; break;
-		case O_NO_PLOT: opt.plot = 0; break;
+		case O_NAME: opt.name = optarg; break;
+		case O_DEVICE: opt.device = optarg; break;
+		case O_TRACE: opt.trace = 1; break;
 		case 'q': opt.quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "irqhook: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		exit(2);
+	}
+	if (opt.name && (!*opt.name || strchr(opt.name, '/'))) {
+		fprintf(stderr, PROG ": --name wants a folder name without '/', not '%s'\n",
+			opt.name);
 		exit(2);
 	}
 }
 
 /*
- * The start of every task: record its thread id, name it for the trace,
- * pin it to @cpu (if >= 0) and make it SCHED_RR priority 1 if @rt.
- * Returns NULL, or @err filled with what failed.
+ * The start of every task: name it for the trace, pin it to @cpu (if >= 0)
+ * and make it SCHED_RR priority 1 if @rt; then read back what it runs
+ * with into @info.  Returns NULL, or @err filled with what failed.
  */
-static const char *start_task(const char *name, pid_t *tid, int cpu, int rt, char *err)
+static const char *start_task(const char *name, struct task_info *info, int cpu, int rt,
+			      char *err)
 {
-	*tid = (pid_t)syscall(SYS_gettid);
+	struct sched_param sp = { .sched_priority = 1 };
+
+	info->tid = (pid_t)syscall(SYS_gettid);
+	info->cpu = cpu;
 	pthread_setname_np(pthread_self(), name);
-	if (cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set)) {
-			snprintf(err, ERRLEN, "cannot pin to CPU %d: %s", cpu, strerror(errno));
-			return err;
-		}
+	if (cpu >= 0 && lab_pin_cpu(cpu)) {
+		snprintf(err, ERRLEN, "cannot pin to CPU %d: %s", cpu, strerror(errno));
+		return err;
 	}
-	if (rt) {
-		struct sched_param sp = { .sched_priority = 1 };
-
-		if (sched_setscheduler(0, SCHED_RR, &sp)) {
-			snprintf(err, ERRLEN, "cannot set SCHED_RR: %s", strerror(errno));
-			return err;
-		}
+	if (rt && sched_setscheduler(0, SCHED_RR, &sp)) {
+		snprintf(err, ERRLEN, "cannot set SCHED_RR: %s", strerror(errno));
+		return err;
 	}
+	info->policy = sched_getscheduler(0);
+	info->priority = sched_getparam(0, &sp) ? -1 : sp.sched_priority;
 	return NULL;
 }
 
@@ -234,7 +242,7 @@ static void *load_task(void *arg)
 	char err[ERRLEN];
 
 	/* As before: a load task that cannot be pinned still loads the machine. */
-	start_task("irqhook-load", &load_tids[i],
+	start_task("irqhook-load", &load_info[i],
 		   opt.n_load_cpus ? (int)opt.load_cpus[i % (unsigned long)opt.n_load_cpus] : -1,
 		   0, err);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
@@ -244,7 +252,7 @@ static void *load_task(void *arg)
 
 static void *read_task(void *arg)
 {
-	const char *err = start_task("irqhook-read", &read_tid, opt.read_cpu, opt.rt, read_err);
+	const char *err = start_task("irqhook-read", &read_info, opt.read_cpu, opt.rt, read_err);
 	unsigned long i;
 
 	(void)arg;
@@ -269,7 +277,7 @@ static void *read_task(void *arg)
 
 static void *write_task(void *arg)
 {
-	const char *err = start_task("irqhook-write", &write_tid, opt.write_cpu, opt.rt,
+	const char *err = start_task("irqhook-write", &write_info, opt.write_cpu, opt.rt,
 				     write_err);
 	struct timespec period = { (time_t)(opt.period_us / 1000000),
 				   (long)(opt.period_us % 1000000) * 1000 };
@@ -300,21 +308,24 @@ static void *write_task(void *arg)
 	return NULL;
 }
 
-/* Run the measurement under trace-cmd: exec it with ourselves as its command. */
-static void exec_under_trace(int argc, char **argv)
+/*
+ * Run the measurement again under trace-cmd, as its command, writing into
+ * the result folder @dir that we made; wait for trace-cmd to finish (it
+ * writes trace.dat after the command exits).  Returns the child's status.
+ */
+static int run_under_trace(int argc, char **argv, const char *dir)
 {
 	char **av = calloc((size_t)argc + 32, sizeof(*av));
-	char out[PATH_MAX];
-	static char self[PATH_MAX];
+	char out[sizeof(((struct lab_result *)0)->dir) + 16], self[PATH_MAX];
+	int n = 0, i, status;
 	ssize_t len;
-	int n = 0, i;
+	pid_t pid;
 
-	/* Our own path now: /proc/self/exe would be trace-cmd's in its child. */
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (!av || len < 0)
-		exit(1);
+		return -1;
 	self[len] = '\0';
-	snprintf(out, sizeof(out), "%s/trace.dat", opt.outdir);
+	snprintf(out, sizeof(out), "%s/trace.dat", dir);
 	av[n++] = "trace-cmd";
 	av[n++] = "record";
 	av[n++] = "-q";
@@ -335,15 +346,23 @@ static void exec_under_trace(int argc, char **argv)
 	av[n++] = self;
 	for (i = 1; i < argc; i++)
 		av[n++] = argv[i];
-	av[n++] = "-o";
-	av[n++] = (char *)opt.outdir;
 	av[n] = NULL;
-	setenv(TRACED_ENV, "1", 1);
+	setenv(TRACED_ENV, dir, 1);
 	fflush(NULL);
-	execvp("trace-cmd", av);
-	fprintf(stderr, "irqhook: cannot run trace-cmd: %s (apt-get install trace-cmd)\n",
-		strerror(errno));
-	exit(1);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execvp("trace-cmd", av);
+		fprintf(stderr, PROG ": cannot run trace-cmd: %s (apt-get install trace-cmd)\n",
+			strerror(errno));
+		_exit(127);
+	}
+	free(av);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static void drain_device(void)
@@ -358,249 +377,147 @@ static void drain_device(void)
 	close(fd);
 }
 
-static FILE *out_file(const char *name, char *tmp, size_t size)
+static int write_events(const struct lab_result *r, size_t n)
 {
-	FILE *f;
+	FILE *f = lab_result_file(r, "events.csv");
+	size_t i;
 
-	snprintf(tmp, size, "%s/%s.tmp", opt.outdir, name);
-	f = fopen(tmp, "w");
-	if (!f)
-		fprintf(stderr, "irqhook: cannot write %s: %s\n", tmp, strerror(errno));
-	return f;
-}
-
-static int commit_file(FILE *f, const char *tmp)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(tmp) - 4;
-
-	if (fclose(f))
-		return -1;
-	snprintf(path, sizeof(path), "%.*s", (int)len, tmp);
-	return rename(tmp, path);
-}
-
-/* The statistics of one series of times, computed once for every output. */
-struct series_stats {
-	struct lab_summary s;
-	struct lab_split sp;
-};
-
-static void series_stats(const double *v, size_t n, struct series_stats *st)
-{
-	lab_summarize(v, n, &st->s);
-	lab_split2(v, n, &st->sp);
-}
-
-static void json_summary(FILE *f, const char *name, const struct series_stats *st)
-{
-	const struct lab_summary *s = &st->s;
-	const struct lab_split *sp = &st->sp;
-
-	fprintf(f, "    \"%s\": {\"count\": %zu, \"min\": %.0f, \"mean\": %.1f, "
-		   "\"stddev\": %.1f, \"p50\": %.0f, \"p90\": %.0f, \"p99\": %.0f, "
-		   "\"p99_9\": %.0f, \"max\": %.0f,\n"
-		   "      \"split\": {\"threshold\": %.0f, \"fast_count\": %zu, "
-		   "\"fast_mean\": %.1f, \"slow_count\": %zu, \"slow_mean\": %.1f}}",
-		name, s->n, s->min, s->mean, s->stddev, s->p50, s->p90, s->p99, s->p999, s->max,
-		sp->threshold, sp->n_fast, sp->mean_fast, sp->n_slow, sp->mean_slow);
-}
-
-static void print_summary(const char *name, const struct series_stats *st)
-{
-	const struct lab_summary *s = &st->s;
-	const struct lab_split *sp = &st->sp;
-
-	printf("%-10s %6zu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %8.1f   "
-	       "fast %zu x %.1f / slow %zu x %.1f\n", name, s->n, s->min / 1e3, s->mean / 1e3,
-	       s->stddev / 1e3, s->p50 / 1e3, s->p90 / 1e3, s->p99 / 1e3, s->max / 1e3,
-	       sp->threshold / 1e3, sp->n_fast, sp->mean_fast / 1e3, sp->n_slow,
-	       sp->mean_slow / 1e3);
-}
-
-static int write_results(size_t n)
-{
-	double *sw = malloc(n * sizeof(*sw)), *wk = malloc(n * sizeof(*wk));
-	struct series_stats all_sw, all_wk, later_sw, later_wk;
-	char tmp[PATH_MAX], stamp[64];
-	unsigned long maxb = 0, b, *hs, *hw;
-	struct utsname u;
-	time_t now = time(NULL);
-	size_t i, m = n > 1 ? n - 1 : 0;	/* events after the first */
-	FILE *f;
-
-	if (!sw || !wk)
-		return -1;
-	for (i = 0; i < n; i++) {
-		sw[i] = (double)(samples[i].return_ns - samples[i].call_ns);
-		wk[i] = (double)(samples[i].ev.wake_ns - samples[i].ev.write_ns);
-		if ((unsigned long)(sw[i] / HIST_BUCKET_NS) > maxb)
-			maxb = (unsigned long)(sw[i] / HIST_BUCKET_NS);
-		if ((unsigned long)(wk[i] / HIST_BUCKET_NS) > maxb)
-			maxb = (unsigned long)(wk[i] / HIST_BUCKET_NS);
-	}
-
-	f = out_file("events.csv", tmp, sizeof(tmp));
 	if (!f)
 		return -1;
 	fprintf(f, "event,seq,call_ns,write_ns,wake_ns,return_ns,switching_ns,wakeup_ns\n");
-	for (i = 0; i < n; i++)
-		fprintf(f, "%zu,%llu,%llu,%llu,%llu,%llu,%.0f,%.0f\n", i,
-			(unsigned long long)samples[i].ev.seq,
-			(unsigned long long)samples[i].call_ns,
-			(unsigned long long)samples[i].ev.write_ns,
-			(unsigned long long)samples[i].ev.wake_ns,
-			(unsigned long long)samples[i].return_ns, sw[i], wk[i]);
-	if (commit_file(f, tmp))
-		return -1;
-
-	hs = calloc(maxb + 1, sizeof(*hs));
-	hw = calloc(maxb + 1, sizeof(*hw));
-	if (!hs || !hw)
-		return -1;
 	for (i = 0; i < n; i++) {
-		hs[(unsigned long)(sw[i] / HIST_BUCKET_NS)]++;
-		hw[(unsigned long)(wk[i] / HIST_BUCKET_NS)]++;
-	}
-	f = out_file("histogram.txt", tmp, sizeof(tmp));
-	if (!f)
-		return -1;
-	fprintf(f, "# irqhook histogram: events per 1 us bucket\n# us  switching  wakeup\n");
-	for (b = 0; b <= maxb; b++)
-		fprintf(f, "%06lu %06lu %06lu\n", b, hs[b], hw[b]);
-	fprintf(f, "# Total: %06zu %06zu\n", n, n);
-	if (commit_file(f, tmp))
-		return -1;
+		const struct sample *s = &samples[i];
 
-	uname(&u);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	f = out_file("summary.json", tmp, sizeof(tmp));
-	if (!f)
-		return -1;
-	fprintf(f, "{\n  \"tool\": \"irqhook\",\n  \"date\": \"%s\",\n  \"kernel\": ", stamp);
-	lab_json_string(f, u.release);
-	fprintf(f, ",\n  \"cpus\": %ld,\n  \"iterations\": %lu,\n  \"events\": %zu,\n"
-		   "  \"period_us\": %lu,\n  \"loads\": %lu,\n  \"load_sleep_ns\": %lu,\n"
-		   "  \"class\": \"%s\",\n  \"read_cpu\": %d,\n  \"write_cpu\": %d,\n"
-		   "  \"traced\": %s,\n  \"unit\": \"ns\",\n",
-		sysconf(_SC_NPROCESSORS_ONLN), opt.iterations, n, opt.period_us, opt.loads,
-		opt.load_sleep_ns, opt.rt ? "rt" : "normal", opt.read_cpu, opt.write_cpu,
-		getenv(TRACED_ENV) ? "true" : "false");
-	fprintf(f, "  \"tids\": {\"read\": %d, \"write\": %d, \"load\": [", read_tid, write_tid);
-	for (i = 0; i < opt.loads; i++)
-		fprintf(f, "%s%d", i ? ", " : "", load_tids[i]);
-	fprintf(f, "]},\n  \"first_event\": {\"switching\": %.0f, \"wakeup\": %.0f},\n",
-		sw[0], wk[0]);
-	series_stats(sw, n, &all_sw);
-	series_stats(wk, n, &all_wk);
-	fprintf(f, "  \"all_events\": {\n");
-	json_summary(f, "switching", &all_sw);
-	fprintf(f, ",\n");
-	json_summary(f, "wakeup", &all_wk);
-	fprintf(f, "\n  },\n  \"after_first\": {\n");
-	if (m) {
-		series_stats(sw + 1, m, &later_sw);
-		series_stats(wk + 1, m, &later_wk);
-		json_summary(f, "switching", &later_sw);
-		fprintf(f, ",\n");
-		json_summary(f, "wakeup", &later_wk);
+		fprintf(f, "%zu,%llu,%llu,%llu,%llu,%llu,%lld,%lld\n", i,
+			(unsigned long long)s->ev.seq, (unsigned long long)s->call_ns,
+			(unsigned long long)s->ev.write_ns, (unsigned long long)s->ev.wake_ns,
+			(unsigned long long)s->return_ns,
+			(long long)(s->return_ns - s->call_ns),
+			(long long)(s->ev.wake_ns - s->ev.write_ns));
 	}
-	fprintf(f, "\n  }\n}\n");
-	if (commit_file(f, tmp))
-		return -1;
-
-	printf("irqhook: %zu events, %lu load tasks, %s read/write tasks (times in us)\n", n,
-	       opt.loads, opt.rt ? "SCHED_RR" : "SCHED_OTHER");
-	printf("first event: switching %.1f, wake-up %.1f\n", sw[0] / 1e3, wk[0] / 1e3);
-	if (m) {
-		printf("%-10s %6s %8s %8s %8s %8s %8s %8s %9s %8s\n", "after 1st", "count",
-		       "min", "mean", "stddev", "p50", "p90", "p99", "max", "split");
-		print_summary("switching", &later_sw);
-		print_summary("wake-up", &later_wk);
-	}
-	free(sw);
-	free(wk);
-	free(hs);
-	free(hw);
-	return 0;
+	return fclose(f);
 }
 
-/* Draw histogram.png with userspace/analysis/plot_irqhook.py. */
-static void plot(void)
+static const char *policy_name(int policy)
 {
-	const char *args[] = { opt.outdir, NULL };
-
-	if (lab_run_analysis("plot_irqhook.py", args))
-		fprintf(stderr, "irqhook: warning: no histogram.png (plot_irqhook.py failed)\n");
+	switch (policy) {
+	case SCHED_OTHER: return "SCHED_OTHER";
+	case SCHED_FIFO: return "SCHED_FIFO";
+	case SCHED_RR: return "SCHED_RR";
+	case SCHED_BATCH: return "SCHED_BATCH";
+	case SCHED_IDLE: return "SCHED_IDLE";
+	default: return "unknown";
+	}
 }
 
-int main(int argc, char **argv)
+static void task_row(FILE *f, const char *role, unsigned long index,
+		     const struct task_info *t)
+{
+	fprintf(f, "%s,%lu,%d,%s,%d,%d\n", role, index, (int)t->tid, policy_name(t->policy),
+		t->priority, t->cpu);
+}
+
+static int write_tasks(const struct lab_result *r)
+{
+	FILE *f = lab_result_file(r, "tasks.csv");
+	unsigned long i;
+
+	if (!f)
+		return -1;
+	fprintf(f, "role,index,tid,policy,priority,cpu\n");
+	task_row(f, "read", 0, &read_info);
+	task_row(f, "write", 0, &write_info);
+	for (i = 0; i < opt.loads; i++)
+		task_row(f, "load", i, &load_info[i]);
+	return fclose(f);
+}
+
+static char *settings_json(int traced)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	int i;
+
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"events\": %lu, \"period_us\": %lu, \"loads\": %lu, "
+		   "\"load_sleep_ns\": %lu, \"class\": \"%s\", \"read_cpu\": %d, "
+		   "\"write_cpu\": %d, \"load_cpus\": [", opt.iterations, opt.period_us,
+		opt.loads, opt.load_sleep_ns, opt.rt ? "rt" : "normal", opt.read_cpu,
+		opt.write_cpu);
+	for (i = 0; i < opt.n_load_cpus; i++)
+		fprintf(f, "%s%lu", i ? ", " : "", opt.load_cpus[i]);
+	fprintf(f, "], \"device\": ");
+	lab_json_string(f, opt.device);
+	fprintf(f, ", \"traced\": %s}", traced ? "true" : "false");
+	fclose(f);
+	return text;
+}
+
+/* A few figures for the console; the analysis proper is analyse.py's. */
+static void print_brief(size_t n)
+{
+	double *wk = malloc(n * sizeof(*wk));
+	struct lab_summary s;
+	size_t i;
+
+	if (!wk || n < 2)
+		goto out;
+	for (i = 1; i < n; i++)
+		wk[i - 1] = (double)(samples[i].ev.wake_ns - samples[i].ev.write_ns);
+	lab_summarize(wk, n - 1, &s);
+	printf("irqhook: %zu events, %lu load tasks, %s read/write tasks; wake-up after the "
+	       "first event: p50 %.1f us, p99 %.1f us, max %.1f us\n", n, opt.loads,
+	       opt.rt ? "SCHED_RR" : "SCHED_OTHER", s.p50 / 1e3, s.p99 / 1e3, s.max / 1e3);
+out:
+	free(wk);
+}
+
+/* The measurement itself, into the result folder @r. */
+static int measure(const struct lab_result *r)
 {
 	pthread_t reader, writer, *loaders;
-	char defdir[PATH_MAX];
 	void *rerr = NULL, *werr = NULL;
 	unsigned long i, got;
 
-	parse_options(argc, argv);
-	if (!opt.outdir) {
-		snprintf(defdir, sizeof(defdir), "results/irqhook-%lu-%s", opt.loads,
-			 opt.rt ? "rt" : "normal");
-		opt.outdir = defdir;
-	}
-	if (access(opt.device, F_OK)) {
-		fprintf(stderr, "irqhook: %s: %s: is this the lab kernel with CONFIG_IRQHOOK?\n",
-			opt.device, strerror(errno));
-		return 1;
-	}
-	if (geteuid() != 0) {
-		fprintf(stderr, "irqhook: must run as root (mlockall, SCHED_RR, %s)\n",
-			opt.device);
-		return 1;
-	}
-	if (lab_mkdirs(opt.outdir)) {
-		fprintf(stderr, "irqhook: cannot create %s: %s\n", opt.outdir, strerror(errno));
-		return 1;
-	}
-	if (opt.trace && !getenv(TRACED_ENV))
-		exec_under_trace(argc, argv);
-
 	samples = calloc(opt.iterations, sizeof(*samples));
-	load_tids = calloc(opt.loads + 1, sizeof(*load_tids));
+	load_info = calloc(opt.loads + 1, sizeof(*load_info));
 	loaders = calloc(opt.loads + 1, sizeof(*loaders));
-	if (!samples || !load_tids || !loaders) {
-		perror("irqhook");
+	if (!samples || !load_info || !loaders) {
+		perror(PROG);
 		return 1;
 	}
 	/* Touch every page now, then keep them: no page fault in the timed path. */
 	memset(samples, 0, opt.iterations * sizeof(*samples));
 	if (mlockall(MCL_CURRENT | MCL_FUTURE)) {
-		fprintf(stderr, "irqhook: mlockall: %s\n", strerror(errno));
+		fprintf(stderr, PROG ": mlockall: %s\n", strerror(errno));
 		return 1;
 	}
 	drain_device();
 	dev_fd = open(opt.device, O_RDWR);
 	if (dev_fd < 0) {
-		fprintf(stderr, "irqhook: cannot open %s: %s\n", opt.device, strerror(errno));
+		fprintf(stderr, PROG ": cannot open %s: %s\n", opt.device, strerror(errno));
 		return 1;
 	}
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = on_wakeup_signal;
-	sigaction(SIGUSR1, &sa, NULL);
-
 	for (i = 0; i < opt.loads; i++)
 		if (pthread_create(&loaders[i], NULL, load_task, (void *)i)) {
-			fprintf(stderr, "irqhook: cannot start load task %lu\n", i);
-			return 1;
+			fprintf(stderr, PROG ": cannot start load task %lu\n", i);
+			atomic_store(&stop, 1);
+			opt.loads = i;
+			goto join_loads;
 		}
-	if (pthread_create(&reader, NULL, read_task, NULL))
-		return 1;
+	if (pthread_create(&reader, NULL, read_task, NULL)) {
+		atomic_store(&stop, 1);
+		goto join_loads;
+	}
 	usleep(10000);	/* let the reader block first */
-	if (pthread_create(&writer, NULL, write_task, NULL))
-		return 1;
-
-	pthread_join(writer, &werr);
+	if (pthread_create(&writer, NULL, write_task, NULL)) {
+		werr = "cannot start the write task";
+		atomic_store(&stop, 1);
+	} else {
+		pthread_join(writer, &werr);
+	}
 	/* The reader gets every event written; give it a moment, then stop it. */
 	for (i = 0; i < 1000 && atomic_load(&n_read) < opt.iterations && !werr &&
 		    !atomic_load(&stop); i++)
@@ -609,38 +526,95 @@ int main(int argc, char **argv)
 	if (atomic_load(&n_read) < opt.iterations)
 		pthread_kill(reader, SIGUSR1);
 	pthread_join(reader, &rerr);
+join_loads:
 	for (i = 0; i < opt.loads; i++)
 		pthread_join(loaders[i], NULL);
 
 	if (werr || rerr) {
-		fprintf(stderr, "irqhook: %s\n", (const char *)(werr ? werr : rerr));
+		fprintf(stderr, PROG ": %s\n", (const char *)(werr ? werr : rerr));
 		return 1;
 	}
 	got = atomic_load(&n_read);
 	if (got_signal) {
-		fprintf(stderr, "irqhook: interrupted after %lu events; nothing written\n", got);
+		fprintf(stderr, PROG ": interrupted after %lu events; nothing written\n", got);
 		return 128 + (int)got_signal;
 	}
 	if (got < opt.iterations) {
-		fprintf(stderr, "irqhook: only %lu of %lu events came back\n", got,
-			opt.iterations);
+		fprintf(stderr, PROG ": only %lu of %lu events came back\n", got, opt.iterations);
 		return 1;
 	}
 	for (i = 1; i < got; i++)
 		if (samples[i].ev.seq != samples[0].ev.seq + i) {
-			fprintf(stderr, "irqhook: event %lu has sequence %llu, expected %llu: "
+			fprintf(stderr, PROG ": event %lu has sequence %llu, expected %llu: "
 				"another program is using %s\n", i,
 				(unsigned long long)samples[i].ev.seq,
 				(unsigned long long)(samples[0].ev.seq + i), opt.device);
 			return 1;
 		}
-	if (write_results(got)) {
-		fprintf(stderr, "irqhook: writing results to %s failed: %s\n", opt.outdir,
+	if (write_events(r, got) || write_tasks(r)) {
+		fprintf(stderr, PROG ": writing results to %s failed: %s\n", r->dir,
 			strerror(errno));
 		return 1;
 	}
-	if (opt.plot)
-		plot();
-	printf("results: %s\n", opt.outdir);
+	print_brief(got);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *traced_into = getenv(TRACED_ENV);
+	struct lab_result res = { 0 };
+	char *settings;
+	int status;
+
+	parse_options(argc, argv);
+	if (access(opt.device, F_OK)) {
+		fprintf(stderr, PROG ": %s: %s: is this the lab kernel with CONFIG_IRQHOOK?\n",
+			opt.device, strerror(errno));
+		return 1;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, PROG ": must run as root (mlockall, SCHED_RR, %s)\n", opt.device);
+		return 1;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_wakeup_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+
+	/* The traced child measures into the folder its parent made. */
+	if (traced_into) {
+		snprintf(res.dir, sizeof(res.dir), "%s", traced_into);
+		return measure(&res);
+	}
+	settings = settings_json(opt.trace);
+	if (!settings || lab_result_begin(&res, opt.outdir, PROG, opt.name) ||
+	    lab_meta_write(&res, argc, argv, settings)) {
+		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", opt.outdir,
+			strerror(errno));
+		lab_result_abort(&res);
+		return 1;
+	}
+	free(settings);
+	status = opt.trace ? run_under_trace(argc, argv, res.dir) : measure(&res);
+	if (status == 0 && opt.trace && !got_signal) {
+		char path[sizeof(res.dir) + 16];
+
+		snprintf(path, sizeof(path), "%s/trace.dat", res.dir);
+		if (access(path, F_OK)) {
+			fprintf(stderr, PROG ": trace-cmd left no %s\n", path);
+			status = 1;
+		}
+	}
+	if (status != 0 || got_signal) {
+		lab_result_abort(&res);
+		return status ? status : 128 + (int)got_signal;
+	}
+	if (lab_result_commit(&res)) {
+		fprintf(stderr, PROG ": cannot rename %s: %s\n", res.dir, strerror(errno));
+		return 1;
+	}
+	printf("results: %s\n", res.final);
 	return 0;
 }

@@ -15,6 +15,47 @@
 /* CLOCK_MONOTONIC in nanoseconds, the clock the kernel's ktime_get_ns() reads. */
 uint64_t lab_now_ns(void);
 
+/*
+ * The timing loop every tool shares: call @fn(@arg) @calls times between
+ * two lab_now_ns() reads and return the ns one call took on average.
+ */
+double lab_time_calls(void (*fn)(void *arg), void *arg, unsigned long calls);
+
+/* --- CPUs and the TSC ---------------------------------------------------- */
+
+/* Pin the calling thread to @cpu.  Returns 0, or -1 with errno set. */
+int lab_pin_cpu(int cpu);
+
+/* Whether @cpu is online (sched_getaffinity of the process may still exclude it). */
+int lab_cpu_online(int cpu);
+
+#if defined(__x86_64__) || defined(__i386__)
+/* The time-stamp counter, unordered (rdtsc) and after earlier loads (rdtscp). */
+static inline uint64_t lab_rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline uint64_t lab_rdtscp(void)
+{
+	uint32_t lo, hi, aux;
+
+	__asm__ __volatile__("rdtscp" : "=a" (lo), "=d" (hi), "=c" (aux));
+	return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+/*
+ * The TSC's frequency in Hz: what the kernel logged at boot ("tsc: Refined
+ * TSC clocksource calibration" or "tsc: Detected ... MHz"), else measured
+ * against CLOCK_MONOTONIC_RAW over 200 ms.  *@source says which (a static
+ * string).  Returns 0 on a CPU without a TSC.
+ */
+double lab_tsc_hz(const char **source);
+
 /* --- statistics ----------------------------------------------------- */
 
 struct lab_summary {
@@ -71,8 +112,20 @@ int lab_split2(const double *x, size_t n, struct lab_split *s);
  * Parse a list of non-negative integers: "0,50,100" or "start:stop:step"
  * (stop included), or a mix: "0:200:50,400".  Returns the count and a
  * malloc'ed array in *out, or -1 (errno = EINVAL) on a malformed list.
+ * The one list syntax of the lab: userspace/lablib/lists.py and the 'lab
+ * list' helper of the shell scripts use this same grammar.
  */
 int lab_parse_uint_list(const char *s, unsigned long **out);
+
+/*
+ * Option values, the same way in every tool: a whole number from @min to
+ * @max, or a list of them.  On a bad value they print
+ * "PROG: OPTION wants ..., not 'ARG'" and exit with status 2.
+ */
+unsigned long lab_opt_ulong(const char *prog, const char *opt, const char *arg,
+			    unsigned long min, unsigned long max);
+int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,
+		 unsigned long **out);
 
 /* Read or write one unsigned decimal number in a (sysfs) file. */
 int lab_read_ulong(const char *path, unsigned long *val);
@@ -81,15 +134,46 @@ int lab_write_ulong(const char *path, unsigned long val);
 /* mkdir -p.  Returns 0 or -1 with errno set. */
 int lab_mkdirs(const char *path);
 
-/*
- * Run the analysis script userspace/analysis/@script, found beside the
- * calling program (<its folder>/../analysis), with $LAB_PYTHON (default
- * python3) and the NULL-terminated @args.  Returns its exit status, or -1
- * if it could not be run.
- */
-int lab_run_analysis(const char *script, const char *const args[]);
-
 /* Write @s as a JSON string literal, with quotes and escapes. */
 void lab_json_string(FILE *f, const char *s);
+
+/* --- result folders --------------------------------------------------- */
+
+/*
+ * A run's result folder.  lab_result_begin() creates
+ * PARENT/NAME.incomplete/, NAME being EXPERIMENT-YYYYmmdd-HHMMSS (or
+ * @name if not NULL; -2, -3 ... appended if taken); the tool writes its
+ * files into r->dir; lab_result_commit() renames it to PARENT/NAME and,
+ * for a time-stamped name, points PARENT/latest-EXPERIMENT at it.  An
+ * interrupted run never looks like a result.  lab_result_abort() removes
+ * the folder and what the tool put in it.
+ */
+struct lab_result {
+	char dir[4112];		/* where to write now */
+	char final[4096];	/* where it will be */
+	char parent[3584];
+	char experiment[64];
+	char base[256];		/* final name, without the parent */
+	int named;		/* @name given: no latest link */
+};
+
+int lab_result_begin(struct lab_result *r, const char *parent, const char *experiment,
+		     const char *name);
+int lab_result_commit(struct lab_result *r);
+void lab_result_abort(struct lab_result *r);
+
+/* Open DIR/NAME for writing (a message on stderr naming it if that fails). */
+FILE *lab_result_file(const struct lab_result *r, const char *name);
+
+/*
+ * Write r->dir/meta.json: when, the command line, the lab's git commit,
+ * the kernel (release, uname -v, variant, preemption model), the machine
+ * (CPU model and count, accelerator and QEMU version when booted by
+ * scripts/vm.sh, whether a PMU is there), the delay module's parameters
+ * and counters if it is loaded, and @settings_json: a JSON object text
+ * with the tool's own settings (NULL: {}).
+ */
+int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
+		   const char *settings_json);
 
 #endif /* LAB_H */

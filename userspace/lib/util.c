@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +18,18 @@ uint64_t lab_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double lab_time_calls(void (*fn)(void *arg), void *arg, unsigned long calls)
+{
+	uint64_t t0, t1;
+	unsigned long i;
+
+	t0 = lab_now_ns();
+	for (i = 0; i < calls; i++)
+		fn(arg);
+	t1 = lab_now_ns();
+	return calls ? (double)(t1 - t0) / (double)calls : 0;
 }
 
 /* Parse a decimal number at *s, advance *s; -1 if there is none. */
@@ -94,6 +105,43 @@ nomem:
 	return -1;
 }
 
+unsigned long lab_opt_ulong(const char *prog, const char *opt, const char *arg,
+			    unsigned long min, unsigned long max)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || !isdigit((unsigned char)arg[0]) || v < min ||
+	    v > max) {
+		fprintf(stderr, "%s: %s wants a whole number from %lu to %lu, not '%s'\n",
+			prog, opt, min, max, arg);
+		exit(2);
+	}
+	return v;
+}
+
+int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,
+		 unsigned long **out)
+{
+	int n = lab_parse_uint_list(arg, out);
+
+	if (n < 0) {
+		fprintf(stderr, "%s: %s wants a list like '0,50,100', '0:700:50' or a mix, "
+			"not '%s'\n", prog, opt, arg);
+		exit(2);
+	}
+	for (int i = 0; i < n; i++) {
+		if ((*out)[i] > max) {
+			fprintf(stderr, "%s: %s: %lu is above the largest allowed, %lu\n", prog,
+				opt, (*out)[i], max);
+			exit(2);
+		}
+	}
+	return n;
+}
+
 int lab_read_ulong(const char *path, unsigned long *val)
 {
 	char buf[64], *end;
@@ -154,40 +202,6 @@ int lab_mkdirs(const char *path)
 	if (mkdir(buf, 0755) && errno != EEXIST)
 		return -1;
 	return 0;
-}
-
-int lab_run_analysis(const char *script, const char *const args[])
-{
-	const char *python = getenv("LAB_PYTHON");
-	char exe[PATH_MAX], path[PATH_MAX + 64];
-	const char *argv[32];
-	ssize_t len;
-	int n = 0, status;
-	pid_t pid;
-
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len < 0)
-		return -1;
-	exe[len] = '\0';
-	*strrchr(exe, '/') = '\0';
-	snprintf(path, sizeof(path), "%s/../analysis/%s", exe, script);
-	argv[n++] = python ? python : "python3";
-	argv[n++] = path;
-	while (*args && n < 31)
-		argv[n++] = *args++;
-	argv[n] = NULL;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
 }
 
 void lab_json_string(FILE *f, const char *s)

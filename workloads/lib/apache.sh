@@ -38,8 +38,9 @@ wl_check() {
 }
 
 wl_settings() {
-	echo "port=$APACHE_PORT apache=$APACHE_BIN server_cpu=$SERVER_CPU client_cpu=$CLIENT_CPU" \
-		"step_seconds=$STEP_SECONDS first_rate=$APACHE_FIRST_RATE rate_factor=$APACHE_RATE_FACTOR" \
+	printf '%s\n' "port=$APACHE_PORT" "apache=$APACHE_BIN" "server_cpu=$SERVER_CPU" \
+		"client_cpu=$CLIENT_CPU" "step_seconds=$STEP_SECONDS" \
+		"first_rate=$APACHE_FIRST_RATE" "rate_factor=$APACHE_RATE_FACTOR" \
 		"reference=10conns@1/s"
 }
 

@@ -11,7 +11,7 @@ wl_check() {
 	command -v "${COMMAND[0]}" >/dev/null || die "command not found: ${COMMAND[0]}"
 }
 
-wl_settings() { echo "cwd=$PWD"; }
+wl_settings() { printf '%s\n' "cwd=$PWD"; }
 # One untimed run, so that the first timed one does not read the
 # command's files from disk alone.
 wl_prepare() {

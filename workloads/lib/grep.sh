@@ -27,7 +27,7 @@ wl_check() {
 wl_settings() {
 	local d
 	d=$(grep_dirs)
-	echo "pattern=$GREP_PATTERN dirs=${d// /,}"
+	printf '%s\n' "pattern=$GREP_PATTERN" "dirs=${d// /,}"
 }
 
 # One grep, its output into the scratch folder (GNU grep stops at the

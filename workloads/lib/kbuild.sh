@@ -34,7 +34,7 @@ wl_settings() {
 	local t clean=delete-targets
 	t=$(kbuild_targets)
 	[ "$SCALE" != full ] || clean=make-clean
-	echo "object_tree=$KBUILD_OBJ jobs=$JOBS targets=${t// /,} clean=$clean"
+	printf '%s\n' "object_tree=$KBUILD_OBJ" "jobs=$JOBS" "targets=${t// /,}" "clean=$clean"
 }
 
 wl_prepare() {

@@ -8,7 +8,7 @@
 # guest configuring a kernel tree alone takes minutes.  The analysis
 # (summary, model, plot) also runs here, where Python is fast.
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../scripts/lib.sh"
 
 [ $# -ge 1 ] || die "usage: ${0##*/} kbuild|grep|apache|all|cmd [sweep.sh options]"
 workload=$1
@@ -29,6 +29,7 @@ esac
 export VM_TIMEOUT=${VM_TIMEOUT:-21600}
 results=$LAB_ROOT/results
 mkdir -p "$results"
+# Result folders only: the latest-* links are not folders to find.
 listing() { find "$results" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort; }
 before=$(listing)
 status=0
@@ -39,7 +40,7 @@ new=$(comm -13 <(echo "$before") <(listing))
 for d in $new; do
 	case $d in
 	*.incomplete) log "incomplete (the sweep stopped): $results/$d" ;;
-	*) "$LAB_VENV/bin/python" "$LAB_ROOT/userspace/analysis/sweep_report.py" "$results/$d" || status=1 ;;
+	*) "$LAB_VENV/bin/python" "$LAB_ROOT/workloads/report.py" "$results/$d" || status=1 ;;
 	esac
 done
 exit "$status"

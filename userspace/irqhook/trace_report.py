@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Explain the slow events of a traced irqhook run.
 
-Reads RUN_DIR/trace.dat (through 'trace-cmd report'), RUN_DIR/summary.json
-and RUN_DIR/events.csv.  For every event, and the first and the slow ones
-(wake-up time above the run's fast/slow threshold) in particular, it finds
-on the trace's CLOCK_MONOTONIC time line:
+Reads CELL_DIR/trace.dat (through 'trace-cmd report'), CELL_DIR/events.csv,
+CELL_DIR/tasks.csv (the reader's thread id) and CELL_DIR/meta.json.  For
+every event, and the first and the slow ones (wake-up time above the run's
+fast/slow threshold) in particular, it finds on the trace's
+CLOCK_MONOTONIC time line:
 
   - when the driver accepted the write (irqhook:irqhook_write, by seq),
   - when the read task was woken (sched:sched_wakeup) and on which CPU,
@@ -13,25 +14,24 @@ on the trace's CLOCK_MONOTONIC time line:
     still runnable (preempted) or because it blocked.
 
 Does the same for every fast event, so the two groups can be compared.
-Writes RUN_DIR/trace_events.csv (one row per event: what ran before the
-reader) and RUN_DIR/explanation.txt, and prints the explanation.
-
-usage: irqhook_trace.py RUN_DIR
+Writes CELL_DIR/trace_events.csv (one row per event: what ran before the
+reader) and CELL_DIR/explanation.txt, and prints the explanation.
 """
 import bisect
 import collections
-import csv
-import json
-import os
+import pathlib
 import re
 import statistics
 import subprocess
 import sys
 
-from labcli import run
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from lablib import cli, irqhook, results  # noqa: E402
 
 LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
                   r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+(?P<rest>.*)$")
+TRACE_COLUMNS = ["event", "seq", "slow", "cpu", "wakeup_ns", "write_to_wakeup_ns",
+                 "wakeup_to_run_ns", "migrations", "ran_before_reader"]
 FIELD = re.compile(r"(\w+)=(\S+)")
 SWITCH = re.compile(r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>\d+) "
                     r"prev_prio=\d+ prev_state=(?P<prev_state>\S+) ==> "
@@ -66,12 +66,12 @@ def parse_report(text):
 
 
 def read_trace(run_dir):
-    path = os.path.join(run_dir, "trace.dat")
-    if not os.path.exists(path):
+    path = pathlib.Path(run_dir) / "trace.dat"
+    if not path.exists():
         raise ValueError(f"{path} does not exist: run irqhook with --trace")
     # -N: no plugins, so every event prints in the kernel's own format.
-    out = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", path], capture_output=True,
-                         text=True)
+    out = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(path)],
+                         capture_output=True, text=True)
     if out.returncode != 0:
         raise ValueError(f"trace-cmd report failed: {out.stderr.strip()}")
     return parse_report(out.stdout)
@@ -133,25 +133,23 @@ class Timeline:
 
 
 def analyse(run_dir):
-    """Explain every event; returns the summary, the explained events (each
-    with wakeup_ns and slow=True/False) and the irqhook event count of the
-    trace."""
-    with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
-        summary = json.load(f)
-    with open(os.path.join(run_dir, "events.csv"), encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    """Explain every event; returns the meta.json, the summary, the
+    explained events (each with wakeup_ns and slow=True/False) and the
+    irqhook event count of the trace."""
+    meta, rows, summary = irqhook.load(run_dir)
+    reader = irqhook.reader_tid(run_dir)
     events = read_trace(run_dir)
     split = summary["all_events"]["wakeup"]["split"]
-    threshold = split["threshold"] if split["slow_count"] else float("inf")
-    timeline = Timeline(events, summary["tids"]["read"])
+    threshold = split["threshold"] if split["slow_n"] else float("inf")
+    timeline = Timeline(events, reader)
     found = []
     for r in rows:
-        x = timeline.explain(int(r["event"]), int(r["seq"]))
+        x = timeline.explain(r["event"], r["seq"])
         if x:
-            x["wakeup_ns"] = float(r["wakeup_ns"])
+            x["wakeup_ns"] = r["wakeup_ns"]
             x["slow"] = x["wakeup_ns"] > threshold
             found.append(x)
-    return summary, found, sum(1 for e in events if e["event"].startswith("irqhook"))
+    return meta, summary, found, sum(1 for e in events if e["event"].startswith("irqhook"))
 
 
 def group_stats(group):
@@ -177,13 +175,15 @@ def group_stats(group):
     }
 
 
-def describe(summary, found):
+def describe(meta, summary, found):
+    """The explanation, as lines of text."""
     lines = []
     w = summary["all_events"]["wakeup"]
-    lines.append(f"{summary['events']} events, {summary['loads']} load tasks, "
-                 f"{summary['class']} read/write tasks, kernel {summary['kernel']}")
-    lines.append(f"wake-up: fast {w['split']['fast_count']} x "
-                 f"{w['split']['fast_mean'] / 1e3:.1f} us, slow {w['split']['slow_count']} x "
+    s = summary["settings"]
+    lines.append(f"{summary['events']} events, {s.get('loads', '?')} load tasks, "
+                 f"{s.get('class', '?')} read/write tasks, {results.describe(meta)}")
+    lines.append(f"wake-up: fast {w['split']['fast_n']} x "
+                 f"{w['split']['fast_mean'] / 1e3:.1f} us, slow {w['split']['slow_n']} x "
                  f"{w['split']['slow_mean'] / 1e3:.1f} us (threshold "
                  f"{w['split']['threshold'] / 1e3:.1f} us); {len(found)} events found in the trace")
     first = next((x for x in found if x["event"] == 0), None)
@@ -219,28 +219,32 @@ def describe(summary, found):
 
 
 def explain_run(run_dir):
-    summary, found, n_irq = analyse(run_dir)
+    """Write trace_events.csv and explanation.txt of @run_dir; returns the text."""
+    meta, summary, found, n_irq = analyse(run_dir)
     if n_irq == 0:
-        raise ValueError("the trace has no irqhook events")
-    with open(os.path.join(run_dir, "trace_events.csv"), "w", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["event", "seq", "slow", "cpu", "wakeup_ns", "write_to_wakeup_ns",
-                      "wakeup_to_run_ns", "migrations", "ran_before_reader"])
-        for x in found:
-            out.writerow([x["event"], x["seq"], int(x["slow"]), x["cpu"],
-                          f"{x['wakeup_ns']:.0f}", x["write_to_wakeup_ns"],
-                          x["wakeup_to_run_ns"], x["migrations"],
-                          "; ".join(f"{r['comm']}-{r['pid']} {r['ns']} ns {r['left']}"
-                                    for r in x["ran"])])
-    text = "\n".join(describe(summary, found)) + "\n"
-    with open(os.path.join(run_dir, "explanation.txt"), "w", encoding="utf-8") as f:
-        f.write(text)
-    print(text, end="")
+        raise ValueError(f"{run_dir}/trace.dat has no irqhook events")
+    d = pathlib.Path(run_dir)
+    results.write_csv(d / "trace_events.csv", TRACE_COLUMNS, (
+        {"event": x["event"], "seq": x["seq"], "slow": int(x["slow"]), "cpu": x["cpu"],
+         "wakeup_ns": f"{x['wakeup_ns']:.0f}", "write_to_wakeup_ns": x["write_to_wakeup_ns"],
+         "wakeup_to_run_ns": x["wakeup_to_run_ns"], "migrations": x["migrations"],
+         "ran_before_reader": "; ".join(f"{r['comm']}-{r['pid']} {r['ns']} ns {r['left']}"
+                                        for r in x["ran"])}
+        for x in found))
+    text = "\n".join(describe(meta, summary, found)) + "\n"
+    results.write_text(d / "explanation.txt", text)
+    return text
 
 
-def main(argv):
-    return run(__doc__, argv, 1, explain_run)
+def add_args(p):
+    p.add_argument("dir", metavar="CELL_DIR",
+                   help="an irqhook result folder recorded with --trace")
+
+
+def work(args):
+    print(explain_run(args.dir), end="")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(cli.main(__doc__, "userspace/irqhook/trace_report.py "
+                      "results/latest-irqhook-sweep/traced-16-normal", add_args, work))

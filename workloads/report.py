@@ -1,29 +1,26 @@
 #!/usr/bin/env python3
 """Summary, model and plot of a delay sweep (workloads/sweep.sh).
 
-Reads RESULT_DIR/raw.csv (one row per timed run), calibration.json (the
-added latency per loop) and settings.json, and writes in RESULT_DIR:
-summary.csv and summary.json (throughput per loop count and measure, with
-the model's prediction), report.txt (the same as a table, with a sentence
-on how well the model fits) and <workload>.png (throughput against the
-added system-call latency).
+Reads RESULT_DIR/raw.csv (one row per timed run), RESULT_DIR/meta.json
+(the sweep's settings) and the calibrate folder RESULT_DIR/calibration/
+(the added latency per loop), and writes in RESULT_DIR: summary.csv and
+summary.json (throughput per loop count and measure, with the model's
+prediction), report.txt (the same as a table, with a sentence on how well
+the model fits) and <workload>.png (throughput against the added
+system-call latency).
 
 The model: one unit of work (a build, a grep, a reply) takes the time it
 took at loops 0 plus, for each system call the delayed tasks made per unit
 at loops 0, the calibrated latency the delay adds to one call.
-
-usage: sweep_report.py RESULT_DIR
 """
-import csv
-import json
 import math
-import os
+import pathlib
 import re
-import statistics
 import sys
 import textwrap
 
-from labcli import plt, run, save
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
+from lablib import calibration, cli, plot, results, stats  # noqa: E402
 
 # measure: (throughput = factor x units / seconds, its unit, one unit of work)
 MEASURES = {
@@ -35,9 +32,8 @@ MEASURES = {
 }
 RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
                "errors", "detail"]
-COLUMNS = ["measure", "loops", "added_ns", "n", "throughput_mean", "throughput_stddev",
-           "throughput_unit", "seconds_per_unit", "syscalls_per_unit",
-           "predicted_throughput", "errors"]
+COLUMNS = ["measure", "loops", "added_ns", "n", "mean", "stddev", "min", "max", "unit",
+           "seconds_per_unit", "syscalls_per_unit", "predicted_throughput", "errors"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
 
 
@@ -71,49 +67,31 @@ def parse_run(rec):
 
 
 def read_raw(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None:
-            raise ValueError(f"{path}: empty file, no header and no runs")
-        missing = [c for c in RAW_COLUMNS if c not in reader.fieldnames]
-        if missing:
-            raise ValueError(f"{path}: no column {', '.join(missing)} in the header")
-        runs = []
-        for rec in reader:
-            try:
-                runs.append(parse_run(rec))
-            except ValueError as e:
-                raise ValueError(f"{path} line {reader.line_num}: {e}") from None
+    """The runs of a workload sweep's raw.csv, parsed and checked."""
+    try:
+        rows = results.read_csv(path, RAW_COLUMNS)
+    except ValueError as e:
+        if "no header" in str(e):
+            raise ValueError(f"{path}: empty file, no header and no runs") from None
+        raise
+    runs = []
+    for line, rec in enumerate(rows, 2):
+        try:
+            runs.append(parse_run(rec))
+        except ValueError as e:
+            raise ValueError(f"{path} line {line}: {e}") from None
     if not runs:
         raise ValueError(f"{path}: a header but no runs")
     return runs
 
 
-def read_calibration(path):
-    """Mean ns per loop over the fits, and the fits' names."""
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    fits = data.get("fits") if isinstance(data, dict) else None
-    if not fits or not isinstance(fits, dict):
-        raise ValueError(f"{path}: no fits (not a calibration file?)")
-    try:
-        slopes = [float(fit["ns_per_loop"]) for fit in fits.values()]
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{path}: a fit without a numeric ns_per_loop") from None
-    ns_per_loop = sum(slopes) / len(slopes)
-    if not ns_per_loop > 0:
-        raise ValueError(f"{path}: the fits give {ns_per_loop} ns per loop, not > 0")
-    return ns_per_loop, sorted(fits), data.get("kernel")
-
-
-def read_settings(path):
-    if not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        settings = json.load(f)
-    if not isinstance(settings, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return settings
+def read_calibration(folder):
+    """Mean ns per loop over the p50 fits of calibrate folder @folder, and
+    the fits' names."""
+    if not (pathlib.Path(folder) / "meta.json").exists():
+        raise ValueError(f"{folder} has no meta.json: the sweep has no calibration")
+    _, summary = calibration.load(folder)
+    return calibration.ns_per_loop(summary, where=str(folder))
 
 
 def mean(values):
@@ -131,11 +109,11 @@ def points(runs, measure, ns_per_loop):
         rs = by_loops[loops]
         thr = [factor * r["units"] / r["seconds"] if r["units"] > 0 else 0.0 for r in rs]
         done = [r for r in rs if r["units"] > 0]
+        t = stats.summary(thr)
         rows.append({
             "measure": measure, "loops": loops, "added_ns": loops * ns_per_loop,
-            "n": len(rs), "throughput_mean": mean(thr),
-            "throughput_stddev": statistics.stdev(thr) if len(thr) > 1 else 0.0,
-            "throughput_unit": unit,
+            "n": t["n"], "mean": t["mean"], "stddev": t["stddev"], "min": t["min"],
+            "max": t["max"], "unit": unit,
             "seconds_per_unit": mean([r["seconds"] / r["units"] for r in done]),
             "syscalls_per_unit": mean([r["syscalls"] / r["units"] for r in done
                                        if r["syscalls"] is not None]),
@@ -159,7 +137,7 @@ def model(rows, measure, cpus):
     if calls is not None:
         for p in rows:
             p["predicted_throughput"] = factor / (base + calls * p["added_ns"] * 1e-9)
-    thr0, thr_max = first["throughput_mean"], last["throughput_mean"]
+    thr0, thr_max = first["mean"], last["mean"]
     measured = thr0 / thr_max if thr_max > 0 else None
     predicted = None
     if calls is not None:
@@ -178,10 +156,9 @@ def model(rows, measure, cpus):
 def spread(first, last):
     """Relative standard error of the ratio of two points' mean throughputs,
     None if either has a single run (no spread to estimate)."""
-    if first["n"] < 2 or last["n"] < 2 or not first["throughput_mean"] \
-            or not last["throughput_mean"]:
+    if first["n"] < 2 or last["n"] < 2 or not first["mean"] or not last["mean"]:
         return None
-    return math.sqrt(sum((p["throughput_stddev"] / p["throughput_mean"]) ** 2 / p["n"]
+    return math.sqrt(sum((p["stddev"] / p["mean"]) ** 2 / p["n"]
                          for p in (first, last)))
 
 
@@ -276,9 +253,8 @@ def opt(v, spec):
     return "n/a" if v is None else format(v, spec)
 
 
-def report(workload, settings, kernel, ns_per_loop, fit_names, measures):
-    cpus = settings.get("cpus")
-    out = [f"{workload} sweep, kernel {kernel}" + (f", {cpus} CPUs" if cpus else "")
+def report(workload, meta, ns_per_loop, fit_names, measures):
+    out = [f"{workload} sweep, {results.describe(meta)}"
            + f"; {ns_per_loop:.3f} ns added per loop (mean of the "
            + f"{', '.join(fit_names)} fit{'s' if len(fit_names) > 1 else ''})"]
     for name, m in measures.items():
@@ -290,8 +266,8 @@ def report(workload, settings, kernel, ns_per_loop, fit_names, measures):
         out += ["", f"{name}: throughput in {m['unit']}", head, "-" * len(head)]
         for p in rows:
             sc = p["syscalls_per_unit"]
-            out.append(f"{p['loops']:>7}{p['added_ns']:>10.0f}{num(p['throughput_mean']):>13}"
-                       f" \u00b1{num(p['throughput_stddev']):>10}{p['n']:>4}"
+            out.append(f"{p['loops']:>7}{p['added_ns']:>10.0f}{num(p['mean']):>13}"
+                       f" \u00b1{num(p['stddev']):>10}{p['n']:>4}"
                        f"{num(p['predicted_throughput']):>12}"
                        f"{'-' if sc is None else count(sc):>15}"
                        + (f"{p['errors']:>8}" if show_errors else ""))
@@ -302,18 +278,16 @@ def report(workload, settings, kernel, ns_per_loop, fit_names, measures):
     return "\n".join(out) + "\n"
 
 
-def plot(workload, kernel, ns_per_loop, measures, path):
+def draw(workload, meta, ns_per_loop, measures, path):
     names = list(measures)
-    fig, axes = plt.subplots(1, len(names), figsize=(1 + 5.2 * len(names), 4.6), dpi=120,
-                             squeeze=False)
-    axes = list(axes[0])
+    fig, axes = plot.figure(len(names), width=1 + 5.2 * len(names), height=4.6)
+    axes = axes if len(names) > 1 else [axes]
     for ax, name in zip(axes, names):
         factor, unit, word = MEASURES[name]
         rows, mod = measures[name]["points"], measures[name]["model"]
         x = [p["added_ns"] for p in rows]
-        ax.errorbar(x, [p["throughput_mean"] for p in rows],
-                    yerr=[p["throughput_stddev"] for p in rows], fmt="o", ms=4, capsize=3,
-                    color="C0", label=f"{name}: mean \u00b1 sd over repeats")
+        ax.errorbar(x, [p["mean"] for p in rows], yerr=[p["stddev"] for p in rows], fmt="o",
+                    ms=4, capsize=3, color="C0", label=f"{name}: mean \u00b1 sd over repeats")
         calls, base = mod["syscalls_per_unit"], mod["base_seconds_per_unit"]
         if calls is not None:
             xs = [max(x) * i / 80 for i in range(81)]
@@ -328,23 +302,32 @@ def plot(workload, kernel, ns_per_loop, measures, path):
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-    fig.suptitle(f"{workload}: throughput under the system-call delay (kernel {kernel})",
-                 fontsize=10)
-    save(fig, axes[-1], path)
+    fig.suptitle(f"{workload}: throughput under the system-call delay\n"
+                 f"{results.describe(meta)}", fontsize=9)
+    plot.save(fig, axes[-1], path)
 
 
-def write_all(d):
-    runs = read_raw(os.path.join(d, "raw.csv"))
-    ns_per_loop, fit_names, cal_kernel = read_calibration(os.path.join(d, "calibration.json"))
-    settings = read_settings(os.path.join(d, "settings.json"))
+def cpus_of(meta):
+    """The CPU count the sweep ran on: meta.json's machine, else its settings."""
+    for cpus in ((meta.get("machine") or {}).get("cpus"), results.settings(meta).get("cpus")):
+        if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0:
+            return cpus
+    return None
+
+
+def summarise(d):
+    """(meta, summary dict, fit names) of workload sweep folder @d."""
+    meta = results.read_meta(d)
+    settings = results.settings(meta)
+    runs = read_raw(d / "raw.csv")
+    ns_per_loop, fit_names = read_calibration(d / "calibration")
     workloads = sorted({r["workload"] for r in runs})
     if len(workloads) != 1:
         raise ValueError(f"{d}/raw.csv: one workload expected, found {workloads}")
     workload = workloads[0]
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", workload):
         raise ValueError(f"{d}/raw.csv: workload {workload!r} cannot name the plot file")
-    kernel = settings.get("kernel") or cal_kernel or "?"
-    cpus = settings.get("cpus") if isinstance(settings.get("cpus"), int) else None
+    cpus = cpus_of(meta)
     measures = {}
     for name in MEASURES:   # a fixed order: apache's reply before saturation
         sel = [r for r in runs if r["measure"] == name]
@@ -352,25 +335,36 @@ def write_all(d):
             rows = points(sel, name, ns_per_loop)
             measures[name] = {"unit": MEASURES[name][1], "points": rows,
                               "model": model(rows, name, cpus)}
-    with open(os.path.join(d, "summary.csv"), "w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        for m in measures.values():
-            w.writerows(m["points"])
-    with open(os.path.join(d, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump({"workload": workload, "ns_per_loop": ns_per_loop, "settings": settings,
-                   "measures": measures}, f, indent=1, allow_nan=False)
-    text = report(workload, settings, kernel, ns_per_loop, fit_names, measures)
-    with open(os.path.join(d, "report.txt"), "w", encoding="utf-8") as f:
-        f.write(text)
-    plot(workload, kernel, ns_per_loop, measures, os.path.join(d, f"{workload}.png"))
-    print(text, end="")
-    print(f"results: {d}/report.txt, summary.csv, summary.json, {workload}.png")
+    summary = {"experiment": meta.get("experiment", workload), "workload": workload,
+               "ns_per_loop": ns_per_loop, "calibration_fits": fit_names,
+               "settings": settings, "measures": measures}
+    return meta, summary, fit_names
 
 
-def main(argv):
-    return run(__doc__, argv, 1, write_all)
+def add_args(p):
+    p.add_argument("dir", metavar="RESULT_DIR", help="a workload sweep result folder")
+    p.add_argument("--no-plot", action="store_true", help="do not draw <workload>.png")
+    cli.add_json_option(p)
+
+
+def work(args):
+    d = pathlib.Path(args.dir)
+    meta, summary, fit_names = summarise(d)
+    workload, measures = summary["workload"], summary["measures"]
+    results.write_csv(d / "summary.csv", COLUMNS,
+                      [p for m in measures.values() for p in m["points"]])
+    results.write_json(d / "summary.json", summary)
+    text = report(workload, meta, summary["ns_per_loop"], fit_names, measures)
+    results.write_text(d / "report.txt", text)
+    if not args.no_plot:
+        draw(workload, meta, summary["ns_per_loop"], measures, d / f"{workload}.png")
+    if args.json:
+        cli.print_json(summary)
+    else:
+        print(text, end="")
+        print(f"results: {d}/report.txt, summary.csv, summary.json"
+              + ("" if args.no_plot else f", {workload}.png"))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(cli.main(__doc__, "workloads/report.py results/latest-grep", add_args, work))

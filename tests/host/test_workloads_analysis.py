@@ -1,30 +1,29 @@
-"""sweep_report.py on made-up sweep folders: a grep sweep that follows the
-model exactly is explained by it, an Apache sweep far below the model is
-put down to the client and overlap, and bad folders fail with one line."""
+"""workloads/report.py on made-up sweep folders: a grep sweep that follows
+the model exactly is explained by it, an Apache sweep far below the model
+is put down to the client and overlap, and bad folders fail with one line."""
 import csv
 import importlib.util
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-SCRIPT = "userspace/analysis/sweep_report.py"
+from resultdirs import ANALYSERS, calibrate_dir, write_meta
+
+SCRIPT = ANALYSERS["workload"]
 HEADER = "workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
-CALIBRATION = {"kernel": "6.12.test",
-               "fits": {"close": {"intercept_ns": 600, "ns_per_loop": 3.9, "r2": 0.99,
-                                  "points": 3},
-                        "getppid": {"intercept_ns": 650, "ns_per_loop": 4.1, "r2": 0.99,
-                                    "points": 3}},
-               "points": []}
+# Fits of 3.9 and 4.1 ns per loop: 4.0 ns per loop on average.
+CALIBRATION = {"close": (600, 3.9), "getppid": (650, 4.1)}
 
 
-def make_dir(d, rows, settings, calibration=CALIBRATION):
+def make_dir(d, rows, settings, calibration=CALIBRATION, cpus=2):
     d.mkdir(exist_ok=True)
     (d / "raw.csv").write_text(HEADER + "\n" + "".join(r + "\n" for r in rows))
-    (d / "calibration.json").write_text(json.dumps(calibration))
-    (d / "settings.json").write_text(json.dumps(settings))
+    calibrate_dir(d / "calibration", calibration)
+    machine = {"cpu_model": "test", "cpus": cpus, "virtual": True, "accelerator": "tcg",
+               "qemu": None, "pmu": False}
+    write_meta(d, settings.get("workload", "grep"), settings, machine=machine)
     return d
 
 
@@ -47,14 +46,15 @@ def grep_rows():
 
 def test_grep_follows_the_model(root, tmp_path):
     d = make_dir(tmp_path / "grep", grep_rows(),
-                 {"workload": "grep", "kernel": "6.12.test", "cpus": 2, "loops": [0, 100, 200]})
+                 {"workload": "grep", "loops": [0, 100, 200], "repeats": 2})
     out = report(root, tmp_path, d)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith((d / "report.txt").read_text())
 
     s = json.loads((d / "summary.json").read_text())
-    assert s["workload"] == "grep" and s["ns_per_loop"] == pytest.approx(4.0)
-    assert s["settings"]["cpus"] == 2
+    assert s["workload"] == s["experiment"] == "grep"
+    assert s["ns_per_loop"] == pytest.approx(4.0)
+    assert s["settings"]["loops"] == [0, 100, 200]
     m = s["measures"]["grep"]
     assert m["unit"] == "greps/min"
     mod = m["model"]
@@ -69,18 +69,22 @@ def test_grep_follows_the_model(root, tmp_path):
     rows = list(csv.DictReader(open(d / "summary.csv")))
     assert [r["loops"] for r in rows] == ["0", "100", "200"]
     assert all(r["measure"] == "grep" and r["n"] == "2" for r in rows)
-    thr = [float(r["throughput_mean"]) for r in rows]
+    thr = [float(r["mean"]) for r in rows]
     assert thr[-1] < thr[1] < thr[0]
     assert thr[0] == pytest.approx((60 / 1.99 + 60 / 2.01) / 2)
-    assert float(rows[0]["throughput_stddev"]) > 0
+    assert float(rows[0]["stddev"]) > 0 and rows[0]["unit"] == "greps/min"
+    assert float(rows[0]["min"]) == pytest.approx(60 / 2.01)
     assert float(rows[1]["added_ns"]) == pytest.approx(400)
     assert float(rows[2]["predicted_throughput"]) == pytest.approx(60 / 2.8, rel=1e-3)
-    assert m["points"][2]["throughput_mean"] == pytest.approx(thr[2])
+    assert m["points"][2]["mean"] == pytest.approx(thr[2])
+    assert m["points"][2]["unit"] == "greps/min"
+    assert not any(k.startswith("throughput") for k in m["points"][0])
 
     png = (d / "grep.png").read_bytes()
     assert png[:4] == b"\x89PNG" and len(png) > 10_000
     text = (d / "report.txt").read_text()
     assert "measured slowdown 1.40, predicted 1.40 at 200 loops (+800 ns)" in text
+    assert "2 CPUs" in text.splitlines()[0] and "4.000 ns added per loop" in text
 
 
 def apache_rows():
@@ -98,14 +102,14 @@ def apache_rows():
 
 def test_apache_far_below_the_model(root, tmp_path):
     d = make_dir(tmp_path / "apache", apache_rows(),
-                 {"workload": "apache", "kernel": "6.12.test", "cpus": 2})
+                 {"workload": "apache"})
     out = report(root, tmp_path, d)
     assert out.returncode == 0, out.stderr
     s = json.loads((d / "summary.json").read_text())
     assert list(s["measures"]) == ["reply", "saturation"]
     reply = s["measures"]["reply"]
     assert reply["unit"] == "1/s (1/reply time)"
-    assert reply["points"][0]["throughput_mean"] == pytest.approx(500)
+    assert reply["points"][0]["mean"] == pytest.approx(500)
     mod = reply["model"]
     assert mod["predicted_slowdown"] == pytest.approx(5.0)
     assert mod["measured_slowdown"] == pytest.approx(1.1)
@@ -115,7 +119,7 @@ def test_apache_far_below_the_model(root, tmp_path):
 
     sat = s["measures"]["saturation"]
     assert [p["errors"] for p in sat["points"]] == [1, 1, 1]
-    assert sat["points"][-1]["throughput_mean"] == pytest.approx(450)
+    assert sat["points"][-1]["mean"] == pytest.approx(450)
     assert sat["model"]["predicted_slowdown"] == pytest.approx(5.0)
     assert sat["model"]["explained"] < 0.1
     assert "overlap" in sat["model"]["explanation"]
@@ -132,8 +136,7 @@ def test_apache_far_below_the_model(root, tmp_path):
 
 
 def load(root):
-    sys.path.insert(0, str(root / "userspace/analysis"))  # for labcli
-    spec = importlib.util.spec_from_file_location("sweep_report", root / SCRIPT)
+    spec = importlib.util.spec_from_file_location("workloads_report", root / SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -179,8 +182,10 @@ def test_missing_raw_csv(root, tmp_path):
      "unknown measure 'scan'"),
     (lambda d: (d / "raw.csv").write_text(HEADER + "\ngrep,grep,100,1,1,2.0,5,0,\n"),
      "no run at loops 0"),
-    (lambda d: (d / "calibration.json").unlink(), "calibration.json"),
-    (lambda d: (d / "calibration.json").write_text('{"fits": {}}'), "no fits"),
+    (lambda d: (d / "calibration" / "meta.json").unlink(), "calibration"),
+    (lambda d: calibrate_dir(d / "calibration", CALIBRATION, loops=(0,)), "no fits"),
+    (lambda d: (d / "calibration" / "raw.csv").write_text("x\n"), "no column"),
+    (lambda d: (d / "meta.json").unlink(), "not a lab result folder"),
 ])
 def test_bad_inputs(root, tmp_path, break_it, message):
     d = make_dir(tmp_path / "d", grep_rows(), {"workload": "grep"})
@@ -193,7 +198,9 @@ def test_bad_inputs(root, tmp_path, break_it, message):
 def test_wrong_argument_count(root, tmp_path):
     out = report(root, tmp_path)
     assert out.returncode == 2
-    assert out.stderr.strip() == "usage: sweep_report.py RESULT_DIR"
+    assert out.stderr.startswith("usage: workloads/report.py") and "RESULT_DIR" in out.stderr
+    out = report(root, tmp_path, "--help")
+    assert out.returncode == 0 and "Example:" in out.stdout
 
 
 def test_a_delay_below_the_noise_is_called_noise(root, tmp_path):
@@ -202,10 +209,18 @@ def test_a_delay_below_the_noise_is_called_noise(root, tmp_path):
     for loops in (0, 500):
         for repeat, t in enumerate((7.6, 8.0, 8.4, 8.2, 7.8), 1):
             rows.append(f"grep,grep,{loops},{repeat},1,{t - 0.5 * (loops > 0)},4700,0,")
-    d = make_dir(tmp_path / "noisy", rows, {"workload": "grep", "cpus": 2})
+    d = make_dir(tmp_path / "noisy", rows, {"workload": "grep"})
     out = report(root, tmp_path, d)
     assert out.returncode == 0, out.stderr
     m = json.loads((d / "summary.json").read_text())["measures"]["grep"]["model"]
     assert m["predicted_slowdown"] == pytest.approx(1 + 4700 * 2000e-9 / 8.0, rel=1e-3)
     assert m["measured_slowdown"] < 1
     assert "cannot be seen" in m["explanation"] and "noise" in m["explanation"]
+
+
+def test_json_without_plot(root, tmp_path):
+    d = make_dir(tmp_path / "grep", grep_rows(), {"workload": "grep"})
+    out = report(root, tmp_path, "--json", "--no-plot", d)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == json.loads((d / "summary.json").read_text())
+    assert not (d / "grep.png").exists() and (d / "report.txt").exists()

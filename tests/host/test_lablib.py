@@ -1,0 +1,246 @@
+"""lablib, the analysers' shared package: statistics on known inputs, the
+list syntax of the C tools, atomic files, result folders, the command-line
+conventions, and a cheap import."""
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "userspace"))
+from lablib import lists, results, stats  # noqa: E402
+
+
+# --- stats -------------------------------------------------------------------
+
+def test_summary_known_values():
+    s = stats.summary(range(1, 11))     # 1..10
+    assert s["n"] == 10 and s["min"] == 1 and s["max"] == 10
+    assert s["mean"] == pytest.approx(5.5)
+    assert s["stddev"] == pytest.approx(3.0276503540974917)     # sample, n-1
+    assert s["p50"] == pytest.approx(5.5)
+    assert s["p90"] == pytest.approx(9.1)      # rank 8.1
+    assert s["p99"] == pytest.approx(9.91)
+    assert s["p999"] == pytest.approx(9.991)
+    assert list(s) == list(stats.SUMMARY_KEYS)
+
+
+def test_summary_unsorted_one_and_empty():
+    assert stats.summary([3, 1, 2])["p50"] == 2
+    one = stats.summary([7])
+    assert one["n"] == 1 and one["stddev"] == 0 and one["p999"] == 7
+    empty = stats.summary([])
+    assert empty["n"] == 0
+    assert all(empty[k] is None for k in stats.SUMMARY_KEYS if k != "n")
+
+
+def test_percentile_bounds():
+    assert stats.percentile([], 50) is None
+    assert stats.percentile([1, 2], 0) == 1 and stats.percentile([1, 2], 100) == 2
+    assert stats.percentile([0, 10], 25) == pytest.approx(2.5)
+
+
+def test_linfit_exact_and_noisy():
+    f = stats.linfit([0, 100, 200, 300], [600, 990, 1380, 1770])
+    assert f["intercept"] == pytest.approx(600) and f["slope"] == pytest.approx(3.9)
+    assert f["r2"] == pytest.approx(1) and f["n"] == 4
+    flat = stats.linfit([0, 1, 2], [5, 5, 5])
+    assert flat["slope"] == 0 and flat["r2"] == 1
+    # One grossly high point at the right end tilts the line up.
+    noisy = stats.linfit([0, 100, 200, 300], [600, 990, 1380, 5770])
+    assert noisy["slope"] > f["slope"] + 5 and noisy["r2"] < 0.9
+    with pytest.raises(ValueError):
+        stats.linfit([1], [1])
+    with pytest.raises(ValueError):
+        stats.linfit([2, 2, 2], [1, 2, 3])
+
+
+def test_split2():
+    s = stats.split2([10, 11, 12, 10, 100, 110])
+    assert s["fast_n"] == 4 and s["slow_n"] == 2
+    assert s["fast_mean"] == pytest.approx(10.75) and s["slow_mean"] == pytest.approx(105)
+    assert s["threshold"] == pytest.approx(56)
+    same = stats.split2([5, 5, 5])
+    assert same == {"threshold": 5, "fast_n": 3, "fast_mean": 5, "slow_n": 0, "slow_mean": 0}
+    # Values <= 0 count as the smallest positive one: they join the fast group.
+    z = stats.split2([0, -1, 10, 1000])
+    assert z["fast_n"] == 3 and z["slow_n"] == 1
+    assert stats.split2([])["fast_n"] == 0
+
+
+# --- lists -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, want", [
+    ("0,50,100", [0, 50, 100]),
+    ("0:200:50", [0, 50, 100, 150, 200]),
+    ("0:210:50", [0, 50, 100, 150, 200]),
+    ("0:200:50,400", [0, 50, 100, 150, 200, 400]),
+    ("5", [5]), ("007", [7]), ("3:3:1", [3]), ("10,0", [10, 0]),
+])
+def test_parse_list(text, want):
+    assert lists.parse_list(text) == want
+
+
+@pytest.mark.parametrize("text", [
+    "", ",", "0,", ",0", "0,,5", "-1", "+1", " 1", "1 ", "1.5", "a", "1:5", "1:5:", ":5:1",
+    "1:5:0", "5:1:1", "1:5:1:2", "1::1", "18446744073709551616",
+])
+def test_parse_list_errors(text):
+    with pytest.raises(ValueError, match="bad list"):
+        lists.parse_list(text)
+
+
+# --- results -----------------------------------------------------------------
+
+def test_atomic_writes_leave_no_tmp(tmp_path):
+    results.write_json(tmp_path / "s.json", {"a": 1})
+    results.write_csv(tmp_path / "t.csv", ["x", "y"], [{"x": 1, "y": None, "z": 3}])
+    results.write_text(tmp_path / "r.txt", "hi\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.txt", "s.json", "t.csv"]
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
+    assert results.read_csv(tmp_path / "t.csv") == [{"x": "1", "y": ""}]
+    # A value JSON cannot hold: the old file stays, no tmp file is left.
+    with pytest.raises(ValueError):
+        results.write_json(tmp_path / "s.json", {"a": float("nan")})
+    assert json.loads((tmp_path / "s.json").read_text()) == {"a": 1}
+    assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_read_csv_errors(tmp_path):
+    (tmp_path / "e.csv").write_text("")
+    with pytest.raises(ValueError, match="e.csv.*no header"):
+        results.read_csv(tmp_path / "e.csv")
+    (tmp_path / "h.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="h.csv.*no column c"):
+        results.read_csv(tmp_path / "h.csv", ["a", "c"])
+    (tmp_path / "f.csv").write_text("a,b\n1,2,3\n")
+    with pytest.raises(ValueError, match="f.csv line 2"):
+        results.read_csv(tmp_path / "f.csv")
+
+
+def test_read_meta_and_describe(tmp_path):
+    with pytest.raises(ValueError, match="has no meta.json: not a lab result folder"):
+        results.read_meta(tmp_path)
+    meta = {"experiment": "calibrate", "settings": {"calls": 5},
+            "kernel": {"release": "6.12.117-lab", "variant": "stock",
+                       "preemption": "voluntary"},
+            "machine": {"cpus": 2, "accelerator": "tcg", "qemu": "10.0.2", "pmu": False}}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    assert results.read_meta(tmp_path)["settings"] == {"calls": 5}
+    assert results.describe(meta) == ("kernel 6.12.117-lab (stock, voluntary), 2 CPUs, "
+                                      "accelerator tcg (QEMU 10.0.2), no PMU")
+    assert results.describe({}) == "kernel ?"
+    assert results.describe({"kernel": {"release": "x"}, "machine": {"cpus": 1}}) == \
+        "kernel x, 1 CPU"
+
+
+def test_result_dir_life_cycle(tmp_path):
+    t = datetime.datetime(2026, 11, 22, 9, 30, 0)
+    d = results.new_result_dir(tmp_path, "calibrate", now=t)
+    assert d == tmp_path / "calibrate-20261122-093000.incomplete" and d.is_dir()
+    # A second run in the same second, while the first is still running.
+    d2 = results.new_result_dir(tmp_path, "calibrate", now=t)
+    assert d2.name == "calibrate-20261122-093000-2.incomplete"
+    final = results.commit_result_dir(d)
+    assert final == tmp_path / "calibrate-20261122-093000" and final.is_dir()
+    assert not d.exists()
+    link = tmp_path / "latest-calibrate"
+    assert os.readlink(link) == "calibrate-20261122-093000"
+    # The newest committed run is the latest; a third run skips both names.
+    final2 = results.commit_result_dir(d2)
+    assert os.readlink(link) == final2.name == "calibrate-20261122-093000-2"
+    assert results.new_result_dir(tmp_path, "calibrate", now=t).name == \
+        "calibrate-20261122-093000-3.incomplete"
+    # Dashes in the experiment name: latest-irqhook-sweep.
+    s = results.commit_result_dir(results.new_result_dir(tmp_path, "irqhook-sweep", now=t))
+    assert os.readlink(tmp_path / "latest-irqhook-sweep") == s.name
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_named_result_dir_makes_no_link(tmp_path):
+    d = results.new_result_dir(tmp_path, "irqhook", name="16-normal")
+    assert d.name == "16-normal.incomplete"
+    results.commit_result_dir(d)
+    assert (tmp_path / "16-normal").is_dir()
+    assert results.new_result_dir(tmp_path, "irqhook", name="16-normal").name == \
+        "16-normal-2.incomplete"
+    assert not (tmp_path / "latest-irqhook").exists()
+
+
+def test_write_meta(tmp_path):
+    meta = results.write_meta(tmp_path, "hookcost", ["bench-hook.sh", "-n", "3"], {"boots": 3})
+    assert json.loads((tmp_path / "meta.json").read_text()) == meta
+    assert meta["experiment"] == "hookcost" and meta["settings"] == {"boots": 3}
+    assert meta["command"] == ["bench-hook.sh", "-n", "3"]
+    assert meta["machine"]["cpus"] == os.cpu_count()
+    assert meta["machine"]["accelerator"] in ("none", "unknown")
+    assert meta["kernel"]["release"] == os.uname().release
+    assert meta["lab_commit"] is None or len(meta["lab_commit"]) == 40
+    assert results.read_meta(tmp_path)["experiment"] == "hookcost"
+
+
+# --- cli ---------------------------------------------------------------------
+
+def toy(tmp_path, body):
+    """A toy analyser built on lablib.cli whose work runs @body."""
+    script = tmp_path / "toy" / "analyse.py"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(f"""import sys
+sys.path.insert(0, {str(ROOT / "userspace")!r})
+from lablib import cli
+
+
+def add_args(p):
+    p.add_argument("dir", metavar="DIR")
+
+
+def work(args):
+{body}
+
+
+sys.exit(cli.main("A toy analyser.", "toy/analyse.py results/x", add_args, work))
+""")
+    return lambda *args: subprocess.run([sys.executable, script, *args], capture_output=True,
+                                        text=True)
+
+
+def test_cli_help_and_usage(tmp_path):
+    run = toy(tmp_path, "    print('worked on', args.dir)")
+    out = run("--help")
+    assert out.returncode == 0 and "Example:" in out.stdout and "worked" not in out.stdout
+    assert run("x").stdout == "worked on x\n"
+    for args in ((), ("a", "b")):
+        out = run(*args)
+        assert out.returncode == 2 and out.stderr.startswith("usage: toy/analyse.py")
+        assert out.stdout == ""
+
+
+@pytest.mark.parametrize("raise_it", [
+    "open(args.dir)", "raise ValueError('bad\\nthing')", "raise cli.BadInput('no good')",
+])
+def test_cli_bad_input_is_one_line(tmp_path, raise_it):
+    out = toy(tmp_path, "    " + raise_it)(str(tmp_path / "missing"))
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("toy/analyse.py: error: ")
+
+
+def test_cli_bug_keeps_its_traceback(tmp_path):
+    out = toy(tmp_path, "    {}['key']")("x")
+    assert out.returncode != 0
+    assert "Traceback" in out.stderr and "KeyError" in out.stderr
+    assert "error:" not in out.stderr
+
+
+def test_import_does_not_load_matplotlib():
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import lablib, lablib.cli, "
+            "lablib.plot, lablib.results, lablib.stats, lablib.calibration, lablib.irqhook; "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "userspace")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

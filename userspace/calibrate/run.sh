@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On the lab kernel (in the VM, or a machine booted into it): load the
+# delay module if it is not loaded, run calibrate into results/, unload
+# the module if we loaded it.  Extra arguments go to calibrate (--help).
+# 'make calibrate' runs this in the VM and then analyse.py on the host.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+grep -q ' syscall_hook_register$' /proc/kallsyms 2>/dev/null ||
+	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
+[ -x "$here/calibrate" ] || die "$here/calibrate is not built; run 'make userspace'"
+
+loaded_here=0
+if [ ! -d /sys/module/delay ]; then
+	insmod "$(lab_ko delay)"
+	loaded_here=1
+fi
+cleanup() { [ "$loaded_here" -eq 0 ] || rmmod delay || true; }
+trap cleanup EXIT
+
+log "kernel $(uname -r), $(nproc) CPUs; calibrating on CPU 0 into results/"
+# CPU 0: in the TCG guest the last vCPU shares its host core with QEMU's
+# own threads and its timings wander (getppid: 490-950 ns against 491-508
+# on CPU 0 in the same boot).  A later -C overrides this one.
+"$here/calibrate" -C 0 -o "$LAB_ROOT/results" "$@"

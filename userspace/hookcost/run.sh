@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# What the syscall hook costs.  Null-syscall latency (getppid) on:
+#   a  the nohook variant: the same series, CONFIG_X86_SYSCALL_HOOK=n
+#   b  the stock lab kernel, no hook registered
+#   c  the delay module loaded, loops=0
+#   d  loops=1
+# Writes results/hookcost-<date>-<time>/ (raw.csv, meta.json, one meta.json
+# per boot in boots/) and prints b/a, c/a and the ns one loop adds through
+# analyse.py.  Targets: b/a <= 1.01, c/a <= 1.05.
+#
+#   BOOTS=3   boots of each kernel, alternating
+#   ROUNDS=5  measurements per case and boot
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+ROUNDS=${ROUNDS:-5}
+BOOTS=${BOOTS:-3}
+want_uint ROUNDS "$ROUNDS" 1
+want_uint BOOTS "$BOOTS" 1
+[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+
+log "building the comparison kernel without the hook (VARIANT=nohook)"
+VARIANT=nohook KOBJ=$(kobj_of nohook) "$LAB_ROOT/scripts/build-kernel.sh"
+
+dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" hookcost)
+trap 'log "stopped; what was measured is in $dir"' EXIT
+"$LAB_TOOL" meta "$dir" hookcost boots:="$BOOTS" rounds:="$ROUNDS" syscall=getppid \
+	calls_per_batch:=1000 batches:=301 cpu:=0 -- "$0" "$@"
+echo "case,boot,round,ns_per_call" >"$dir/raw.csv"
+mkdir "$dir/boots"
+# The two kernels boot in turn, BOOTS times each, so that the host's slow
+# spells fall on both sides instead of on whichever ran second.
+for boot in $(seq "$BOOTS"); do
+	log "boot $boot/$BOOTS, a: hook compiled out ($ROUNDS rounds)"
+	VARIANT=nohook "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" a "$ROUNDS" "$boot" "$dir"
+	log "boot $boot/$BOOTS, b, c, d: lab kernel ($ROUNDS rounds)"
+	VARIANT=stock "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" bcd "$ROUNDS" "$boot" "$dir"
+done
+trap - EXIT
+dir=$("$LAB_TOOL" commit "$dir" hookcost)
+"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The reference grid of the irqhook experiment: 0, 1, 2, 4, 8, 16, 32 load
+# tasks x read/write tasks SCHED_OTHER and SCHED_RR, one irqhook run each,
+# then a table and a plot of mean and p99 against load tasks.  Some cells
+# are also recorded with trace-cmd and their slow events explained.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+
+usage() {
+	cat <<EOT
+usage: sweep.sh [options]
+
+Run irqhook once per cell of the grid (load tasks x normal/rt) into
+OUTPUT/irqhook-sweep-<date>-<time>/<loads>-<class>/, trace some cells, then
+(unless --no-analysis) write table.txt, table.csv, sweep.json, sweep.png.
+
+  -n, --events N        events per run (default 2000; the reference used 10000)
+      --period-us US    write period in us (default 16000)
+      --loads LIST      load task counts (default 0,1,2,4,8,16,32)
+      --trace-cells L   also trace these cells, LOADS:normal|rt, comma-separated
+                        (default 0:normal,16:normal; 'none': no trace),
+                        min(N, 300) events each
+  -C, --cpu CPU         run every task on this CPU, like the reference's
+                        uniprocessor board (default 0; 'none' leaves placement
+                        to the scheduler)
+  -o, --output DIR      parent of the result folder (default results)
+      --no-analysis     record only; 'make irqhook-sweep' analyses on the host,
+                        where Python is not emulated
+  -h, --help            this text
+
+Example:  sweep.sh -n 10000 --loads 0,8,16 -o results
+EOT
+}
+
+n=2000 period=16000 loads=0,1,2,4,8,16,32 trace_cells=0:normal,16:normal cpu=0
+out=$LAB_ROOT/results analyse=1
+need_arg() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (see --help)"; fi; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	-h | --help) usage; exit 0 ;;
+	-n | --events) need_arg "$@"; n=$2; shift 2 ;;
+	--period-us) need_arg "$@"; period=$2; shift 2 ;;
+	--loads) need_arg "$@"; loads=$2; shift 2 ;;
+	--trace-cells) need_arg "$@"; trace_cells=$2; shift 2 ;;
+	-C | --cpu) need_arg "$@"; cpu=$2; shift 2 ;;
+	-o | --output) need_arg "$@"; out=$2; shift 2 ;;
+	--no-analysis) analyse=0; shift ;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+done
+
+[ -x "$here/irqhook" ] || die "$here/irqhook is not built (make userspace)"
+load_list=$(lab_list --loads "$loads" 1024)
+want_uint --events "$n" 1
+want_uint --period-us "$period"
+place=()
+if [ "$cpu" != none ]; then
+	if ! [[ $cpu =~ ^[0-9]+$ ]] || [ ! -d "/sys/devices/system/cpu/cpu$cpu" ]; then
+		die "--cpu wants a CPU of this machine or 'none', not '$cpu'"
+	fi
+	place=(--read-cpu "$cpu" --write-cpu "$cpu" --load-cpus "$cpu")
+fi
+[ "$trace_cells" = none ] && trace_cells=
+IFS=, read -r -a cells_traced <<<"$trace_cells"
+for c in "${cells_traced[@]}"; do
+	[[ $c =~ ^[0-9]+:(normal|rt)$ ]] || die "--trace-cells wants LOADS:normal or LOADS:rt, not '$c'"
+done
+[ -e /dev/irqhook ] || die "no /dev/irqhook: boot the lab kernel (make vm)"
+[ "$(id -u)" -eq 0 ] || die "must run as root"
+
+dir=$("$LAB_TOOL" begin "$out" irqhook-sweep)
+trap 'log "stopped; what was measured is in $dir"' EXIT
+"$LAB_TOOL" meta "$dir" irqhook-sweep events:="$n" period_us:="$period" \
+	loads:="[${load_list// /,}]" cpu="$cpu" \
+	trace_cells:="[$(printf '"%s",' "${cells_traced[@]}" | sed 's/,$//')]" -- "$0" "$@"
+
+ncells=0
+for l in $load_list; do ncells=$((ncells + 2)); done
+i=0 start=$SECONDS
+for class in normal rt; do
+	for l in $load_list; do
+		i=$((i + 1))
+		flag=()
+		[ "$class" = rt ] && flag=(--rt)
+		elapsed=$((SECONDS - start))
+		eta=$((i > 1 ? elapsed * (ncells - i + 1) / (i - 1) : 0))
+		log "[$i/$ncells] $l load tasks, $class (${elapsed} s elapsed, ~${eta} s left)"
+		"$here/irqhook" -q -n "$n" --period-us "$period" --loads "$l" "${flag[@]}" \
+			"${place[@]}" -o "$dir" --name "$l-$class" >"$dir/$l-$class.log"
+	done
+done
+
+tn=$((n < 300 ? n : 300))
+for c in "${cells_traced[@]}"; do
+	l=${c%%:*} class=${c#*:}
+	flag=()
+	[ "$class" = rt ] && flag=(--rt)
+	log "tracing $l load tasks, $class ($tn events)"
+	"$here/irqhook" -q --trace -n "$tn" --period-us "$period" --loads "$l" "${flag[@]}" \
+		"${place[@]}" -o "$dir" --name "traced-$l-$class" >"$dir/traced-$l-$class.log"
+done
+
+trap - EXIT
+dir=$("$LAB_TOOL" commit "$dir" irqhook-sweep)
+if [ "$analyse" -eq 1 ]; then
+	py=$LAB_VENV/bin/python
+	[ -x "$py" ] || py=python3
+	for c in "${cells_traced[@]}"; do
+		"$py" "$here/trace_report.py" "$dir/traced-${c%%:*}-${c#*:}"
+	done
+	"$py" "$here/sweep_report.py" "$dir"
+fi
+log "results in $dir"

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Table and plot of an irqhook sweep (userspace/irqhook/sweep.sh).
+
+For every cell SWEEP_DIR/<loads>-<normal|rt>/ with an events.csv it
+computes (and writes) the cell's summary.json, then writes in SWEEP_DIR:
+table.txt (one row per cell: switching and wake-up after the first event,
+the wake-up's fast and slow groups), table.csv, sweep.json and sweep.png
+(mean and p99 against load tasks for both classes).
+"""
+import pathlib
+import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from lablib import cli, irqhook, plot, results  # noqa: E402
+
+CELL = re.compile(r"^(\d+)-(normal|rt)$")
+COLUMNS = ["loads", "class", "events", "first_switching_us", "first_wakeup_us",
+           "switching_mean_us", "switching_p99_us", "wakeup_mean_us", "wakeup_p50_us",
+           "wakeup_p99_us", "wakeup_max_us", "fast_n", "fast_mean_us", "slow_n",
+           "slow_mean_us"]
+
+
+def us(v):
+    return None if v is None else v / 1e3
+
+
+def cell_row(folder, name_match):
+    """Summarise one cell (writing its summary.json) into a table row."""
+    meta, events, s = irqhook.load(folder)
+    results.write_json(pathlib.Path(folder) / "summary.json", s)
+    settings = s["settings"]
+    sw, wk = s["after_first"]["switching"], s["after_first"]["wakeup"]
+    return {
+        "loads": int(settings.get("loads", name_match[1])),
+        "class": settings.get("class", name_match[2]), "events": s["events"],
+        "first_switching_us": us(s["first_event"]["switching"]),
+        "first_wakeup_us": us(s["first_event"]["wakeup"]),
+        "switching_mean_us": us(sw["mean"]), "switching_p99_us": us(sw["p99"]),
+        "wakeup_mean_us": us(wk["mean"]), "wakeup_p50_us": us(wk["p50"]),
+        "wakeup_p99_us": us(wk["p99"]), "wakeup_max_us": us(wk["max"]),
+        "fast_n": wk["split"]["fast_n"], "fast_mean_us": us(wk["split"]["fast_mean"]),
+        "slow_n": wk["split"]["slow_n"], "slow_mean_us": us(wk["split"]["slow_mean"]),
+    }
+
+
+def collect(sweep_dir):
+    rows = []
+    for cell in sorted(pathlib.Path(sweep_dir).iterdir()):
+        m = CELL.match(cell.name)
+        if m and (cell / "events.csv").exists():
+            rows.append(cell_row(cell, m))
+    if not rows:
+        raise ValueError(f"no <loads>-<normal|rt>/events.csv under {sweep_dir}")
+    rows.sort(key=lambda r: (r["class"], r["loads"]))
+    return rows
+
+
+def num(v, width):
+    return f"{'-':>{width}}" if v is None else f"{v:>{width}.1f}"
+
+
+def table(meta, rows):
+    out = [f"irqhook sweep, {results.describe(meta)}",
+           "Times in us after the first event (first event apart); wake-up split into",
+           "fast and slow groups (count x mean).", ""]
+    head = (f"{'class':<7}{'loads':>6}{'events':>8}{'1st sw':>9}{'1st wk':>9}"
+            f"{'sw mean':>9}{'sw p99':>9}{'wk mean':>9}{'wk p99':>9}{'wk max':>9}"
+            f"   {'fast':>14}   {'slow':>14}")
+    out += [head, "-" * len(head)]
+    for r in rows:
+        out.append(f"{r['class']:<7}{r['loads']:>6}{r['events']:>8}"
+                   + "".join(num(r[k], 9) for k in (
+                       "first_switching_us", "first_wakeup_us", "switching_mean_us",
+                       "switching_p99_us", "wakeup_mean_us", "wakeup_p99_us", "wakeup_max_us"))
+                   + f"   {r['fast_n']:>5} x {num(r['fast_mean_us'], 6)}"
+                   f"   {r['slow_n']:>5} x {num(r['slow_mean_us'], 6)}")
+    return "\n".join(out) + "\n"
+
+
+def draw(rows, path):
+    fig, axes = plot.figure(2, width=10, height=4.2, sharey=True)
+    for ax, key, title in ((axes[0], "switching", "switching: write() -> read() returns"),
+                           (axes[1], "wakeup", "wake-up: driver write -> reader runs")):
+        for cls, color in (("normal", "C0"), ("rt", "C3")):
+            sel = [r for r in rows if r["class"] == cls and r[f"{key}_mean_us"] is not None]
+            if not sel:
+                continue
+            x = [max(r["loads"], 0.5) for r in sel]
+            ax.plot(x, [r[f"{key}_mean_us"] for r in sel], "o-", color=color,
+                    label=f"{cls} mean")
+            ax.plot(x, [r[f"{key}_p99_us"] for r in sel], "s--", color=color,
+                    label=f"{cls} p99", alpha=0.7)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        loads = sorted({r["loads"] for r in rows})
+        ax.set_xticks([max(v, 0.5) for v in loads], [str(v) for v in loads])
+        ax.set_xlabel("load tasks (log scale; 0 drawn at 0.5)")
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("us")
+    plot.save(fig, axes[0], path)
+
+
+def add_args(p):
+    p.add_argument("dir", metavar="SWEEP_DIR", help="an irqhook-sweep result folder")
+    p.add_argument("--no-plot", action="store_true", help="do not draw sweep.png")
+    cli.add_json_option(p)
+
+
+def work(args):
+    d = pathlib.Path(args.dir)
+    meta = results.read_meta(d)
+    rows = collect(d)
+    text = table(meta, rows)
+    results.write_text(d / "table.txt", text)
+    results.write_csv(d / "table.csv", COLUMNS, rows)
+    results.write_json(d / "sweep.json", rows)
+    if not args.no_plot:
+        draw(rows, d / "sweep.png")
+    if args.json:
+        cli.print_json(rows)
+    else:
+        print(text, end="")
+        print(f"results: {d}/table.txt, table.csv, sweep.json"
+              + ("" if args.no_plot else ", sweep.png"))
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__, "userspace/irqhook/sweep_report.py results/latest-irqhook-sweep",
+                      add_args, work))

@@ -1,0 +1,81 @@
+"""A calibrate folder (raw.csv + meta.json) turned into its summary: per
+point statistics of the latency per call, and per system call the line
+latency = intercept + slope x loops fitted to the points' p50 ("fits") and
+minima ("fits_min").  Used by the calibrate analyser and by the workload
+report, which reads the fit from its calibration/ subfolder."""
+import pathlib
+
+from . import results, stats
+
+RAW_COLUMNS = ("syscall", "loops", "round", "batch", "calls", "ns_per_call")
+POINT_KEYS = ("syscall", "loops") + stats.SUMMARY_KEYS + ("added",)
+
+
+def read_raw(path):
+    """{(syscall, loops): [ns_per_call, ...]} of a calibrate raw.csv."""
+    samples = {}
+    for i, row in enumerate(results.read_csv(path, RAW_COLUMNS), 2):
+        try:
+            loops = int(row["loops"])
+            ns = float(row["ns_per_call"])
+        except ValueError:
+            raise ValueError(f"{path} line {i}: loops {row['loops']!r} or ns_per_call "
+                             f"{row['ns_per_call']!r} is not a number") from None
+        if loops < 0 or not ns >= 0 or ns == float("inf"):
+            raise ValueError(f"{path} line {i}: loops {loops}, ns_per_call {ns}: "
+                             f"negative or not finite")
+        samples.setdefault((row["syscall"], loops), []).append(ns)
+    if not samples:
+        raise ValueError(f"{path}: a header but no batches")
+    return samples
+
+
+def _fit(points, statistic):
+    try:
+        f = stats.linfit([p["loops"] for p in points], [p[statistic] for p in points])
+    except ValueError:
+        return None     # one loop count: no line
+    return {"statistic": statistic, **f}
+
+
+def summarise(samples):
+    """The summary.json dict (without "experiment") of @samples."""
+    points = []
+    for (syscall, loops), values in sorted(samples.items()):
+        points.append({"syscall": syscall, "loops": loops, **stats.summary(values)})
+    fits, fits_min = {}, {}
+    for name in sorted({p["syscall"] for p in points}):
+        mine = [p for p in points if p["syscall"] == name]
+        for out, stat in ((fits, "p50"), (fits_min, "min")):
+            f = _fit(mine, stat)
+            if f:
+                out[name] = f
+        zero = next((p["p50"] for p in mine if p["loops"] == 0), None)
+        if zero is None and name in fits:
+            zero = fits[name]["intercept"]
+        for p in mine:
+            p["added"] = None if zero is None else p["p50"] - zero
+    return {"unit": "ns", "points": points, "fits": fits, "fits_min": fits_min}
+
+
+def load(folder):
+    """(meta, summary) of calibrate folder @folder; the summary is the
+    summary.json dict of the format spec."""
+    meta = results.read_meta(folder)
+    if meta.get("experiment") != "calibrate":
+        raise ValueError(f"{folder} holds a {meta.get('experiment')!r} run, "
+                         f"not a calibrate one")
+    summary = summarise(read_raw(pathlib.Path(folder) / "raw.csv"))
+    return meta, {"experiment": "calibrate", **summary}
+
+
+def ns_per_loop(summary, where="the calibration"):
+    """The mean slope of the p50 fits (ns added per loop) and the fits'
+    names; ValueError if there is no fit or the slope is not > 0."""
+    fits = summary.get("fits") or {}
+    if not fits:
+        raise ValueError(f"{where}: no fits (one loop count only?)")
+    slope = sum(f["slope"] for f in fits.values()) / len(fits)
+    if not slope > 0:
+        raise ValueError(f"{where}: the fits give {slope} ns per loop, not > 0")
+    return slope, sorted(fits)

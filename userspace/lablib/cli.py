@@ -1,0 +1,59 @@
+"""The command-line conventions of the lab's analysers.  --help prints the
+usage and an example and exits 0; a wrong argument count prints the usage
+on stderr and exits 2; an expected bad input (OSError, ValueError,
+BadInput) is one line "PROG: error: MESSAGE" on stderr and exit 1.  Other
+exceptions are bugs and keep their traceback."""
+import argparse
+import json
+import pathlib
+import sys
+
+
+class BadInput(Exception):
+    """An input the analyser cannot use, said in one line."""
+
+
+def default_prog(argv0=None):
+    """FOLDER/SCRIPT of the running script, e.g. "irqhook/analyse.py"."""
+    p = pathlib.Path(argv0 or sys.argv[0])
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+
+
+def message(e):
+    """@e as one line."""
+    if isinstance(e, OSError) and e.filename is not None and e.strerror:
+        text = f"{e.filename}: {e.strerror}"
+    else:
+        text = str(e) or type(e).__name__
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def parser(description, example, prog=None):
+    """An ArgumentParser whose --help ends with "Example: EXAMPLE"."""
+    return argparse.ArgumentParser(
+        prog=prog or default_prog(), description=description,
+        epilog=f"Example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_json_option(p):
+    """--json: print the summary as JSON instead of the table."""
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as JSON on stdout instead of the table")
+
+
+def print_json(obj):
+    """@obj as indented JSON on stdout."""
+    print(json.dumps(obj, indent=1, allow_nan=False))
+
+
+def main(description, example, add_args, work, argv=None, prog=None):
+    """Parse @argv (default sys.argv[1:]) with the arguments @add_args adds
+    to the parser, call work(args) and return the exit status."""
+    p = parser(description, example, prog)
+    add_args(p)
+    args = p.parse_args(argv)
+    try:
+        return work(args) or 0
+    except (OSError, ValueError, BadInput) as e:
+        print(f"{p.prog}: error: {message(e)}", file=sys.stderr)
+        return 1

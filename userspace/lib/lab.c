@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lab - liblab for shell scripts: the one list syntax, result folders and
+ * meta.json, so that workloads/sweep.sh and the experiment runners do not
+ * parse or write them a second way.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: lab list LIST [MAX]       print the numbers of LIST, one a line\n"
+"       lab begin PARENT EXPERIMENT [NAME]\n"
+"                                 create PARENT/EXPERIMENT-<time>.incomplete/\n"
+"                                 (or PARENT/NAME.incomplete/), print its path\n"
+"       lab commit DIR [EXPERIMENT]\n"
+"                                 rename DIR (NAME.incomplete) to NAME; with\n"
+"                                 EXPERIMENT, point PARENT/latest-EXPERIMENT at it\n"
+"       lab meta DIR EXPERIMENT [KEY=TEXT | KEY:=JSON]... [-- COMMAND...]\n"
+"                                 write DIR/meta.json, settings from the pairs\n"
+"                                 (GROUP.KEY=... nests KEY in the object GROUP)\n"
+"       lab tsc-hz                the TSC frequency and where it came from\n"
+"\n"
+"LIST is '0,50,100', 'start:stop:step' (stop included) or a mix: '0:200:50,400'.\n"
+"\n"
+"Example:  lab list 0:700:50\n");
+}
+
+static int cmd_list(int argc, char **argv)
+{
+	unsigned long *v, max = (unsigned long)-1;
+	int n, i;
+
+	if (argc < 3 || argc > 4) {
+		usage(stderr);
+		return 2;
+	}
+	if (argc == 4)
+		max = lab_opt_ulong("lab", "MAX", argv[3], 0, (unsigned long)-1);
+	n = lab_opt_list("lab", "list", argv[2], max, &v);
+	for (i = 0; i < n; i++)
+		printf("%lu\n", v[i]);
+	free(v);
+	return 0;
+}
+
+static int cmd_begin(int argc, char **argv)
+{
+	struct lab_result r;
+
+	if (argc < 4 || argc > 5) {
+		usage(stderr);
+		return 2;
+	}
+	if (lab_result_begin(&r, argv[2], argv[3], argc == 5 ? argv[4] : NULL)) {
+		fprintf(stderr, "lab: cannot create a result folder in %s: %s\n", argv[2],
+			strerror(errno));
+		return 1;
+	}
+	printf("%s\n", r.dir);
+	return 0;
+}
+
+/* Rebuild the lab_result of a folder made by 'lab begin'. */
+static int result_of(const char *dir, const char *experiment, struct lab_result *r)
+{
+	char a[sizeof(r->dir)], b[sizeof(r->dir)];
+	size_t len = strlen(dir), suffix = strlen(".incomplete");
+
+	memset(r, 0, sizeof(*r));
+	if (len >= sizeof(a) || len <= suffix || strcmp(dir + len - suffix, ".incomplete"))
+		return -1;
+	snprintf(a, sizeof(a), "%s", dir);
+	snprintf(b, sizeof(b), "%s", dir);
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	snprintf(r->parent, sizeof(r->parent), "%s", dirname(a));
+	snprintf(r->base, sizeof(r->base), "%.*s", (int)(strlen(basename(b)) - suffix),
+		 basename(b));
+	snprintf(r->final, sizeof(r->final), "%s/%s", r->parent, r->base);
+	snprintf(r->experiment, sizeof(r->experiment), "%s", experiment ? experiment : "");
+	r->named = experiment == NULL;
+	return 0;
+}
+
+static int cmd_commit(int argc, char **argv)
+{
+	struct lab_result r;
+
+	if (argc < 3 || argc > 4) {
+		usage(stderr);
+		return 2;
+	}
+	if (result_of(argv[2], argc == 4 ? argv[3] : NULL, &r)) {
+		fprintf(stderr, "lab: %s is not a NAME.incomplete result folder\n", argv[2]);
+		return 2;
+	}
+	if (lab_result_commit(&r)) {
+		fprintf(stderr, "lab: cannot commit %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	printf("%s\n", r.final);
+	return 0;
+}
+
+/* Append @s to the growing buffer *@buf. */
+static int append(char **buf, size_t *len, const char *s)
+{
+	size_t n = strlen(s);
+	char *nb = realloc(*buf, *len + n + 1);
+
+	if (!nb)
+		return -1;
+	memcpy(nb + *len, s, n + 1);
+	*buf = nb;
+	*len += n;
+	return 0;
+}
+
+/* Append @s as a JSON string literal. */
+static int append_string(char **buf, size_t *len, const char *s)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	int ret;
+
+	if (!f)
+		return -1;
+	lab_json_string(f, s);
+	fclose(f);
+	ret = append(buf, len, text);
+	free(text);
+	return ret;
+}
+
+/*
+ * The settings object of 'lab meta' from KEY=TEXT and KEY:=JSON pairs.  A
+ * key GROUP.NAME puts NAME into the object GROUP (pairs of one group given
+ * one after the other).
+ */
+static char *settings_from_pairs(int argc, char **argv)
+{
+	char *settings = NULL, *eq, *key, *dot, group[128] = "";
+	size_t len = 0;
+	int i, first = 1, first_in_group = 1;
+
+	if (append(&settings, &len, "{"))
+		return NULL;
+	for (i = 0; i < argc; i++) {
+		eq = strchr(argv[i], '=');
+		if (!eq || eq == argv[i] || (eq[-1] == ':' && eq - 1 == argv[i])) {
+			fprintf(stderr, "lab: meta settings are KEY=TEXT or KEY:=JSON, not '%s'\n",
+				argv[i]);
+			exit(2);
+		}
+		key = strndup(argv[i], (size_t)(eq - argv[i] - (eq[-1] == ':')));
+		if (!key)
+			return NULL;
+		dot = strchr(key, '.');
+		if (group[0] && (!dot || strncmp(key, group, (size_t)(dot - key)) ||
+				 group[dot - key])) {
+			if (append(&settings, &len, "}"))
+				return NULL;
+			group[0] = '\0';
+		}
+		if (dot && !group[0]) {
+			snprintf(group, sizeof(group), "%.*s", (int)(dot - key), key);
+			if (append(&settings, &len, first ? "\n    " : ",\n    ") ||
+			    append_string(&settings, &len, group) || append(&settings, &len, ": {"))
+				return NULL;
+			first = 0;
+			first_in_group = 1;
+		}
+		if (append(&settings, &len, dot ? (first_in_group ? "" : ", ") :
+						  (first ? "\n    " : ",\n    ")) ||
+		    append_string(&settings, &len, dot ? dot + 1 : key) ||
+		    append(&settings, &len, ": ") ||
+		    (eq[-1] == ':' ? append(&settings, &len, eq + 1) :
+				     append_string(&settings, &len, eq + 1)))
+			return NULL;
+		if (dot)
+			first_in_group = 0;
+		first = 0;
+		free(key);
+	}
+	if ((group[0] && append(&settings, &len, "}")) ||
+	    append(&settings, &len, first ? "}" : "\n  }"))
+		return NULL;
+	return settings;
+}
+
+static int cmd_meta(int argc, char **argv)
+{
+	struct lab_result r;
+	char *settings;
+	int i, npairs = argc - 4, cmd_at = argc;
+
+	if (argc < 4) {
+		usage(stderr);
+		return 2;
+	}
+	memset(&r, 0, sizeof(r));
+	snprintf(r.dir, sizeof(r.dir), "%s", argv[2]);
+	snprintf(r.experiment, sizeof(r.experiment), "%s", argv[3]);
+	for (i = 4; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			npairs = i - 4;
+			cmd_at = i + 1;
+			break;
+		}
+	settings = settings_from_pairs(npairs, argv + 4);
+	if (!settings || lab_meta_write(&r, argc - cmd_at, argv + cmd_at, settings)) {
+		fprintf(stderr, "lab: cannot write %s/meta.json: %s\n", r.dir, strerror(errno));
+		return 1;
+	}
+	free(settings);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *source;
+	double hz;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "list"))
+		return cmd_list(argc, argv);
+	if (!strcmp(argv[1], "begin"))
+		return cmd_begin(argc, argv);
+	if (!strcmp(argv[1], "commit"))
+		return cmd_commit(argc, argv);
+	if (!strcmp(argv[1], "meta"))
+		return cmd_meta(argc, argv);
+	if (!strcmp(argv[1], "tsc-hz") && argc == 2) {
+		hz = lab_tsc_hz(&source);
+		printf("%.0f\t%s\n", hz, source);
+		return hz > 0 ? 0 : 1;
+	}
+	fprintf(stderr, "lab: unknown command '%s' (see lab --help)\n", argv[1]);
+	return 2;
+}

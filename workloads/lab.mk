@@ -1,0 +1,14 @@
+# Workload sweeps against added system-call latency (workloads/).
+
+## sweep W=kbuild|grep|apache|all [SWEEP_ARGS='-l 0:700:100 -r 2']: workload
+##   against added syscall latency in the VM, analysed into results/<W>-<time>/
+W ?= apache
+sweep: setup
+	workloads/sweep-vm.sh $(W) $(SWEEP_ARGS)
+
+# The guest tests' small kbuild tree, configured on the host (fast here).
+workloads-test-tree: kernel
+	workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
+
+TEST_PREPARE += workloads-test-tree
+.PHONY: sweep workloads-test-tree

@@ -33,7 +33,8 @@ MEASURES = {
 RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
                "errors", "detail"]
 COLUMNS = ["measure", "loops", "added_ns", "n", "mean", "stddev", "min", "max", "unit",
-           "seconds_per_unit", "syscalls_per_unit", "predicted_throughput", "errors"]
+           "seconds_per_unit", "syscalls_per_unit", "predicted_throughput", "errors",
+           "knee_kept_up", "knee_overloaded"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
 
 
@@ -121,6 +122,36 @@ def points(runs, measure, ns_per_loop):
             "errors": sum(r["errors"] for r in rs),
         })
     return rows
+
+
+def knees(path):
+    """{loops: (kept up, overloaded)} from apache's saturation.csv: per loop
+    count the mean over repeats of the highest offered rate the server kept
+    up with and of the lowest above it that it did not (None if no step
+    overloaded it).  {} without the file."""
+    if not path.exists():
+        return {}
+    per_run = {}
+    for i, row in enumerate(results.read_csv(path, ("loops", "repeat", "offered",
+                                                     "sustained")), 2):
+        try:
+            key = (int(row["loops"]), int(row["repeat"]))
+            offered, ok = float(row["offered"]), row["sustained"].strip() == "1"
+        except ValueError:
+            raise ValueError(f"{path} line {i}: not a saturation step: {row}") from None
+        per_run.setdefault(key, []).append((offered, ok))
+    by_loops = {}
+    for (loops, _), steps in per_run.items():
+        kept = max((o for o, ok in steps if ok), default=None)
+        over = min((o for o, ok in steps if not ok and (kept is None or o > kept)),
+                   default=None)
+        by_loops.setdefault(loops, []).append((kept, over))
+    out = {}
+    for loops, pairs in by_loops.items():
+        kept = [k for k, _ in pairs if k is not None]
+        over = [o for _, o in pairs if o is not None]
+        out[loops] = (mean(kept), mean(over) if len(over) == len(pairs) else None)
+    return out
 
 
 def model(rows, measure, cpus):
@@ -271,6 +302,14 @@ def report(workload, meta, ns_per_loop, fit_names, measures):
                        f"{num(p['predicted_throughput']):>12}"
                        f"{'-' if sc is None else count(sc):>15}"
                        + (f"{p['errors']:>8}" if show_errors else ""))
+        for p in rows:
+            if p.get("knee_kept_up") is not None:
+                hi = p["knee_overloaded"]
+                out.append(f"knee at {p['loops']} loops: kept up with "
+                           f"{p['knee_kept_up']:.0f}/s offered, "
+                           + ("no overload found" if hi is None else
+                              f"overloaded at {hi:.0f}/s "
+                              f"(+{100 * (hi / p['knee_kept_up'] - 1):.1f} %)"))
         out.append(f"model: measured slowdown {opt(mod['measured_slowdown'], '.2f')}, "
                    f"predicted {opt(mod['predicted_slowdown'], '.2f')} at "
                    f"{mod['max_loops']} loops (+{mod['max_added_ns']:.0f} ns)")
@@ -333,6 +372,11 @@ def summarise(d):
         sel = [r for r in runs if r["measure"] == name]
         if sel:
             rows = points(sel, name, ns_per_loop)
+            if name == "saturation":
+                found = knees(d / "saturation.csv")
+                for p in rows:
+                    p["knee_kept_up"], p["knee_overloaded"] = found.get(p["loops"],
+                                                                        (None, None))
             measures[name] = {"unit": MEASURES[name][1], "points": rows,
                               "model": model(rows, name, cpus)}
     summary = {"experiment": meta.get("experiment", workload), "workload": workload,
@@ -342,9 +386,7 @@ def summarise(d):
 
 
 def add_args(p):
-    p.add_argument("dir", metavar="RESULT_DIR", help="a workload sweep result folder")
-    p.add_argument("--no-plot", action="store_true", help="do not draw <workload>.png")
-    cli.add_json_option(p)
+    cli.add_result_args(p, "RESULT_DIR", "a workload sweep result folder", "<workload>.png")
 
 
 def work(args):

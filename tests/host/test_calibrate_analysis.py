@@ -32,17 +32,20 @@ def test_summary_fits_and_plot(root, tmp_path):
     assert p["max"] == pytest.approx(744) and p["added"] == pytest.approx(150)
     assert set(p) >= {"mean", "stddev", "p90", "p99", "p999"}
     assert s["points"][0]["added"] == 0
+    # The fit that counts goes through each point's p10: 3.2 ns below the line here.
     close = s["fits"]["close"]
-    assert close["statistic"] == "p50" and close["n"] == 3
-    assert close["intercept"] == pytest.approx(590) and close["slope"] == pytest.approx(1.5)
-    assert close["r2"] == pytest.approx(1)
+    assert close["statistic"] == "p10" and close["method"] == "robust" and close["n"] == 3
+    assert close["intercept"] == pytest.approx(586.8) and close["slope"] == pytest.approx(1.5)
+    assert close["r2"] == pytest.approx(1) and close["outliers"] == []
     assert s["fits"]["getppid"]["slope"] == pytest.approx(4.1)
+    med = s["fits_p50"]["close"]
+    assert med["statistic"] == "p50" and med["intercept"] == pytest.approx(590)
     low = s["fits_min"]["close"]
     assert low["statistic"] == "min" and low["intercept"] == pytest.approx(586)
     assert low["slope"] == pytest.approx(1.5)
 
     rows = list(csv.DictReader(open(d / "summary.csv")))
-    assert len(rows) == 6 and float(rows[2]["fit"]) == pytest.approx(890)
+    assert len(rows) == 6 and float(rows[2]["fit"]) == pytest.approx(886.8)
     assert (d / "calibration.png").read_bytes()[:4] == b"\x89PNG"
     assert "1.5000 ns/loop" in out.stdout and "minima" in out.stdout
 
@@ -84,3 +87,92 @@ def test_usage(root, tmp_path):
     assert analyse(root).returncode == 2
     out = analyse(root, "--help")
     assert out.returncode == 0 and "Example:" in out.stdout
+
+
+def spoil(d, loops, factor, share=1.0):
+    """Slow down @share of the batches of the points at @loops by @factor,
+    as a slow spell of the host would."""
+    rows = list(csv.DictReader(open(d / "raw.csv")))
+    for r in rows:
+        if int(r["loops"]) in loops and int(r["batch"]) >= (1 - share) * 20:
+            r["ns_per_call"] = str(float(r["ns_per_call"]) * factor)
+    with open(d / "raw.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def fits_of(root, d):
+    out = analyse(root, d, "--no-plot")
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    return s["fits"]["close"], s["fits_p50"]["close"], out.stdout
+
+
+def test_one_spoiled_point_cannot_tilt_the_fit(root, tmp_path):
+    d = calibrate_dir(tmp_path / "c", {"close": (600, 3.9)}, loops=range(0, 701, 50),
+                      batches=20, spread=1.0)
+    # Every batch of one point 40 % slow: the host was busy all through it.
+    spoil(d, {550}, 1.4)
+    fit, median_fit, text = fits_of(root, d)
+    assert fit["outliers"] == [550]
+    assert fit["slope"] == pytest.approx(3.9, rel=0.002)
+    assert fit["r2"] >= 0.999
+    # Least squares through every median is pulled by the same point.
+    assert abs(median_fit["slope"] / 3.9 - 1) > 0.02 and median_fit["r2"] < 0.99
+    assert "left out: loops 550" in text
+
+
+def test_slow_batches_move_the_median_not_the_fit(root, tmp_path):
+    d = calibrate_dir(tmp_path / "c", {"close": (600, 3.9)}, loops=range(0, 701, 50),
+                      batches=20, spread=1.0)
+    # Most batches of the upper points slowed by 2x (a noisy spell at the end).
+    spoil(d, set(range(400, 701, 50)), 2.0, share=0.6)
+    fit, median_fit, _ = fits_of(root, d)
+    assert fit["slope"] == pytest.approx(3.9, rel=0.002) and fit["r2"] >= 0.999
+    assert fit["outliers"] == []
+    assert median_fit["slope"] > 3.9 * 1.2
+
+
+def test_without_outliers_the_robust_fit_is_least_squares(root, tmp_path):
+    d = calibrate_dir(tmp_path / "c", {"close": (600, 3.9)}, loops=range(0, 701, 100),
+                      batches=20, spread=1.0)
+    fit, median_fit, _ = fits_of(root, d)
+    assert fit["outliers"] == [] and fit["n"] == 8
+    assert fit["slope"] == pytest.approx(median_fit["slope"])
+
+
+def test_bench_report_gives_the_spread_within_and_across_boots(root, tmp_path):
+    slopes = {"boot-1": [3.90, 3.92, 3.88], "boot-2": [4.20, 4.22, 4.18]}
+    for boot, values in slopes.items():
+        for i, slope in enumerate(values, 1):
+            run = tmp_path / boot / f"run-{i}"
+            run.mkdir(parents=True)
+            fit = {"intercept": 600, "slope": slope, "r2": 0.9995, "n": 15}
+            (run / "summary.json").write_text(json.dumps(
+                {"fits": {"close": fit}, "fits_p50": {"close": {**fit, "r2": 0.97}}}))
+    out = subprocess.run([sys.executable, root / "userspace/calibrate/bench_report.py",
+                          tmp_path], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    b = json.loads((tmp_path / "bench.json").read_text())
+    close = b["fits"]["fits"]["syscalls"]["close"]
+    one = close["within_boot"]["boot-1"]["slope"]
+    assert one["n"] == 3 and one["mean"] == pytest.approx(3.90)
+    assert one["cv"] == pytest.approx(0.02 / 3.90, rel=1e-6)
+    across = close["across_boots"]["slope"]
+    assert across["n"] == 2 and across["mean"] == pytest.approx(4.05)
+    assert close["within_boot"]["boot-2"]["r2"]["min"] == pytest.approx(0.9995)
+    assert "ABOVE TARGET" not in out.stdout and "boots" in out.stdout
+    assert (tmp_path / "bench.txt").read_text() == out.stdout
+
+
+def test_bench_report_flags_a_slope_that_wanders(root, tmp_path):
+    for i, slope in enumerate([3.0, 3.5, 4.0], 1):
+        run = tmp_path / "boot-1" / f"run-{i}"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps(
+            {"fits": {"getppid": {"intercept": 1, "slope": slope, "r2": 0.99, "n": 5}}}))
+    out = subprocess.run([sys.executable, root / "userspace/calibrate/bench_report.py",
+                          tmp_path], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "ABOVE TARGET" in out.stdout

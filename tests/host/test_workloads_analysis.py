@@ -224,3 +224,29 @@ def test_json_without_plot(root, tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == json.loads((d / "summary.json").read_text())
     assert not (d / "grep.png").exists() and (d / "report.txt").exists()
+
+
+def test_apache_knee_from_the_saturation_steps(root, tmp_path):
+    d = make_dir(tmp_path / "apache", apache_rows(), {"workload": "apache"})
+    steps = ["loops,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained"]
+    # loops 0: ramp 100 -> 169 kept, 220 not; refined: 194 kept, 207 not (6.7 %),
+    # then 200 kept: the knee lies between 200 and 207/s.  Repeat 2 alike.
+    for repeat in (1, 2):
+        for phase, offered, ok in (("ramp", 100, 1), ("ramp", 130, 1), ("ramp", 169, 1),
+                                   ("ramp", 220, 0), ("refine", 194, 1), ("refine", 207, 0),
+                                   ("refine", 200, 1)):
+            steps.append(f"0,{repeat},{phase},{offered},{offered if ok else 150},0,10,{ok}")
+    # loops 1000: never overloaded within the ramp.
+    steps += [f"1000,1,ramp,{r},{r},0,10,1" for r in (100, 130)]
+    steps += [f"1000,2,ramp,{r},{r},0,10,1" for r in (100, 130)]
+    (d / "saturation.csv").write_text("\n".join(steps) + "\n")
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    pts = {p["loops"]: p for p in
+           json.loads((d / "summary.json").read_text())["measures"]["saturation"]["points"]}
+    assert pts[0]["knee_kept_up"] == 200 and pts[0]["knee_overloaded"] == 207
+    assert pts[1000]["knee_kept_up"] == 130 and pts[1000]["knee_overloaded"] is None
+    assert pts[500]["knee_kept_up"] is None
+    text = (d / "report.txt").read_text()
+    assert "knee at 0 loops: kept up with 200/s offered, overloaded at 207/s (+3.5 %)" in text
+    assert "knee at 1000 loops: kept up with 130/s offered, no overload found" in text

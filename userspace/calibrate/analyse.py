@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Summarise a calibrate run: the latency of a null system call at each
 delay-module loop count, and the line latency = intercept + slope x loops
-fitted per system call to the points' medians (p50) and minima.
+per system call: the fit that counts through the points' p10, robust to a
+spoiled point (lablib.calibration says why), and least-squares lines
+through the medians (p50) and minima beside it.
 
 Reads DIR/raw.csv and DIR/meta.json; writes DIR/summary.json,
-DIR/summary.csv and DIR/calibration.png (median per point, bars from min
-to p90, the fitted line), and prints the table and the fits.
+DIR/summary.csv and DIR/calibration.png (p10 and median per point, bars
+from min to p90, the fitted line), and prints the table and the fits.
 """
 import pathlib
 import sys
@@ -19,20 +21,25 @@ CSV_COLUMNS = calibration.POINT_KEYS + ("fit",)
 def table(meta, summary):
     """The printed report: one line per point, then the fits."""
     out = [f"calibrate: {per_point(meta)}; {results.describe(meta)}",
-           f"{'syscall':<8} {'loops':>7} {'p50 ns':>10} {'min ns':>10} {'stddev ns':>10} "
-           f"{'n':>6} {'added ns':>10}"]
+           f"{'syscall':<8} {'loops':>7} {'p10 ns':>10} {'p50 ns':>10} {'min ns':>10} "
+           f"{'stddev ns':>10} {'n':>6} {'added ns':>10}"]
     for p in summary["points"]:
         added = "-" if p["added"] is None else f"{p['added']:.1f}"
-        out.append(f"{p['syscall']:<8} {p['loops']:>7} {p['p50']:>10.1f} {p['min']:>10.1f} "
-                   f"{p['stddev']:>10.2f} {p['n']:>6} {added:>10}")
+        out.append(f"{p['syscall']:<8} {p['loops']:>7} {p['p10']:>10.1f} {p['p50']:>10.1f} "
+                   f"{p['min']:>10.1f} {p['stddev']:>10.2f} {p['n']:>6} {added:>10}")
     for name, f in summary["fits"].items():
-        line = (f"fit {name:<8} latency = {f['intercept']:.1f} ns + {f['slope']:.4f} ns/loop "
-                f"x loops   R^2 = {f['r2']:.5f} (p50, {f['n']} points)")
-        m = summary["fits_min"].get(name)
-        if m:
-            line += (f"; minima: {m['intercept']:.1f} ns + {m['slope']:.4f} ns/loop, "
-                     f"R^2 = {m['r2']:.5f}")
-        out.append(line)
+        left_out = f.get("outliers") or []
+        out.append(f"fit {name:<8} latency = {f['intercept']:.1f} ns + {f['slope']:.4f} "
+                   f"ns/loop x loops   R^2 = {f['r2']:.5f} ({f['statistic']}, {f['method']}, "
+                   f"{f['n']} points"
+                   + (f"; left out: loops {', '.join(f'{x:g}' for x in left_out)})"
+                      if left_out else ")"))
+        for label, other in (("medians", summary.get("fits_p50", {}).get(name)),
+                             ("minima", summary["fits_min"].get(name))):
+            if other:
+                out.append(f"    {label:<8} {other['intercept']:.1f} ns + "
+                           f"{other['slope']:.4f} ns/loop, R^2 = {other['r2']:.5f} "
+                           f"(slope {100 * (other['slope'] / f['slope'] - 1):+.1f} %)")
     return "\n".join(out) + "\n"
 
 
@@ -42,7 +49,7 @@ def per_point(meta):
 
 
 def csv_rows(summary):
-    """The points, each with the p50 fit's value at its loop count."""
+    """The points, each with the fit's value at its loop count."""
     for p in summary["points"]:
         f = summary["fits"].get(p["syscall"])
         yield {**p, "fit": f["intercept"] + f["slope"] * p["loops"] if f else None}
@@ -56,8 +63,10 @@ def draw(meta, summary, path):
         color = f"C{i}"
         ax.errorbar(x, [p["p50"] for p in pts],
                     yerr=[[p["p50"] - p["min"] for p in pts], [p["p90"] - p["p50"] for p in pts]],
-                    fmt="o", ms=4, capsize=3, color=color,
+                    fmt="o", ms=3, capsize=3, color=color, alpha=0.5,
                     label=f"{name}() median (bars: min..p90)")
+        ax.plot(x, [p["p10"] for p in pts], "D", ms=4, color=color,
+                label=f"{name}() p10 (fitted)")
         fit = summary["fits"].get(name)
         if fit:
             xs = [min(x), max(x)]
@@ -73,9 +82,7 @@ def draw(meta, summary, path):
 
 
 def add_args(p):
-    p.add_argument("dir", metavar="DIR", help="a calibrate result folder")
-    p.add_argument("--no-plot", action="store_true", help="do not draw calibration.png")
-    cli.add_json_option(p)
+    cli.add_result_args(p, "DIR", "a calibrate result folder", "calibration.png")
 
 
 def work(args):

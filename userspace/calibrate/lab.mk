@@ -6,3 +6,10 @@ calibrate: setup
 	$(PY) userspace/calibrate/analyse.py $(RESULTS)/latest-calibrate
 
 .PHONY: calibrate
+
+## bench-calibrate [RUNS=5 BOOTS=2]: spread of the calibration's slope and R^2 within and across boots
+bench-calibrate: setup
+	userspace/calibrate/bench.sh
+
+BENCH_TARGETS += bench-calibrate
+.PHONY: bench-calibrate

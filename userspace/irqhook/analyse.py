@@ -91,9 +91,7 @@ def analyse(folder, draw_plot=True):
 
 
 def add_args(p):
-    p.add_argument("dir", metavar="DIR", help="an irqhook result folder")
-    p.add_argument("--no-plot", action="store_true", help="do not draw histogram.png")
-    cli.add_json_option(p)
+    cli.add_result_args(p, "DIR", "an irqhook result folder", "histogram.png")
 
 
 def work(args):

@@ -103,9 +103,7 @@ def draw(rows, path):
 
 
 def add_args(p):
-    p.add_argument("dir", metavar="SWEEP_DIR", help="an irqhook-sweep result folder")
-    p.add_argument("--no-plot", action="store_true", help="do not draw sweep.png")
-    cli.add_json_option(p)
+    cli.add_result_args(p, "SWEEP_DIR", "an irqhook-sweep result folder", "sweep.png")
 
 
 def work(args):

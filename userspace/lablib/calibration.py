@@ -1,14 +1,24 @@
 """A calibrate folder (raw.csv + meta.json) turned into its summary: per
 point statistics of the latency per call, and per system call the line
-latency = intercept + slope x loops fitted to the points' p50 ("fits") and
-minima ("fits_min").  Used by the calibrate analyser and by the workload
-report, which reads the fit from its calibration/ subfolder."""
+latency = intercept + slope x loops.
+
+The fit that counts ("fits") goes through each point's p10, a low quantile
+of its many short batches: a batch that the host or an interrupt slowed
+moves a point's mean and, on a noisy spell, its median, but hardly its
+p10.  It is a robust fit (stats.robust_linfit): a point that a slow spell
+of the host spoiled as a whole is left out and named, not allowed to tilt
+the line.  Least-squares lines through the medians ("fits_p50") and the
+minima ("fits_min") are reported beside it.  Used by the calibrate analyser
+and by the workload report, which reads the fit from its calibration/
+subfolder."""
 import pathlib
 
 from . import results, stats
 
 RAW_COLUMNS = ("syscall", "loops", "round", "batch", "calls", "ns_per_call")
-POINT_KEYS = ("syscall", "loops") + stats.SUMMARY_KEYS + ("added",)
+POINT_KEYS = ("syscall", "loops") + stats.SUMMARY_KEYS + ("p10", "added")
+# The per-point statistic of the fit that counts.
+FIT_STATISTIC = "p10"
 
 
 def read_raw(path):
@@ -30,24 +40,27 @@ def read_raw(path):
     return samples
 
 
-def _fit(points, statistic):
+def _fit(points, statistic, robust=False):
+    fit = stats.robust_linfit if robust else stats.linfit
     try:
-        f = stats.linfit([p["loops"] for p in points], [p[statistic] for p in points])
+        f = fit([p["loops"] for p in points], [p[statistic] for p in points])
     except ValueError:
         return None     # one loop count: no line
-    return {"statistic": statistic, **f}
+    return {"statistic": statistic, "method": "robust" if robust else "least squares", **f}
 
 
 def summarise(samples):
     """The summary.json dict (without "experiment") of @samples."""
     points = []
     for (syscall, loops), values in sorted(samples.items()):
-        points.append({"syscall": syscall, "loops": loops, **stats.summary(values)})
-    fits, fits_min = {}, {}
+        points.append({"syscall": syscall, "loops": loops, **stats.summary(values),
+                       "p10": stats.percentile(sorted(values), 10)})
+    fits, fits_p50, fits_min = {}, {}, {}
     for name in sorted({p["syscall"] for p in points}):
         mine = [p for p in points if p["syscall"] == name]
-        for out, stat in ((fits, "p50"), (fits_min, "min")):
-            f = _fit(mine, stat)
+        for out, stat, robust in ((fits, FIT_STATISTIC, True), (fits_p50, "p50", False),
+                                  (fits_min, "min", False)):
+            f = _fit(mine, stat, robust)
             if f:
                 out[name] = f
         zero = next((p["p50"] for p in mine if p["loops"] == 0), None)
@@ -55,7 +68,8 @@ def summarise(samples):
             zero = fits[name]["intercept"]
         for p in mine:
             p["added"] = None if zero is None else p["p50"] - zero
-    return {"unit": "ns", "points": points, "fits": fits, "fits_min": fits_min}
+    return {"unit": "ns", "points": points, "fits": fits, "fits_p50": fits_p50,
+            "fits_min": fits_min}
 
 
 def load(folder):
@@ -70,8 +84,8 @@ def load(folder):
 
 
 def ns_per_loop(summary, where="the calibration"):
-    """The mean slope of the p50 fits (ns added per loop) and the fits'
-    names; ValueError if there is no fit or the slope is not > 0."""
+    """The mean slope of the fits that count (ns added per loop) and the
+    fits' names; ValueError if there is no fit or the slope is not > 0."""
     fits = summary.get("fits") or {}
     if not fits:
         raise ValueError(f"{where}: no fits (one loop count only?)")

@@ -41,6 +41,15 @@ def add_json_option(p):
                    help="print the summary as JSON on stdout instead of the table")
 
 
+def add_result_args(p, metavar, what, picture=None):
+    """The arguments every analyser takes: the result folder (@metavar,
+    described as @what), --no-plot if it draws @picture, and --json."""
+    p.add_argument("dir", metavar=metavar, help=what)
+    if picture:
+        p.add_argument("--no-plot", action="store_true", help=f"do not draw {picture}")
+    add_json_option(p)
+
+
 def print_json(obj):
     """@obj as indented JSON on stdout."""
     print(json.dumps(obj, indent=1, allow_nan=False))

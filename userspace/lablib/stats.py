@@ -59,6 +59,37 @@ def linfit(xs, ys):
     return {"intercept": my - slope * mx, "slope": slope, "r2": r2, "n": n}
 
 
+def _median(v):
+    return percentile(sorted(v), 50)
+
+
+def robust_linfit(xs, ys, k=5.0, floor=0.01):
+    """A line that one grossly wrong point cannot tilt.  A Theil-Sen line
+    (median of the pairwise slopes, median intercept) finds the points
+    whose residual exceeds k robust standard deviations (1.4826 x the
+    median absolute residual) and @floor x |y| both; the least-squares
+    line through the other points is the fit.  Returns linfit()'s keys and
+    "outliers": the x of the points left out.  Falls back to least squares
+    on all points below three points or when more than half would go."""
+    xs, ys = [float(x) for x in xs], [float(y) for y in ys]
+    n = len(xs)
+    if n < 3:
+        return {**linfit(xs, ys), "outliers": []}
+    slopes = [(ys[j] - ys[i]) / (xs[j] - xs[i])
+              for i in range(n) for j in range(i + 1, n) if xs[j] != xs[i]]
+    if not slopes:
+        raise ValueError("cannot fit a line: all x values are equal")
+    b = _median(slopes)
+    a = _median([y - b * x for x, y in zip(xs, ys)])
+    res = [y - a - b * x for x, y in zip(xs, ys)]
+    scale = 1.4826 * _median([abs(r) for r in res])
+    keep = [i for i in range(n) if abs(res[i]) <= max(k * scale, floor * abs(ys[i]))]
+    if len(keep) < max(3, (n + 1) // 2) or len({xs[i] for i in keep}) < 2:
+        keep = list(range(n))
+    fit = linfit([xs[i] for i in keep], [ys[i] for i in keep])
+    return {**fit, "outliers": [xs[i] for i in range(n) if i not in keep]}
+
+
 def split2(values):
     """The best split of @values into a fast and a slow group: exact 1-D
     2-means on log(value) (values <= 0 count as the smallest positive one),

@@ -8,9 +8,12 @@
 #   saturation  the offered rate raised by APACHE_RATE_FACTOR per step of
 #               --step-seconds until the reply rate falls below 95 % of it
 #               or errors appear (halved instead while no step has kept up);
-#               throughput is the highest reply rate of a step that kept
-#               up.  Each point starts at 60 % of the previous point's
-#               result.  Every step is in saturation.csv.
+#               then bisects between the last rate kept up with and the
+#               first that was not until they are within APACHE_REFINE
+#               (5 %) of each other: the knee.  Throughput is the highest
+#               reply rate of a step that kept up.  Each point starts at
+#               60 % of the previous point's result.  Every step is in
+#               saturation.csv (phase ramp, down or refine).
 WL_LOOPS=0:700:50
 WL_REPEATS=3
 APACHE_PORT=${APACHE_PORT:-18080}
@@ -19,6 +22,9 @@ APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
 APACHE_FIRST_RATE=100
 APACHE_RATE_FACTOR=1.3
 APACHE_MAX_STEPS=20
+# Bisect until the first overloaded rate is within this of the last one kept up with.
+APACHE_REFINE=0.05
+APACHE_MAX_REFINE_STEPS=8
 APACHE_DIR=
 APACHE_LAST_SAT=
 
@@ -67,7 +73,7 @@ wl_prepare() {
 		sleep 0.1
 	done
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
-	echo "loops,repeat,offered,reply_rate,errors,client_cpu_pct,sustained" >"$RUN_DIR/saturation.csv"
+	echo "loops,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$RUN_DIR/saturation.csv"
 	# One untimed run so that the first point does not pay for cold caches.
 	httperf_run 50 100 >/dev/null
 }
@@ -104,7 +110,7 @@ httperf_measured() {
 wl_point_begin() { :; }
 
 wl_run() {
-	local tag=$LOOPS-$REPEAT replies duration reply errors cpu calls
+	local tag=$LOOPS-$REPEAT replies duration reply errors cpu calls best best_rate
 	# The reference method.
 	read -r replies duration reply errors cpu calls < <(
 		httperf_measured "$RUN_DIR/logs/reply-$tag.txt" 1 10)
@@ -112,8 +118,9 @@ wl_run() {
 	record reply "$replies" "$(awk -v n="$replies" -v ms="$reply" 'BEGIN { printf "%.6f", n * ms / 1e3 }')" \
 		"$calls" "$errors" "reply time ${reply} ms"
 
-	# Saturation: raise the offered rate until the replies stop following.
-	local rate step=0 best_rate=0 best="" rr ok conns over=""
+	# Saturation: raise the offered rate until the replies stop following,
+	# then bisect between the last rate kept up with and the first not.
+	local rate step=0 best_rate=0 best="" ok_rate=0 over_rate=0 over="" phase=ramp
 	rate=$APACHE_FIRST_RATE
 	if [ -n "$APACHE_LAST_SAT" ]; then
 		rate=$(awk -v s="$APACHE_LAST_SAT" -v f="$APACHE_FIRST_RATE" \
@@ -121,34 +128,56 @@ wl_run() {
 	fi
 	while [ "$step" -lt "$APACHE_MAX_STEPS" ]; do
 		step=$((step + 1))
-		conns=$((rate * STEP_SECONDS))
-		read -r replies duration reply errors cpu calls < <(
-			httperf_measured "$RUN_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
-		rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
-		ok=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" 'BEGIN { print (e == 0 && rr >= 0.95 * r) ? 1 : 0 }')
-		echo "$LOOPS,$REPEAT,$rate,$rr,$errors,$cpu,$ok" >>"$RUN_DIR/saturation.csv"
-		if [ "$ok" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
-			best_rate=$rr
-			best="$replies $duration $calls $errors $rate $cpu"
-		fi
-		if [ "$ok" -eq 0 ] && [ -z "$best" ]; then
+		saturation_step "$tag" "$rate" "$phase"
+		if [ "$STEP_OK" -eq 1 ]; then
+			ok_rate=$rate
+		elif [ "$ok_rate" -eq 0 ]; then
 			# Not even the first rate: go down until one is kept up with.
 			[ "$rate" -gt 1 ] || break
+			phase=down
 			rate=$((rate / 2))
 			continue
-		fi
-		if [ "$ok" -eq 0 ]; then
-			over="at $rate/s offered: $rr/s replied, $errors errors"
+		else
+			over_rate=$rate
 			break
 		fi
 		rate=$(awk -v r="$rate" -v f="$APACHE_RATE_FACTOR" 'BEGIN { print int(r * f + 0.5) }')
 	done
 	[ -n "$best" ] ||
 		die "Apache kept up with no offered rate down to $rate/s at loops=$LOOPS; see $RUN_DIR/saturation.csv"
+	step=0
+	while [ "$over_rate" -gt 0 ] && [ "$step" -lt "$APACHE_MAX_REFINE_STEPS" ] &&
+		awk -v lo="$ok_rate" -v hi="$over_rate" -v f="$APACHE_REFINE" \
+			'BEGIN { exit !(hi - lo > f * lo && hi - lo > 1) }'; do
+		step=$((step + 1))
+		rate=$(((ok_rate + over_rate) / 2))
+		saturation_step "$tag" "$rate" refine
+		if [ "$STEP_OK" -eq 1 ]; then ok_rate=$rate; else over_rate=$rate; fi
+	done
+	if [ "$over_rate" -gt 0 ]; then
+		over="overloaded at $over_rate/s offered (knee between $ok_rate and $over_rate/s)"
+	fi
 	read -r replies duration calls errors rate cpu <<<"$best"
 	APACHE_LAST_SAT=$best_rate
 	record saturation "$replies" "$duration" "$calls" "$errors" \
-		"kept up with $rate/s offered; ${over:-no overload within $APACHE_MAX_STEPS steps}"
+		"kept up with $ok_rate/s offered; ${over:-no overload within $APACHE_MAX_STEPS steps}"
+}
+
+# saturation_step TAG RATE PHASE: offer RATE/s for --step-seconds; STEP_OK
+# says whether the replies followed (>= 95 % of it, no errors); the best
+# step kept up with so far is remembered in best and best_rate.
+saturation_step() {
+	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls rr
+	conns=$((rate * STEP_SECONDS))
+	read -r replies duration reply errors cpu calls < <(
+		httperf_measured "$RUN_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
+	rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
+	STEP_OK=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" 'BEGIN { print (e == 0 && rr >= 0.95 * r) ? 1 : 0 }')
+	echo "$LOOPS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$RUN_DIR/saturation.csv"
+	if [ "$STEP_OK" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
+		best_rate=$rr
+		best="$replies $duration $calls $errors $rate $cpu"
+	fi
 }
 
 wl_finish() {

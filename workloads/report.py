@@ -30,9 +30,10 @@ MEASURES = {
     "reply": (1, "1/s (1/reply time)", "reply"),
     "saturation": (1, "requests/s", "request"),
 }
+# "ns" (the module's ns mode) came later: a raw.csv without it swept loops.
 RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
                "errors", "detail"]
-COLUMNS = ["measure", "loops", "added_ns", "n", "mean", "stddev", "min", "max", "unit",
+COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean", "stddev", "min", "max", "unit",
            "seconds_per_unit", "syscalls_per_unit", "predicted_throughput", "errors",
            "knee_kept_up", "knee_overloaded"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
@@ -58,12 +59,17 @@ def parse_run(rec):
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r} (known: {', '.join(MEASURES)})")
     r = {"workload": (rec.get("workload") or "").strip(), "measure": measure,
-         "loops": number(rec, "loops", int), "repeat": number(rec, "repeat", int),
+         "loops": number(rec, "loops", int, unknown_ok=True),
+         "ns": number(rec, "ns", int, unknown_ok=True), "repeat": number(rec, "repeat", int),
          "units": number(rec, "units", float), "seconds": number(rec, "seconds", float),
          "syscalls": number(rec, "syscalls", float, unknown_ok=True),
          "errors": number(rec, "errors", int, unknown_ok=True) or 0}
     if r["units"] > 0 and r["seconds"] <= 0:
         raise ValueError(f"{r['units']:g} units in {r['seconds']:g} s")
+    if (r["loops"] is None) == (r["ns"] is None):
+        raise ValueError("a run has a loop count or an ns delay, exactly one of them")
+    r["knob"] = "ns" if r["loops"] is None else "loops"
+    r["setting"] = r[r["knob"]]
     return r
 
 
@@ -83,7 +89,25 @@ def read_raw(path):
             raise ValueError(f"{path} line {line}: {e}") from None
     if not runs:
         raise ValueError(f"{path}: a header but no runs")
+    if len({r["knob"] for r in runs}) > 1:
+        raise ValueError(f"{path}: runs at loop counts and at ns delays mixed in one sweep")
     return runs
+
+
+def read_points(path):
+    """{(loops, ns): measured ns per delayed call} from the sweep's
+    points.csv (the module's own account); {} without the file or the
+    module's figures."""
+    if not path.exists():
+        return {}
+    out = {}
+    for i, rec in enumerate(results.read_csv(path, ("loops", "ns", "measured_ns")), 2):
+        try:
+            key = (number(rec, "loops", int, True), number(rec, "ns", int, True))
+            out[key] = number(rec, "measured_ns", float, True)
+        except ValueError as e:
+            raise ValueError(f"{path} line {i}: {e}") from None
+    return out
 
 
 def read_calibration(folder):
@@ -99,20 +123,26 @@ def mean(values):
     return sum(values) / len(values) if values else None
 
 
-def points(runs, measure, ns_per_loop):
-    """One summary row per loop count of one measure."""
+def points(runs, measure, ns_per_loop, measured=None):
+    """One summary row per point (loop count or ns delay) of one measure;
+    @measured: read_points()."""
     factor, unit, _ = MEASURES[measure]
-    by_loops = {}
+    by_setting = {}
     for r in runs:
-        by_loops.setdefault(r["loops"], []).append(r)
+        by_setting.setdefault(r["setting"], []).append(r)
     rows = []
-    for loops in sorted(by_loops):
-        rs = by_loops[loops]
+    for setting in sorted(by_setting):
+        rs = by_setting[setting]
+        loops, ns = rs[0]["loops"], rs[0]["ns"]
+        added = ns if loops is None else loops * ns_per_loop
+        got = (measured or {}).get((loops, ns))
         thr = [factor * r["units"] / r["seconds"] if r["units"] > 0 else 0.0 for r in rs]
         done = [r for r in rs if r["units"] > 0]
         t = stats.summary(thr)
         rows.append({
-            "measure": measure, "loops": loops, "added_ns": loops * ns_per_loop,
+            "measure": measure, "loops": loops, "ns": ns, "knob": rs[0]["knob"],
+            "setting": setting, "added_ns": added, "measured_ns": got,
+            "measured_vs_added": got / added - 1 if got is not None and added else None,
             "n": t["n"], "mean": t["mean"], "stddev": t["stddev"], "min": t["min"],
             "max": t["max"], "unit": unit,
             "seconds_per_unit": mean([r["seconds"] / r["units"] for r in done]),
@@ -125,8 +155,8 @@ def points(runs, measure, ns_per_loop):
 
 
 def knees(path):
-    """{loops: (kept up, overloaded)} from apache's saturation.csv: per loop
-    count the mean over repeats of the highest offered rate the server kept
+    """{(loops, ns): (kept up, overloaded)} from apache's saturation.csv: per
+    point the mean over repeats of the highest offered rate the server kept
     up with and of the lowest above it that it did not (None if no step
     overloaded it).  {} without the file."""
     if not path.exists():
@@ -135,17 +165,18 @@ def knees(path):
     for i, row in enumerate(results.read_csv(path, ("loops", "repeat", "offered",
                                                      "sustained")), 2):
         try:
-            key = (int(row["loops"]), int(row["repeat"]))
+            key = (number(row, "loops", int, True), number(row, "ns", int, True),
+                   int(row["repeat"]))
             offered, ok = float(row["offered"]), row["sustained"].strip() == "1"
         except ValueError:
             raise ValueError(f"{path} line {i}: not a saturation step: {row}") from None
         per_run.setdefault(key, []).append((offered, ok))
     by_loops = {}
-    for (loops, _), steps in per_run.items():
+    for (loops, ns, _), steps in per_run.items():
         kept = max((o for o, ok in steps if ok), default=None)
         over = min((o for o, ok in steps if not ok and (kept is None or o > kept)),
                    default=None)
-        by_loops.setdefault(loops, []).append((kept, over))
+        by_loops.setdefault((loops, ns), []).append((kept, over))
     out = {}
     for loops, pairs in by_loops.items():
         kept = [k for k, _ in pairs if k is not None]
@@ -158,12 +189,13 @@ def model(rows, measure, cpus):
     """Fill in predicted_throughput and return the model of one measure."""
     factor, _, _ = MEASURES[measure]
     first, last = rows[0], rows[-1]
-    if first["loops"] != 0:
-        raise ValueError(f"measure {measure}: no run at loops 0, so no base time for the "
-                         f"model (the smallest loop count is {first['loops']})")
+    knob = first["knob"]
+    if first["setting"] != 0:
+        raise ValueError(f"measure {measure}: no run at {knob} 0, so no base time for the "
+                         f"model (the smallest is {first['setting']})")
     base = first["seconds_per_unit"]
     if base is None:
-        raise ValueError(f"measure {measure}: no run at loops 0 completed a unit of work")
+        raise ValueError(f"measure {measure}: no run at {knob} 0 completed a unit of work")
     calls = first["syscalls_per_unit"]
     if calls is not None:
         for p in rows:
@@ -177,6 +209,7 @@ def model(rows, measure, cpus):
     if measured is not None and predicted is not None and predicted - 1 > 1e-12:
         explained = (measured - 1) / (predicted - 1)
     m = {"syscalls_per_unit": calls, "base_seconds_per_unit": base,
+         "knob": knob, "max_setting": last["setting"],
          "max_loops": last["loops"], "max_added_ns": last["added_ns"],
          "measured_slowdown": measured, "predicted_slowdown": predicted,
          "explained": explained}
@@ -196,20 +229,21 @@ def spread(first, last):
 def explain(measure, rows, m, cpus):
     """One or two sentences on how the measured curve compares with the model."""
     word = MEASURES[measure][2]
-    loops, ns = m["max_loops"], m["max_added_ns"]
-    at = f"at {loops} loops (+{ns:.0f} ns per system call)"
+    knob, setting, ns = m["knob"], m["max_setting"], m["max_added_ns"]
+    at = f"at {setting} {knob} (+{ns:.0f} ns per system call)"
     measured, predicted, calls = m["measured_slowdown"], m["predicted_slowdown"], \
         m["syscalls_per_unit"]
-    if loops == 0:
-        return "Only loops 0 was measured, so there is no slowdown to compare with the model."
+    if setting == 0:
+        return (f"Only {knob} 0 was measured, so there is no slowdown to compare with the "
+                f"model.")
     if measured is None:
         return (f"No {word} completed {at}: throughput fell to 0, so the slowdown cannot be "
                 f"computed.")
     if calls is None:
-        return (f"No system call count was recorded at loops 0, so the model cannot be "
+        return (f"No system call count was recorded at {knob} 0, so the model cannot be "
                 f"drawn; the measured slowdown is {measured:.2f} {at}.")
     if m["explained"] is None:
-        return (f"The delayed tasks made no system calls per {word} at loops 0, so the "
+        return (f"The delayed tasks made no system calls per {word} at {knob} 0, so the "
                 f"model predicts no slowdown; the measured slowdown is {measured:.2f} {at}.")
     share = m["explained"]
     on_cpus = f"on {cpus} CPUs" if cpus else "on several CPUs"
@@ -220,7 +254,7 @@ def explain(measure, rows, m, cpus):
                 f"spread of the two means ({noise:.1%}): at this scale the delay cannot be "
                 f"seen, and the measured {measured - 1:+.1%} comes from the machine, not the "
                 f"delay (noise, or the host's speed drifting during the sweep). A larger "
-                f"scale or larger loop counts would show it.")
+                f"scale or larger delays would show it.")
     if share < 0.8:
         text = (f"The measured slowdown {measured:.2f} {at} is smaller than the "
                 f"{predicted:.2f} the model predicts from {count(calls)} system calls per "
@@ -251,14 +285,15 @@ def explain(measure, rows, m, cpus):
                 f"held longer. ")
         top = rows[-1]["syscalls_per_unit"]
         if top is None or calls == 0:
-            text += f"No system call count at {loops} loops to compare with loops 0."
+            text += f"No system call count at {setting} {knob} to compare with {knob} 0."
         elif abs(top / calls - 1) > 0.1:
-            text += (f"The system calls per {word} also changed from {count(calls)} at loops 0 "
-                     f"to {count(top)} at {loops} loops ({top / calls - 1:+.0%}), so the delay "
+            text += (f"The system calls per {word} also changed from {count(calls)} at {knob} "
+                     f"0 to {count(top)} at {setting} {knob} ({top / calls - 1:+.0%}), so "
+                     f"the delay "
                      f"changed the work itself, not only its speed.")
         else:
-            text += (f"The system calls per {word} stayed within 10% ({count(calls)} at loops "
-                     f"0, {count(top)} at {loops}), so more calls do not explain it.")
+            text += (f"The system calls per {word} stayed within 10% ({count(calls)} at "
+                     f"{knob} 0, {count(top)} at {setting}), so more calls do not explain it.")
         return text
     return (f"The model explains the curve within 25%: measured slowdown {measured:.2f} "
             f"against {predicted:.2f} predicted {at}, with {count(calls)} system calls per "
@@ -285,19 +320,26 @@ def opt(v, spec):
 
 
 def report(workload, meta, ns_per_loop, fit_names, measures):
-    out = [f"{workload} sweep, {results.describe(meta)}"
-           + f"; {ns_per_loop:.3f} ns added per loop (mean of the "
-           + f"{', '.join(fit_names)} fit{'s' if len(fit_names) > 1 else ''})"]
+    if ns_per_loop is None:
+        how = "delays requested in ns (the module's ns mode, no calibration)"
+    else:
+        how = (f"{ns_per_loop:.3f} ns added per loop (mean of the "
+               f"{', '.join(fit_names)} fit{'s' if len(fit_names) > 1 else ''})")
+    out = [f"{workload} sweep, {results.describe(meta)}; {how}"]
     for name, m in measures.items():
         rows, mod = m["points"], m["model"]
         show_errors = any(p["errors"] for p in rows)
-        head = (f"{'loops':>7}{'added ns':>10}{'throughput':>13}{'sd':>12}{'n':>4}"
+        knob = rows[0]["knob"]
+        head = (f"{knob:>7}{'added ns':>10}{'measured':>10}{'throughput':>13}{'sd':>12}"
+                f"{'n':>4}"
                 f"{'predicted':>12}{'syscalls/unit':>15}" + (f"{'errors':>8}" if show_errors
                                                               else ""))
         out += ["", f"{name}: throughput in {m['unit']}", head, "-" * len(head)]
         for p in rows:
             sc = p["syscalls_per_unit"]
-            out.append(f"{p['loops']:>7}{p['added_ns']:>10.0f}{num(p['mean']):>13}"
+            got = p["measured_ns"]
+            out.append(f"{p['setting']:>7}{p['added_ns']:>10.0f}"
+                       f"{'-' if got is None else f'{got:.0f}':>10}{num(p['mean']):>13}"
                        f" \u00b1{num(p['stddev']):>10}{p['n']:>4}"
                        f"{num(p['predicted_throughput']):>12}"
                        f"{'-' if sc is None else count(sc):>15}"
@@ -305,16 +347,29 @@ def report(workload, meta, ns_per_loop, fit_names, measures):
         for p in rows:
             if p.get("knee_kept_up") is not None:
                 hi = p["knee_overloaded"]
-                out.append(f"knee at {p['loops']} loops: kept up with "
+                out.append(f"knee at {p['setting']} {knob}: kept up with "
                            f"{p['knee_kept_up']:.0f}/s offered, "
                            + ("no overload found" if hi is None else
                               f"overloaded at {hi:.0f}/s "
                               f"(+{100 * (hi / p['knee_kept_up'] - 1):.1f} %)"))
         out.append(f"model: measured slowdown {opt(mod['measured_slowdown'], '.2f')}, "
                    f"predicted {opt(mod['predicted_slowdown'], '.2f')} at "
-                   f"{mod['max_loops']} loops (+{mod['max_added_ns']:.0f} ns)")
+                   f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
+        out += measured_note(rows)
         out += textwrap.wrap(mod["explanation"], 88)
     return "\n".join(out) + "\n"
+
+
+def measured_note(rows):
+    """A line on how far the delay the module measured itself lies from the
+    calibrated (loops) or requested (ns) one, at the largest delay."""
+    top = rows[-1]
+    if top["measured_ns"] is None or not top["added_ns"]:
+        return []
+    what = "requested" if top["knob"] == "ns" else "calibrated"
+    return [f"the module measured {top['measured_ns']:.0f} ns per delayed call at "
+            f"{top['setting']} {top['knob']}, {100 * top['measured_vs_added']:+.1f} % from "
+            f"the {top['added_ns']:.0f} ns {what}"]
 
 
 def draw(workload, meta, ns_per_loop, measures, path):
@@ -335,9 +390,10 @@ def draw(workload, meta, ns_per_loop, measures, path):
         ax.set_xlabel("added latency per system call (ns)")
         ax.set_ylabel(f"{name} throughput ({unit})")
         ax.set_ylim(bottom=0)
-        top = ax.secondary_xaxis("top", functions=(lambda v: v / ns_per_loop,
-                                                   lambda v: v * ns_per_loop))
-        top.set_xlabel("delay module loops", fontsize=8)
+        if ns_per_loop:
+            top = ax.secondary_xaxis("top", functions=(lambda v: v / ns_per_loop,
+                                                       lambda v: v * ns_per_loop))
+            top.set_xlabel("delay module loops", fontsize=8)
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
@@ -359,7 +415,11 @@ def summarise(d):
     meta = results.read_meta(d)
     settings = results.settings(meta)
     runs = read_raw(d / "raw.csv")
-    ns_per_loop, fit_names = read_calibration(d / "calibration")
+    if runs[0]["knob"] == "ns":
+        ns_per_loop, fit_names = None, []
+    else:
+        ns_per_loop, fit_names = read_calibration(d / "calibration")
+    measured = read_points(d / "points.csv")
     workloads = sorted({r["workload"] for r in runs})
     if len(workloads) != 1:
         raise ValueError(f"{d}/raw.csv: one workload expected, found {workloads}")
@@ -371,12 +431,12 @@ def summarise(d):
     for name in MEASURES:   # a fixed order: apache's reply before saturation
         sel = [r for r in runs if r["measure"] == name]
         if sel:
-            rows = points(sel, name, ns_per_loop)
+            rows = points(sel, name, ns_per_loop, measured)
             if name == "saturation":
                 found = knees(d / "saturation.csv")
                 for p in rows:
-                    p["knee_kept_up"], p["knee_overloaded"] = found.get(p["loops"],
-                                                                        (None, None))
+                    p["knee_kept_up"], p["knee_overloaded"] = found.get(
+                        (p["loops"], p["ns"]), (None, None))
             measures[name] = {"unit": MEASURES[name][1], "points": rows,
                               "model": model(rows, name, cpus)}
     summary = {"experiment": meta.get("experiment", workload), "workload": workload,

@@ -36,7 +36,13 @@ Workloads (defaults: loop counts, repeats):
 
 Options:
   -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix
-  -r, --repeats N        timed runs per loop count
+      --ns LIST          requested delays in ns instead of loop counts (the
+                         module's ns mode: it spins until that long has
+                         passed); no calibration needed.  0..5000000
+      --syscalls NAMES   delay only these system calls, by name, comma-
+                         separated (read,write,openat); numbers from the
+                         kernel's own syscall_64.tbl.  Default: all
+  -r, --repeats N        timed runs per point
       --scale SCALE      how much work one run is (kbuild, grep):
                            full   the whole tree: defconfig 'make' / all files
                            vm     what suits the TCG VM: tinyconfig, make
@@ -62,15 +68,20 @@ Options:
 Example:
   ./workloads/sweep.sh apache -l 0:700:100 -r 2
   ./workloads/sweep.sh cmd -l 0,200,400 -- tar cf /dev/null /usr/include
+  ./workloads/sweep.sh apache --ns 0,1000,5000,20000 --syscalls futex,epoll_wait
 
-The delay module is loaded if it is not (and unloaded at the end); loops
-and the cgroup target are put back however the sweep ends.  An interrupted
+The delay module is loaded if it is not (and unloaded at the end); loops,
+ns, the system-call set and the cgroup target are put back however the
+sweep ends.  Every point records the delay the module measured itself
+(points.csv) beside the calibrated or requested one.  An interrupted
 sweep leaves what it measured in OUTPUT/<name>.incomplete/.
 EOF
 }
 
 WORKLOAD=
 LOOP_LIST=
+NS_LIST=
+SYSCALL_NAMES=
 REPEATS=
 SCALE=
 CALIBRATION=
@@ -88,6 +99,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
 	-l | --loops) need_arg "$@"; LOOP_LIST=$2; shift 2 ;;
+	--ns) need_arg "$@"; NS_LIST=$2; shift 2 ;;
+	--syscalls) need_arg "$@"; SYSCALL_NAMES=$2; shift 2 ;;
 	-r | --repeats) need_arg "$@"; REPEATS=$2; shift 2 ;;
 	--scale) need_arg "$@"; SCALE=$2; shift 2 ;;
 	--calibration) need_arg "$@"; CALIBRATION=$2; shift 2 ;;
@@ -129,28 +142,62 @@ esac
 # --- Check everything before anything is created or changed ---------------
 is_uint() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
 
-# The loop list in liblab's one syntax, strictly increasing, 0..1000000.
-expand_loops() {
+# A list in liblab's one syntax, strictly increasing, 0..MAX, into VALUES.
+expand_list() {
 	local v prev=-1 list
-	list=$("$LAB_TOOL" list "$1" 1000000 2>/dev/null) || return 1
-	mapfile -t LOOPS_ARRAY <<<"$list"
-	for v in "${LOOPS_ARRAY[@]}"; do
+	list=$("$LAB_TOOL" list "$1" "$2" 2>/dev/null) || return 1
+	mapfile -t VALUES <<<"$list"
+	for v in "${VALUES[@]}"; do
 		[ "$v" -gt "$prev" ] || return 1
 		prev=$v
 	done
 }
 
+# The 64-bit numbers of system calls named in $1 (comma-separated), from
+# the kernel's own table (the tree's syscall_64.tbl, else the installed
+# <asm/unistd_64.h>), as a comma-separated list; dies naming an unknown one.
+syscall_numbers() {
+	local tbl=$TREE/arch/x86/entry/syscalls/syscall_64.tbl
+	local hdr=/usr/include/x86_64-linux-gnu/asm/unistd_64.h name nr out=()
+	[ -f "$tbl" ] || tbl=$LAB_BUILD/src/linux-source-6.12/arch/x86/entry/syscalls/syscall_64.tbl
+	IFS=, read -r -a names <<<"$1"
+	[ ${#names[@]} -gt 0 ] || return 1
+	for name in "${names[@]}"; do
+		[[ $name =~ ^[a-z0-9_]+$ ]] || die "--syscalls: '$name' is not a system-call name"
+		nr=
+		if [ -f "$tbl" ]; then
+			nr=$(awk -v n="$name" '$2 != "x32" && $3 == n { print $1; exit }' "$tbl")
+		elif [ -f "$hdr" ]; then
+			nr=$(awk -v n="__NR_$name" '$1 == "#define" && $2 == n { print $3; exit }' "$hdr")
+		else
+			die "--syscalls: no system-call table (neither $tbl nor $hdr)"
+		fi
+		[ -n "$nr" ] || die "--syscalls: no 64-bit system call '$name' in ${tbl##*/}"
+		out+=("$nr")
+	done
+	(IFS=,; echo "${out[*]}")
+}
+
 in_vm() { grep -q '^flags.* hypervisor' /proc/cpuinfo; }
 
-LOOP_LIST=${LOOP_LIST:-$WL_LOOPS}
 REPEATS=${REPEATS:-$WL_REPEATS}
 SCALE=${SCALE:-$(in_vm && echo vm || echo full)}
 [ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
-expand_loops "$LOOP_LIST" ||
-	die "bad loop list '$LOOP_LIST': want counts 0..1000000 in increasing order, as '0,50,100' or 'start:stop:step'"
-[ "${LOOPS_ARRAY[0]}" -eq 0 ] ||
-	die "the loop list must start at 0: the model needs the undelayed run"
-[ ${#LOOPS_ARRAY[@]} -ge 2 ] || die "the loop list needs at least two counts"
+# The knob swept: loops (calibrated into ns) or ns (requested directly).
+if [ -n "$NS_LIST" ]; then
+	[ -z "$LOOP_LIST" ] || die "--loops and --ns exclude each other: one knob at a time"
+	KNOB=ns
+	expand_list "$NS_LIST" 5000000 ||
+		die "bad ns list '$NS_LIST': want delays 0..5000000 in increasing order, as '0,1000,5000' or 'start:stop:step'"
+else
+	KNOB=loops
+	LOOP_LIST=${LOOP_LIST:-$WL_LOOPS}
+	expand_list "$LOOP_LIST" 1000000 ||
+		die "bad loop list '$LOOP_LIST': want counts 0..1000000 in increasing order, as '0,50,100' or 'start:stop:step'"
+fi
+[ "${VALUES[0]}" -eq 0 ] ||
+	die "the $KNOB list must start at 0: the model needs the undelayed run"
+[ ${#VALUES[@]} -ge 2 ] || die "the $KNOB list needs at least two values"
 positive() {
 	if ! is_uint "$2" || [ "$((10#$2))" -lt 1 ]; then
 		die "$1 must be a positive number, not '$2'"
@@ -175,7 +222,24 @@ if [ ! -d "$DELAY_DIR" ]; then
 	[ -f "$DELAY_KO" ] ||
 		die "the delay module is neither loaded nor built for $(uname -r); run 'make module'"
 fi
-[ ! -d "$DELAY_DIR" ] || [ -e "$DELAY_CGROUP" ] ||
+# Does the module (loaded, or the one that would be) have parameter $1?
+module_has() {
+	if [ -d "$DELAY_DIR" ]; then
+		[ -e "$DELAY_DIR/parameters/$1" ]
+	else
+		modinfo -p "$DELAY_KO" 2>/dev/null | grep -q "^$1:"
+	fi
+}
+[ "$KNOB" = loops ] || module_has ns ||
+	die "this delay module has no ns parameter; rebuild it ('make module') or use --loops"
+SYSCALL_NRS=
+if [ -n "$SYSCALL_NAMES" ]; then
+	module_has syscalls ||
+		die "this delay module has no syscalls parameter; rebuild it ('make module')"
+	SYSCALL_NRS=$(syscall_numbers "$SYSCALL_NAMES") ||
+		die "--syscalls wants names like read,write,openat, not '$SYSCALL_NAMES'"
+fi
+[ ! -d "$DELAY_DIR" ] || module_has cgroup ||
 	die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
 if [ -n "$CALIBRATION" ]; then
 	[ -d "$CALIBRATION" ] || die "no calibration folder '$CALIBRATION'"
@@ -184,7 +248,7 @@ if [ -n "$CALIBRATION" ]; then
 	fi
 	grep -q '"slope"' "$CALIBRATION/summary.json" ||
 		die "'$CALIBRATION/summary.json' has no fit in it"
-else
+elif [ "$KNOB" = loops ]; then
 	[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
 		die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
 fi
@@ -195,6 +259,8 @@ RUN_DIR=$("$LAB_TOOL" begin "$OUTPUT" "$WORKLOAD") || die "cannot create a resul
 mkdir "$RUN_DIR/logs"
 mkdir -p "$WORKDIR"
 OLD_LOOPS=
+OLD_NS=
+OLD_SYSCALLS=
 OLD_CGROUP=
 FINISHED=0
 
@@ -206,7 +272,10 @@ cleanup() {
 		if [ "$LOADED_HERE" -eq 1 ]; then
 			rmmod delay || log "warning: could not unload the delay module"
 		else
+			# Of loops and ns, writing one clears the other: the one in force last.
 			[ -z "$OLD_LOOPS" ] || delay_write loops "$OLD_LOOPS" || true
+			[ -z "$OLD_NS" ] || [ "$OLD_NS" = 0 ] || delay_write ns "$OLD_NS" || true
+			[ -z "$SYSCALL_NRS" ] || delay_write syscalls "$OLD_SYSCALLS" || true
 			delay_write cgroup "$OLD_CGROUP" 2>/dev/null || true
 		fi
 	fi
@@ -225,26 +294,33 @@ if [ ! -d "$DELAY_DIR" ]; then
 	LOADED_HERE=1
 fi
 OLD_LOOPS=$(cat "$DELAY_LOOPS")
+[ ! -e "$DELAY_NS" ] || OLD_NS=$(cat "$DELAY_NS")
+[ -z "$SYSCALL_NRS" ] || OLD_SYSCALLS=$(cat "$DELAY_SYSCALLS")
 OLD_CGROUP=$(cat "$DELAY_CGROUP")
 delay_set loops 0
 delay_set cgroup ""
+[ -z "$SYSCALL_NRS" ] || delay_set syscalls "$SYSCALL_NRS"
 work_cgroup_create
 
 # meta.json: the settings as separate arguments, so that a path with spaces
 # or quotes in it stays what it is.  The cmd workload's command is the part
 # of meta.json's "command" after '--'.
 mapfile -t wl_pairs < <(wl_settings)
-meta_args=(workload="$WORKLOAD" loops:="[$(IFS=,; echo "${LOOPS_ARRAY[*]}")]"
+meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${VALUES[*]}")]"
+	syscalls="${SYSCALL_NAMES:-all}" syscall_numbers="${SYSCALL_NRS:-all}"
 	repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
 	in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
 	module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
-	calibration_from="${CALIBRATION:-calibrated by the sweep}")
+	calibration_from="${CALIBRATION:-$([ "$KNOB" = ns ] && echo "none: ns mode" ||
+		echo "calibrated by the sweep")}")
 for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
 "$LAB_TOOL" meta "$RUN_DIR" "$WORKLOAD" "${meta_args[@]}" -- "$0" "${ARGS[@]}" ||
 	die "cannot write $RUN_DIR/meta.json"
 
 # --- Calibrate (every task delayed, on CPU 0) or take the given file -------
-if [ -n "$CALIBRATION" ]; then
+if [ "$KNOB" = ns ]; then
+	NS_PER_LOOP=
+elif [ -n "$CALIBRATION" ]; then
 	cp -r "$CALIBRATION/." "$RUN_DIR/calibration"
 	NS_PER_LOOP=$(python3 -c '
 import json, sys
@@ -255,7 +331,7 @@ else
 	# large that those would take minutes (2000 calls at 400000 loops under
 	# TCG are 5 s a point).
 	cal_size=(-n 100 --calls 1000)
-	[ "${LOOPS_ARRAY[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
+	[ "${VALUES[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
 	log "calibrating the added latency of loop counts $LOOP_LIST"
 	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" --rounds 3 \
 		-C 0 -q -o "$RUN_DIR" --name calibration >"$RUN_DIR/logs/calibrate.txt" 2>&1 ||
@@ -265,7 +341,7 @@ else
 		s += $i; n++ } } END { if (n) printf "%.4f", s / n }' "$RUN_DIR/logs/calibrate.txt")
 	[ -n "$NS_PER_LOOP" ] || die "calibration gave no fit; see $RUN_DIR/logs/calibrate.txt"
 fi
-log "added latency: $NS_PER_LOOP ns per loop"
+[ -z "$NS_PER_LOOP" ] || log "added latency: $NS_PER_LOOP ns per loop"
 
 # From here on only the work cgroup is delayed.
 delay_set cgroup "$WORK_CG_PATH"
@@ -274,12 +350,12 @@ echo "$RAW_HEADER" >"$RUN_DIR/raw.csv"
 wl_prepare
 
 # --- The sweep: one group of repeats per loop count ------------------------
-# Mean time per unit of work of the rows just recorded for $LOOPS, the
+# Mean time per unit of work of the rows just recorded for this point, the
 # first measure only, for the progress line.
 point_summary() {
-	awk -F, -v l="$LOOPS" 'NR > 1 && $3 == l {
+	awk -F, -v l="$LOOPS" -v ns="$NS" 'NR > 1 && $3 == l && $4 == ns {
 		if (m == "") m = $2
-		if ($2 == m) { t = $6 / $5; s += t; q += t * t; n++ } }
+		if ($2 == m) { t = $7 / $6; s += t; q += t * t; n++ } }
 	END { if (n) { a = s / n; v = n > 1 ? (q - n * a * a) / (n - 1) : 0
 		sd = v > 0 ? sqrt(v) : 0
 		printf "%s %.4f s per unit +- %.4f (n=%d)", m, a, sd, n } }' "$RUN_DIR/raw.csv"
@@ -294,21 +370,44 @@ fmt_duration() {
 	fi
 }
 
-npoints=${#LOOPS_ARRAY[@]}
+# The module's own account of a point: delayed calls and the ns it spun.
+# LOOPS or NS, POINT (for messages) and TAG (for log names) are the
+# current point's, for the workload's wl_run.
+stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
+echo "loops,ns,delayed,spun_ns,measured_ns" >"$RUN_DIR/points.csv"
+
+npoints=${#VALUES[@]}
 started=$SECONDS
 i=0
-for LOOPS in "${LOOPS_ARRAY[@]}"; do
+for value in "${VALUES[@]}"; do
 	i=$((i + 1))
-	delay_set loops "$LOOPS"
+	# shellcheck disable=SC2034  # TAG is the workload's (lib/*.sh)
+	if [ "$KNOB" = ns ]; then
+		LOOPS='' NS=$value POINT="ns=$value" TAG=ns$value
+	else
+		LOOPS=$value NS='' POINT="loops=$value" TAG=l$value
+	fi
+	d0=$(stat_or_empty delayed) s0=$(stat_or_empty spun_ns)
+	delay_set "$KNOB" "$value"
 	wl_point_begin
 	for ((REPEAT = 1; REPEAT <= REPEATS; REPEAT++)); do
 		wl_run
 	done
-	delay_set loops 0
+	delay_set "$KNOB" 0
+	d1=$(stat_or_empty delayed) s1=$(stat_or_empty spun_ns)
+	measured=
+	if [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -gt "$d0" ]; then
+		measured=$(awk -v d=$((d1 - d0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", s / d }')
+	fi
+	echo "$LOOPS,$NS,${d1:+$((d1 - d0))},${s1:+$((s1 - s0))},$measured" >>"$RUN_DIR/points.csv"
 	elapsed=$((SECONDS - started))
 	eta=$((elapsed * (npoints - i) / i))
-	added=$(awk -v l="$LOOPS" -v k="$NS_PER_LOOP" 'BEGIN { printf "%.0f", l * k }')
-	log "[$i/$npoints] loops=$LOOPS (+$added ns): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")"
+	if [ "$KNOB" = ns ]; then
+		added="+$value ns requested"
+	else
+		added=$(awk -v l="$value" -v k="$NS_PER_LOOP" 'BEGIN { printf "+%.0f ns calibrated", l * k }')
+	fi
+	log "[$i/$npoints] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")"
 done
 
 wl_finish

@@ -143,8 +143,9 @@ def load(root):
 
 
 def build_runs(times, calls):
-    return [{"workload": "kbuild", "measure": "build", "loops": loops, "repeat": 1,
-             "units": 1, "seconds": t, "syscalls": c, "errors": 0}
+    return [{"workload": "kbuild", "measure": "build", "loops": loops, "ns": None,
+             "knob": "loops", "setting": loops, "repeat": 1, "units": 1, "seconds": t,
+             "syscalls": c, "errors": 0}
             for loops, t, c in zip((0, 250), times, calls)]
 
 
@@ -250,3 +251,51 @@ def test_apache_knee_from_the_saturation_steps(root, tmp_path):
     text = (d / "report.txt").read_text()
     assert "knee at 0 loops: kept up with 200/s offered, overloaded at 207/s (+3.5 %)" in text
     assert "knee at 1000 loops: kept up with 130/s offered, no overload found" in text
+
+
+NS_HEADER = "workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,detail"
+
+
+def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_path):
+    d = tmp_path / "ns"
+    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns"})
+    rows = [NS_HEADER]
+    for ns, t in ((0, 1.0), (1000, 1.02), (10000, 1.2)):
+        for repeat in (1, 2):
+            rows.append(f"cmd,cmd,,{ns},{repeat},1,{t + 0.001 * repeat},20000,0,")
+    (d / "raw.csv").write_text("\n".join(rows) + "\n")
+    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n"
+                                  ",0,0,0,\n,1000,40000,41200000,1030.0\n"
+                                  ",10000,40000,404000000,10100.0\n")
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    assert s["ns_per_loop"] is None
+    pts = s["measures"]["cmd"]["points"]
+    assert [p["ns"] for p in pts] == [0, 1000, 10000] and [p["loops"] for p in pts] == [None] * 3
+    assert [p["added_ns"] for p in pts] == [0, 1000, 10000]
+    assert pts[1]["measured_ns"] == 1030.0 and pts[1]["measured_vs_added"] == pytest.approx(0.03)
+    assert pts[0]["measured_ns"] is None
+    mod = s["measures"]["cmd"]["model"]
+    # 1 s + 20000 calls x 10 us = 1.2 s: the model holds.
+    assert mod["predicted_slowdown"] == pytest.approx(1.2, rel=0.01)
+    text = (d / "report.txt").read_text()
+    assert "requested in ns" in text and "at 10000 ns" in text
+    assert "the module measured 10100 ns per delayed call at 10000 ns, +1.0 %" in text
+    assert (d / "cmd.png").exists()
+
+
+def test_loops_and_ns_runs_in_one_sweep_are_refused(root, tmp_path):
+    d = tmp_path / "mixed"
+    write_meta(d, "cmd", {"workload": "cmd"})
+    (d / "raw.csv").write_text(NS_HEADER + "\ncmd,cmd,0,,1,1,1.0,5,0,\ncmd,cmd,,100,1,1,1.0,5,0,\n")
+    out = report(root, tmp_path, d)
+    assert out.returncode == 1 and "mixed" in out.stderr
+
+
+def test_a_run_with_both_knobs_is_refused(root, tmp_path):
+    d = tmp_path / "both"
+    write_meta(d, "cmd", {"workload": "cmd"})
+    (d / "raw.csv").write_text(NS_HEADER + "\ncmd,cmd,0,100,1,1,1.0,5,0,\n")
+    out = report(root, tmp_path, d)
+    assert out.returncode == 1 and "exactly one" in out.stderr

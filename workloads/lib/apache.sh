@@ -73,7 +73,7 @@ wl_prepare() {
 		sleep 0.1
 	done
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
-	echo "loops,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$RUN_DIR/saturation.csv"
+	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$RUN_DIR/saturation.csv"
 	# One untimed run so that the first point does not pay for cold caches.
 	httperf_run 50 100 >/dev/null
 }
@@ -110,11 +110,11 @@ httperf_measured() {
 wl_point_begin() { :; }
 
 wl_run() {
-	local tag=$LOOPS-$REPEAT replies duration reply errors cpu calls best best_rate
+	local tag=$TAG-$REPEAT replies duration reply errors cpu calls best best_rate
 	# The reference method.
 	read -r replies duration reply errors cpu calls < <(
 		httperf_measured "$RUN_DIR/logs/reply-$tag.txt" 1 10)
-	[ "$replies" -gt 0 ] || die "no replies from Apache at loops=$LOOPS; see $RUN_DIR/logs/reply-$tag.txt"
+	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $RUN_DIR/logs/reply-$tag.txt"
 	record reply "$replies" "$(awk -v n="$replies" -v ms="$reply" 'BEGIN { printf "%.6f", n * ms / 1e3 }')" \
 		"$calls" "$errors" "reply time ${reply} ms"
 
@@ -144,7 +144,7 @@ wl_run() {
 		rate=$(awk -v r="$rate" -v f="$APACHE_RATE_FACTOR" 'BEGIN { print int(r * f + 0.5) }')
 	done
 	[ -n "$best" ] ||
-		die "Apache kept up with no offered rate down to $rate/s at loops=$LOOPS; see $RUN_DIR/saturation.csv"
+		die "Apache kept up with no offered rate down to $rate/s at $POINT; see $RUN_DIR/saturation.csv"
 	step=0
 	while [ "$over_rate" -gt 0 ] && [ "$step" -lt "$APACHE_MAX_REFINE_STEPS" ] &&
 		awk -v lo="$ok_rate" -v hi="$over_rate" -v f="$APACHE_REFINE" \
@@ -173,7 +173,7 @@ saturation_step() {
 		httperf_measured "$RUN_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
 	rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
 	STEP_OK=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" 'BEGIN { print (e == 0 && rr >= 0.95 * r) ? 1 : 0 }')
-	echo "$LOOPS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$RUN_DIR/saturation.csv"
+	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$RUN_DIR/saturation.csv"
 	if [ "$STEP_OK" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
 		best_rate=$rr
 		best="$replies $duration $calls $errors $rate $cpu"

@@ -21,7 +21,7 @@ wl_prepare() {
 wl_point_begin() { :; }
 
 wl_run() {
-	timed cmd "$RUN_DIR/logs/cmd-$LOOPS-$REPEAT.txt" "${COMMAND[@]}"
+	timed cmd "$RUN_DIR/logs/cmd-$TAG-$REPEAT.txt" "${COMMAND[@]}"
 }
 
 wl_finish() { :; }

@@ -6,6 +6,8 @@
 DELAY_DIR=/sys/module/delay
 DELAY_LOOPS=$DELAY_DIR/parameters/loops
 DELAY_CGROUP=$DELAY_DIR/parameters/cgroup
+DELAY_NS=$DELAY_DIR/parameters/ns
+DELAY_SYSCALLS=$DELAY_DIR/parameters/syscalls
 DELAY_CALLS=$DELAY_DIR/stats/calls
 
 # The cgroup v2 of the delayed tasks: WORK_CG is its directory,
@@ -93,10 +95,11 @@ csv_field() {
 }
 
 # record MEASURE UNITS SECONDS SYSCALLS ERRORS DETAIL: one row of raw.csv
-# for the current LOOPS and REPEAT.
-RAW_HEADER="workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
+# for the current point (LOOPS, or NS in ns mode: the other is empty) and
+# REPEAT.
+RAW_HEADER="workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,detail"
 record() {
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$REPEAT" \
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
 		"$2" "$3" "$4" "$5" "$(csv_field "$6")" >>"$RUN_DIR/raw.csv"
 }
 
@@ -112,7 +115,7 @@ timed() {
 	t1=$(now_ns)
 	c1=$(delay_calls)
 	[ "$status" -eq 0 ] ||
-		die "$measure run failed (exit status $status) at loops=$LOOPS; see $logfile"
+		die "$measure run failed (exit status $status) at $POINT; see $logfile"
 	record "$measure" 1 "$(ns_to_s $((t1 - t0)))" $((c1 - c0)) 0 ""
 }
 

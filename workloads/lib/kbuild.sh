@@ -61,7 +61,7 @@ wl_run() {
 	fi
 	drop_caches
 	# shellcheck disable=SC2086  # the targets are words
-	CCACHE_DISABLE=1 timed build "$RUN_DIR/logs/build-$LOOPS-$REPEAT.txt" \
+	CCACHE_DISABLE=1 timed build "$RUN_DIR/logs/build-$TAG-$REPEAT.txt" \
 		make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $targets
 }
 

@@ -3,13 +3,26 @@
  * delay - add a tunable amount of work to every system call
  *
  * Registers the x86 system-call entry hook (CONFIG_X86_SYSCALL_HOOK) and
- * spins a fixed number of loop iterations on each system call, so that
- * userspace can study how throughput depends on system-call latency.
+ * spins on each system call of the targeted tasks, either a fixed number of
+ * loop iterations or until a number of nanoseconds has passed, so that
+ * userspace can study how throughput depends on system-call latency.  The
+ * module times what it adds and says so in stats/ and in a trace event.
  *
  * /sys/module/delay/parameters/loops  (rw, root)
  *	Iterations spun per system call, 0 to DELAY_LOOPS_MAX.  A negative,
  *	non-numeric or too large value is refused with -EINVAL and the old
  *	value stays.  May also be given at load time: insmod delay.ko loops=N.
+ *	Exactly one of loops and ns is in force: writing a nonzero value to
+ *	one sets the other to 0; writing 0 to either sets only that one to 0.
+ *	At load time the last nonzero one given wins.
+ *
+ * /sys/module/delay/parameters/ns  (rw, root)
+ *	Nanoseconds to spin per system call, 0 to DELAY_NS_MAX (5 ms): the
+ *	hook reads the clock (see "The clock" below) and spins until it says
+ *	at least that much has passed, so the delay overshoots by up to one
+ *	clock read and counts any time the task was interrupted or preempted
+ *	while spinning, as a userspace clock would.  Refused as loops is, and
+ *	the same rule: a nonzero value sets loops to 0.
  *
  * /sys/module/delay/parameters/cgroup  (rw, root)
  *	Delay only the tasks of this cgroup v2 and of its descendants, named
@@ -18,12 +31,62 @@
  *	does not start with '/' is refused with -EINVAL, one that names no
  *	cgroup with -ENOENT (-ENOTDIR for a file); the old target stays.
  *
+ * /sys/module/delay/parameters/syscalls  (rw, root)
+ *	Delay (and count) only these system calls: a comma-separated list of
+ *	64-bit system-call numbers and ranges, such as "0,1,257" or "0-3,39",
+ *	decimal, no spaces.  Empty (the default) means every system call.
+ *	A number not below NR_syscalls (the size of the 64-bit table), an
+ *	empty item, a range whose end is below its start or anything but
+ *	digits, ',' and '-' (and one trailing newline) is refused with
+ *	-EINVAL and the old set stays.  Reads back in canonical form: each
+ *	number once, ascending, ranges expanded ("0,1,257"), or an empty
+ *	line.  x32 calls share the 64-bit numbering and are matched by their
+ *	number without __X32_SYSCALL_BIT (the x32-only numbers, 512 and up,
+ *	can never be chosen).  32-bit compat calls (int $0x80, SYSENTER,
+ *	SYSCALL from a 32-bit task) use another table: while a set is chosen
+ *	they are never delayed nor counted; with none they are delayed like
+ *	every other call.
+ *
  * /sys/module/delay/stats/calls  (ro)
- *	System calls of targeted tasks that went through the hook since the
- *	module was loaded, counted at any loop count, 0 included.
+ *	System calls of targeted tasks that went through the hook and passed
+ *	the syscalls filter since the module was loaded, counted at any
+ *	setting, 0 included.
+ *
+ * /sys/module/delay/stats/delayed  (ro)
+ *	Of those, the calls that were delayed: loops or ns was nonzero.
  *
  * /sys/module/delay/stats/spun  (ro)
- *	Loop iterations spun since the module was loaded.
+ *	Loop iterations spun since the module was loaded, in loops mode only:
+ *	the ns mode's wait loop does not add to it.
+ *
+ * /sys/module/delay/stats/spun_ns  (ro)
+ *	Nanoseconds measured inside the spin, summed over the delayed calls
+ *	(loops and ns mode alike).  Each call's figure is the difference of a
+ *	clock read before the spin and one after it, so it includes about
+ *	one clock_ns of clock reading besides the spin.
+ *
+ * /sys/module/delay/stats/mean_ns  (ro)
+ *	spun_ns / delayed, rounded down; 0 while nothing was delayed.
+ *
+ * /sys/module/delay/stats/clock_ns  (ro)
+ *	The smallest of DELAY_CLOCK_TRIES differences between two back-to-back
+ *	clock reads, measured once at load time: what one spin_ns figure
+ *	costs, and what a spin of no length at all would report.
+ *
+ * Trace event delay:delay_syscall (delay_trace.h), once per delayed call,
+ * after the spin: nr, compat, loops, ns and the measured ns.
+ *
+ * The clock is ktime_get_ns(): CLOCK_MONOTONIC, which is what the lab's
+ * userspace tools read (clock_gettime(CLOCK_MONOTONIC), Python's
+ * perf_counter_ns()), so the module's figures and theirs are on one scale.
+ * It is global, so a task that migrates during its spin still measures a
+ * true interval (local_clock() is per CPU), and no one setting the time
+ * can make it jump.  Its unit is 1 ns; its granularity is the
+ * clocksource's: the TSC on hardware, a fraction of a nanosecond.  Under
+ * QEMU TCG the guest TSC ticks at the host's rate, so the resolution
+ * holds, but each read costs hundreds of ns of emulation, which is what
+ * clock_ns shows; that cost bounds how closely the ns mode can hit its
+ * target and is included in every measured figure.
  *
  * Unloading unregisters the hook; the kernel waits until no task is still
  * spinning in it before the module's code goes away.
@@ -31,29 +94,56 @@
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/cgroup.h>
+#include <linux/ctype.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
+#include <linux/ktime.h>
+#include <linux/minmax.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/nospec.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/thread_info.h>
+#include <linux/timekeeping.h>
 #include <asm/syscall_hook.h>
+#include <asm/unistd.h>
+
+#define CREATE_TRACE_POINTS
+#include "delay_trace.h"
 
 /*
- * The cap keeps one system call's delay to a few milliseconds even under
+ * The caps keep one system call's delay to a few milliseconds even under
  * software emulation (about 1 ns per iteration on current hardware, a few
- * ns under QEMU TCG), far below anything a lockup detector reacts to.
+ * ns under QEMU TCG; 5 ms in ns mode everywhere), far below anything a
+ * lockup detector reacts to.
  */
 #define DELAY_LOOPS_MAX 1000000U
+#define DELAY_NS_MAX 5000000U
 
+/* Back-to-back clock read pairs timed at load time for clock_ns. */
+#define DELAY_CLOCK_TRIES 1000
+
+/*
+ * loops and ns: at most one of them is nonzero.  Their setters are
+ * serialized by the module's parameter lock, and each clears the other
+ * before it publishes its own value; the hook lets loops win, so a call
+ * racing with a write runs the old setting or the new one.
+ */
 static unsigned int delay_loops;
+static unsigned int delay_ns;
 
 static DEFINE_PER_CPU(unsigned long, delay_calls);
+static DEFINE_PER_CPU(unsigned long, delay_delayed);
 static DEFINE_PER_CPU(unsigned long, delay_spun);
+static DEFINE_PER_CPU(unsigned long, delay_spun_ns);
+
+static u64 delay_clock_ns;
 
 static int delay_loops_set(const char *val, const struct kernel_param *kp)
 {
@@ -61,6 +151,8 @@ static int delay_loops_set(const char *val, const struct kernel_param *kp)
 
 	if (kstrtouint(val, 0, &n) || n > DELAY_LOOPS_MAX)
 		return -EINVAL;
+	if (n)
+		WRITE_ONCE(delay_ns, 0);
 	WRITE_ONCE(delay_loops, n);
 	return 0;
 }
@@ -71,7 +163,27 @@ static const struct kernel_param_ops delay_loops_ops = {
 };
 module_param_cb(loops, &delay_loops_ops, &delay_loops, 0644);
 MODULE_PARM_DESC(loops, "Loop iterations spun per system call (0-"
-		 __stringify(DELAY_LOOPS_MAX) ")");
+		 __stringify(DELAY_LOOPS_MAX) "); nonzero sets ns to 0");
+
+static int delay_ns_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+
+	if (kstrtouint(val, 0, &n) || n > DELAY_NS_MAX)
+		return -EINVAL;
+	if (n)
+		WRITE_ONCE(delay_loops, 0);
+	WRITE_ONCE(delay_ns, n);
+	return 0;
+}
+
+static const struct kernel_param_ops delay_ns_ops = {
+	.set = delay_ns_set,
+	.get = param_get_uint,
+};
+module_param_cb(ns, &delay_ns_ops, &delay_ns, 0644);
+MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
+		 __stringify(DELAY_NS_MAX) "); nonzero sets loops to 0");
 
 /*
  * The target cgroup, NULL for every task.  The hook reads it under RCU;
@@ -128,16 +240,113 @@ static const struct kernel_param_ops delay_cgroup_ops = {
 module_param_cb(cgroup, &delay_cgroup_ops, NULL, 0644);
 MODULE_PARM_DESC(cgroup, "Delay only this cgroup v2 and its descendants, e.g. /lab/httpd (empty: every task)");
 
-/* Is current one of the tasks to delay? */
-static bool delay_targets_current(void)
+/*
+ * The chosen system calls, NULL for all.  Published and retired as the
+ * cgroup is: the hook reads it under RCU, the setter (serialized with the
+ * getter by the module's parameter lock) replaces it, waits for readers
+ * of the old one and frees it.
+ */
+struct delay_filter {
+	DECLARE_BITMAP(nrs, NR_syscalls);
+};
+
+static struct delay_filter __rcu *delay_filter;
+
+/* One decimal system-call number of the 64-bit table. */
+static int delay_parse_nr(const char *s, unsigned int *nr)
 {
+	if (!isdigit(*s) || kstrtouint(s, 10, nr) || *nr >= NR_syscalls)
+		return -EINVAL;
+	return 0;
+}
+
+static int delay_syscalls_set(const char *val, const struct kernel_param *kp)
+{
+	struct delay_filter *filter = NULL, *old;
+	unsigned int first, last;
+	char *buf, *list, *item, *dash;
+	size_t len;
+	int ret = 0;
+
+	buf = kstrdup(val, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	len = strlen(buf);
+	if (len && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	list = buf;
+	if (*list) {
+		filter = kzalloc(sizeof(*filter), GFP_KERNEL);
+		if (!filter) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	while (filter && (item = strsep(&list, ","))) {
+		dash = strchr(item, '-');
+		if (dash)
+			*dash++ = '\0';
+		if (delay_parse_nr(item, &first) ||
+		    delay_parse_nr(dash ?: item, &last) || last < first) {
+			ret = -EINVAL;
+			goto out;
+		}
+		bitmap_set(filter->nrs, first, last - first + 1);
+	}
+
+	old = rcu_replace_pointer(delay_filter, filter, true);
+	if (old)
+		synchronize_rcu();
+	filter = old;
+out:
+	kfree(filter);
+	kfree(buf);
+	return ret;
+}
+
+static int delay_syscalls_get(char *buf, const struct kernel_param *kp)
+{
+	const struct delay_filter *filter;
+	unsigned int nr;
+	int len = 0;
+
+	/* The parameter lock keeps the setter from freeing it meanwhile. */
+	filter = rcu_dereference_protected(delay_filter, true);
+	if (filter) {
+		for_each_set_bit(nr, filter->nrs, NR_syscalls)
+			len += sysfs_emit_at(buf, len, "%s%u", len ? "," : "",
+					     nr);
+	}
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static const struct kernel_param_ops delay_syscalls_ops = {
+	.set = delay_syscalls_set,
+	.get = delay_syscalls_get,
+};
+module_param_cb(syscalls, &delay_syscalls_ops, NULL, 0644);
+MODULE_PARM_DESC(syscalls, "Delay only these 64-bit system calls, e.g. 0,1,257 or 0-3 (empty: all)");
+
+/* Is this system call of current one to count and delay? */
+static bool delay_targets(int nr)
+{
+	const struct delay_filter *filter;
 	struct cgroup *cgrp;
+	unsigned int unr;
 	bool ret = true;
 
 	rcu_read_lock();
 	cgrp = rcu_dereference(delay_cgrp);
 	if (cgrp)
 		ret = task_under_cgroup_hierarchy(current, cgrp);
+	filter = rcu_dereference(delay_filter);
+	if (ret && filter) {
+		/* x32 shares the 64-bit numbers; -1 (skipped) is none. */
+		unr = (unsigned int)nr & ~__X32_SYSCALL_BIT;
+		ret = !in_ia32_syscall() && unr < NR_syscalls &&
+		      test_bit(array_index_nospec(unr, NR_syscalls),
+			       filter->nrs);
+	}
 	rcu_read_unlock();
 	return ret;
 }
@@ -156,18 +365,49 @@ static __always_inline void delay_spin(unsigned int n)
 	}
 }
 
+/*
+ * Spin until @ns have passed since @start; returns the last clock read.
+ * No cpu_relax(): the point is to keep the CPU as busy as the loop mode
+ * does, and a PAUSE per round would only add to the overshoot.
+ */
+static __always_inline u64 delay_wait(u64 start, unsigned int ns)
+{
+	u64 now;
+
+	do {
+		now = ktime_get_ns();
+	} while (now - start < ns);
+	return now;
+}
+
+/*
+ * Runs preemptible (always on PREEMPT_RT): only this_cpu ops on the
+ * counters, which are safe against preemption and migration, and no lock.
+ */
 static void delay_hook(struct pt_regs *regs, int nr)
 {
-	unsigned int n;
+	unsigned int loops, ns;
+	u64 start, end;
 
-	if (!delay_targets_current())
+	if (!delay_targets(nr))
 		return;
-	n = READ_ONCE(delay_loops);
 	this_cpu_inc(delay_calls);
-	if (!n)
+	loops = READ_ONCE(delay_loops);
+	ns = loops ? 0 : READ_ONCE(delay_ns);
+	if (!loops && !ns)
 		return;
-	this_cpu_add(delay_spun, n);
-	delay_spin(n);
+
+	start = ktime_get_ns();
+	if (loops) {
+		delay_spin(loops);
+		end = ktime_get_ns();
+		this_cpu_add(delay_spun, loops);
+	} else {
+		end = delay_wait(start, ns);
+	}
+	this_cpu_inc(delay_delayed);
+	this_cpu_add(delay_spun_ns, end - start);
+	trace_delay_syscall(nr, in_ia32_syscall(), loops, ns, end - start);
 }
 
 static unsigned long delay_sum(unsigned long __percpu *counter)
@@ -186,18 +426,54 @@ static ssize_t calls_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_calls));
 }
 
+static ssize_t delayed_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_delayed));
+}
+
 static ssize_t spun_show(struct kobject *kobj, struct kobj_attribute *attr,
 			 char *buf)
 {
 	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_spun));
 }
 
+static ssize_t spun_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_spun_ns));
+}
+
+static ssize_t mean_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	/* Read delayed first: a call between the reads only adds to spun_ns. */
+	unsigned long delayed = delay_sum(&delay_delayed);
+	unsigned long spun_ns = delay_sum(&delay_spun_ns);
+
+	return sysfs_emit(buf, "%lu\n", delayed ? spun_ns / delayed : 0);
+}
+
+static ssize_t clock_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", delay_clock_ns);
+}
+
 static struct kobj_attribute calls_attr = __ATTR_RO(calls);
+static struct kobj_attribute delayed_attr = __ATTR_RO(delayed);
 static struct kobj_attribute spun_attr = __ATTR_RO(spun);
+static struct kobj_attribute spun_ns_attr = __ATTR_RO(spun_ns);
+static struct kobj_attribute mean_ns_attr = __ATTR_RO(mean_ns);
+static struct kobj_attribute clock_ns_attr = __ATTR_RO(clock_ns);
 
 static struct attribute *delay_stats_attrs[] = {
 	&calls_attr.attr,
+	&delayed_attr.attr,
 	&spun_attr.attr,
+	&spun_ns_attr.attr,
+	&mean_ns_attr.attr,
+	&clock_ns_attr.attr,
 	NULL,
 };
 
@@ -206,9 +482,25 @@ static const struct attribute_group delay_stats_group = {
 	.attrs = delay_stats_attrs,
 };
 
+/* The minimum filters out the tries an interrupt or preemption lengthened. */
+static u64 __init delay_measure_clock(void)
+{
+	u64 t0, t1, best = U64_MAX;
+	int i;
+
+	for (i = 0; i < DELAY_CLOCK_TRIES; i++) {
+		t0 = ktime_get_ns();
+		t1 = ktime_get_ns();
+		best = min(best, t1 - t0);
+	}
+	return best;
+}
+
 static int __init delay_init(void)
 {
 	int ret;
+
+	delay_clock_ns = delay_measure_clock();
 
 	ret = sysfs_create_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
 	if (ret)
@@ -219,9 +511,9 @@ static int __init delay_init(void)
 		pr_err("cannot register the syscall hook: %d\n", ret);
 		goto remove_stats;
 	}
-	pr_info("delaying the system calls of %s by %u loops\n",
+	pr_info("delaying the system calls of %s by %u loops, %u ns; clock read pair %llu ns\n",
 		delay_cgroup_path && *delay_cgroup_path ? delay_cgroup_path :
-		"every task", delay_loops);
+		"every task", delay_loops, delay_ns, delay_clock_ns);
 	return 0;
 
 remove_stats:
@@ -235,11 +527,12 @@ static void __exit delay_exit(void)
 
 	syscall_hook_unregister(delay_hook);
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
-	/* No hook runs any more: nobody can be reading the target. */
+	/* No hook runs any more: nobody can be reading the target or set. */
 	cgrp = rcu_dereference_protected(delay_cgrp, true);
 	if (cgrp)
 		cgroup_put(cgrp);
 	kfree(delay_cgroup_path);
+	kfree(rcu_dereference_protected(delay_filter, true));
 }
 
 module_init(delay_init);

@@ -72,6 +72,7 @@ def read_int(path):
 BAD_KERNEL_LINE = re.compile(r"Oops|BUG:|WARNING:|soft lockup|hard LOCKUP|rcu.*stall|"
                              r"blocked for more than|general protection|Call Trace")
 _test_marker = None
+_test_count = 0
 
 
 @pytest.fixture(autouse=True)
@@ -79,8 +80,10 @@ def kernel_log_window(request):
     """Mark each test's start in the kernel log, so that kernel_problems()
     looks at what the kernel said during this test only: one oops fails the
     test that caused it, not every later one."""
-    global _test_marker
-    _test_marker = f"lab-test: start {request.node.nodeid}"
+    global _test_marker, _test_count
+    _test_count += 1
+    # The kernel takes lines of up to 1 kB: a long test id is cut.
+    _test_marker = f"lab-test: start {_test_count} {request.node.nodeid[:200]}"
     with open("/dev/kmsg", "w") as kmsg:
         kmsg.write(_test_marker + "\n")
     yield

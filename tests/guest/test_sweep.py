@@ -56,10 +56,13 @@ def calibration(tmp_path_factory):
     return d
 
 
-def check_results(d, workload, measures):
+def check_results(d, workload, measures, calibrated=True):
     """Every raw file of a finished sweep is there and parses; returns the
-    mean seconds per unit of work at each loop count, per measure."""
-    for name in ("raw.csv", "meta.json", "calibration/raw.csv", "calibration/meta.json"):
+    mean seconds per unit of work at each point, per measure."""
+    names = ["raw.csv", "meta.json", "points.csv"]
+    if calibrated:
+        names += ["calibration/raw.csv", "calibration/meta.json"]
+    for name in names:
         assert (d / name).stat().st_size > 0, name
     meta = json.loads((d / "meta.json").read_text())
     assert meta["experiment"] == workload and meta["kernel"]["release"] == os.uname().release
@@ -71,7 +74,8 @@ def check_results(d, workload, measures):
     assert not MODDIR.exists(), "the sweep loaded the module and must unload it"
     per_unit = {}
     for r in raw:
-        per_unit.setdefault(r["measure"], {}).setdefault(int(r["loops"]), []).append(
+        setting = int(r["loops"] or r["ns"])
+        per_unit.setdefault(r["measure"], {}).setdefault(setting, []).append(
             float(r["seconds"]) / float(r["units"]))
     return {m: {loops: sum(v) / len(v) for loops, v in pts.items()}
             for m, pts in per_unit.items()}
@@ -112,7 +116,9 @@ def test_grep_sweep(tmp_path, calibration):
 
 
 def test_apache_sweep(tmp_path, calibration):
-    sweep("apache", "-l", "0,20000", "-r", "1", "--step-seconds", "2", "--calibration",
+    # 60000 loops: 100-250 us on each of some 30 server calls a reply, well
+    # above this host's reply-time noise (a few ms).
+    sweep("apache", "-l", "0,60000", "-r", "1", "--step-seconds", "2", "--calibration",
           calibration, out=tmp_path)
     d = result_dir(tmp_path, "apache")
     times = check_results(d, "apache", ["reply", "saturation"])
@@ -141,6 +147,37 @@ def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):
     assert meta["settings"]["workload_settings"]["cwd"] == str(work)
 
 
+def points(d):
+    return list(csv.DictReader(open(d / "points.csv")))
+
+
+def test_ns_sweep_needs_no_calibration_and_measures_its_delay(tmp_path):
+    sweep("cmd", "--ns", "0,20000", "-r", "1", "--", "dd", "if=/dev/zero", "of=/dev/null",
+          "bs=1", "count=5000", out=tmp_path)
+    d = result_dir(tmp_path, "cmd")
+    assert not (d / "calibration").exists()
+    slower_at_max(check_results(d, "cmd", ["cmd"], calibrated=False), "cmd")
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["settings"]["knob"] == "ns" and meta["settings"]["ns"] == [0, 20000]
+    top = points(d)[-1]
+    assert top["ns"] == "20000" and int(top["delayed"]) >= 10000
+    # The module's own figure: at least the request, and within 10 % of it.
+    assert 20000 <= float(top["measured_ns"]) <= 22000, top
+
+
+def test_syscalls_limit_the_delay_to_the_named_calls(tmp_path):
+    # dd reads and writes; only its reads are delayed and counted.
+    sweep("cmd", "--ns", "0,10000", "-r", "1", "--syscalls", "read", "--", "dd",
+          "if=/dev/zero", "of=/dev/null", "bs=1", "count=3000", out=tmp_path)
+    d = result_dir(tmp_path, "cmd")
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["settings"]["syscalls"] == "read" and meta["settings"]["syscall_numbers"] == "0"
+    top = points(d)[-1]
+    assert 3000 <= int(top["delayed"]) < 3100, top
+    raw = list(csv.DictReader(open(d / "raw.csv")))
+    assert all(3000 <= int(r["syscalls"]) < 3100 for r in raw), raw
+
+
 BAD = [
     (["nosuch"], "unknown workload"),
     (["grep", "-l", "0:abc"], "bad loop list"),
@@ -153,6 +190,11 @@ BAD = [
     (["grep", "--calibration", "/tmp"], "not an analysed calibrate result"),
     (["cmd"], "needs a command"),
     (["grep", "--tree", "/nonexistent"], "no Linux tree"),
+    (["grep", "--ns", "0,6000000"], "bad ns list"),
+    (["grep", "--ns", "0,10", "-l", "0,10"], "exclude each other"),
+    (["grep", "--ns", "10,20"], "must start at 0"),
+    (["grep", "--syscalls", "nosuchcall"], "no 64-bit system call 'nosuchcall'"),
+    (["grep", "--syscalls", "read;ls"], "is not a system-call name"),
 ]
 
 

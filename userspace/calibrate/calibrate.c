@@ -140,6 +140,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		.batches = 200, .warmup = 2, .rounds = 5, .cpu = -1,
 		.use = { 1, 1 },
 	};
+	opterr = 0;	/* our own message, naming the tool */
 	while ((c = getopt_long(argc, argv, "l:n:C:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l': loops = optarg; break;
@@ -165,7 +166,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 				exit(2);
 			}
 			break;
-		default: usage(stderr); exit(2);
+		default:
+			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
+				argv[optind - 1]);
+			exit(2);
 		}
 	}
 	if (optind < argc) {

@@ -164,6 +164,7 @@ static void parse_options(int argc, char **argv)
 		.iterations = 10000, .period_us = 16000, .load_sleep_ns = 1000,
 		.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .outdir = "results",
 	};
+	opterr = 0;	/* our own message, naming the tool */
 	while ((c = getopt_long(argc, argv, "n:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': opt.iterations = lab_opt_ulong(PROG, "--events", optarg, 1, 10000000); break;
@@ -194,7 +195,10 @@ static void parse_options(int argc, char **argv)
 		case O_TRACE: opt.trace = 1; break;
 		case 'q': opt.quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
+		default:
+			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
+				argv[optind - 1]);
+			exit(2);
 		}
 	}
 	if (optind < argc) {

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The delay module's trace event, delay:delay_syscall: one record per
+ * delayed system call, written after the spin.
+ *
+ *	nr		the system-call number the entry path dispatches, as
+ *			the hook got it (x32 calls with __X32_SYSCALL_BIT)
+ *	compat		true for a 32-bit compat call (its own numbering)
+ *	loops		loop iterations requested (0 in ns mode)
+ *	ns		nanoseconds requested (0 in loops mode)
+ *	measured_ns	nanoseconds the spin took on CLOCK_MONOTONIC, as
+ *			added to stats/spun_ns
+ *
+ * Built as the kernel's samples/trace_events/ are: delay.c defines
+ * CREATE_TRACE_POINTS before including this file, and Kbuild puts this
+ * folder on that file's include path, which TRACE_INCLUDE_PATH below
+ * refers to.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM delay
+
+#if !defined(_DELAY_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _DELAY_TRACE_H
+
+#include <linux/tracepoint.h>
+#include <linux/types.h>
+
+TRACE_EVENT(delay_syscall,
+	    TP_PROTO(int nr, bool compat, unsigned int loops, unsigned int ns,
+		     u64 measured_ns),
+	    TP_ARGS(nr, compat, loops, ns, measured_ns),
+	    TP_STRUCT__entry(__field(int, nr)
+			     __field(bool, compat)
+			     __field(unsigned int, loops)
+			     __field(unsigned int, ns)
+			     __field(u64, measured_ns)),
+	    TP_fast_assign(__entry->nr = nr;
+			   __entry->compat = compat;
+			   __entry->loops = loops;
+			   __entry->ns = ns;
+			   __entry->measured_ns = measured_ns;),
+	    TP_printk("nr=%d compat=%d loops=%u ns=%u measured_ns=%llu",
+		      __entry->nr, __entry->compat, __entry->loops,
+		      __entry->ns, __entry->measured_ns)
+);
+
+#endif /* _DELAY_TRACE_H */
+
+/* This part must be outside the multi-read protection. */
+#undef TRACE_INCLUDE_PATH
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_PATH .
+#define TRACE_INCLUDE_FILE delay_trace
+#include <trace/define_trace.h>

@@ -18,6 +18,11 @@ RESULTS := $(CURDIR)/results
 VARIANT_TESTS := tests/guest/test_variants.py
 
 export LAB_CACHE VARIANT
+# W names the workload of 'make sweep W=...', but Kbuild reads W as its
+# extra-warnings level: passed on, 'make sweep W=grep' rebuilt the whole
+# kernel with kernel-doc checks.  It must not reach the kernel's make.
+unexport W
+MAKEOVERRIDES := $(filter-out W=%,$(MAKEOVERRIDES))
 
 .DEFAULT_GOAL := all
 

@@ -74,3 +74,13 @@ def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path):
     gone = subprocess.run(["make", "-n", "-C", lab, "irqhook-sweep"], capture_output=True,
                           text=True)
     assert gone.returncode != 0 and "No rule to make target" in gone.stderr
+
+
+def test_make_sweep_w_does_not_reach_the_kernel_build(root):
+    """'make sweep W=grep': W is Kbuild's warning level too, and leaked into
+    the kernel's make it rebuilt everything with kernel-doc checks."""
+    out = subprocess.run(["make", "-s", "-C", root, "W=grep", "VARIANT=stock", "--eval",
+                          'envcheck: ; @echo "W=[$$W] MAKEFLAGS=[$$MAKEFLAGS]"', "envcheck"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "W=[]" in out and "W=grep" not in out.split("MAKEFLAGS=")[1], out
+    assert "VARIANT=stock" in out, "other command-line variables still pass on"

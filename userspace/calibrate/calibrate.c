@@ -418,7 +418,7 @@ int main(int argc, char **argv)
 	for (sc = 0; sc < SYS_NULL_COUNT; sc++)
 		if (o.use[sc] && fits[sc].n)
 			printf("fit %-8s latency = %.1f ns + %.4f ns/loop x loops   "
-			       "R^2 = %.5f (%zu points)\n", syscall_names[sc],
+			       "R^2 = %.5f (%zu medians; analyse.py fits robustly)\n", syscall_names[sc],
 			       fits[sc].intercept, fits[sc].slope, fits[sc].r2, fits[sc].n);
 
 	if (write_raw(&res, &o, pts, npts, samples) || lab_result_commit(&res)) {

@@ -62,8 +62,18 @@ def summarise(samples):
     }
 
 
-def table(meta, s):
-    out = [f"hookcost: {results.describe(meta)}"]
+def boot_lines(d):
+    """Where each kernel ran: one line per kind of boot, from boots/*/meta.json
+    (the folder's own meta.json describes the host that ran the VMs)."""
+    lines = {}
+    for m in sorted(pathlib.Path(d).glob("boots/*/meta.json")):
+        which = m.parent.name.split("-")[0]
+        lines.setdefault(which, f"  {which}: {results.describe(results.read_meta(m.parent))}")
+    return list(lines.values())
+
+
+def table(meta, s, boots=()):
+    out = [f"hookcost: run from {results.describe(meta)}", *boots]
     for k, c in s["cases"].items():
         out.append(f"{k}  {c['label']:<38} median {c['p50']:7.1f} ns  min "
                    f"{c['min']:7.1f} ns  (sd {c['stddev']:.1f}, {c['n']} runs)")
@@ -78,8 +88,7 @@ def table(meta, s):
 
 
 def add_args(p):
-    p.add_argument("dir", metavar="DIR", help="a hookcost result folder")
-    cli.add_json_option(p)
+    cli.add_result_args(p, "DIR", "a hookcost result folder")
 
 
 def work(args):
@@ -90,7 +99,7 @@ def work(args):
     if args.json:
         cli.print_json(summary)
     else:
-        print(table(meta, summary), end="")
+        print(table(meta, summary, boot_lines(d)), end="")
         print(f"written: {d}/summary.json")
 
 

@@ -12,6 +12,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 JOBS=${JOBS:-$(nproc)}
+# Kbuild reads W (warnings) and V; an outer make's W=<workload> must not
+# reach it (see the Makefile), and its MAKEFLAGS carry such overrides too.
+unset W MAKEFLAGS MFLAGS MAKEOVERRIDES
 check_variant "$VARIANT"
 BASE_FRAGMENT=$LAB_ROOT/config/lab.config
 VARIANT_FRAGMENT=$LAB_ROOT/config/variants/$VARIANT.config

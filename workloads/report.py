@@ -116,16 +116,18 @@ def read_calibration(folder):
     if not (pathlib.Path(folder) / "meta.json").exists():
         raise ValueError(f"{folder} has no meta.json: the sweep has no calibration")
     _, summary = calibration.load(folder)
-    return calibration.ns_per_loop(summary, where=str(folder))
+    slope, names = calibration.ns_per_loop(summary, where=str(folder))
+    return slope, names, summary["entry_ns"]
 
 
 def mean(values):
     return sum(values) / len(values) if values else None
 
 
-def points(runs, measure, ns_per_loop, measured=None):
+def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0):
     """One summary row per point (loop count or ns delay) of one measure;
-    @measured: read_points()."""
+    @measured: read_points(); @entry_ns: what a delayed call costs before
+    its first loop (calibration.entry_ns)."""
     factor, unit, _ = MEASURES[measure]
     by_setting = {}
     for r in runs:
@@ -134,7 +136,10 @@ def points(runs, measure, ns_per_loop, measured=None):
     for setting in sorted(by_setting):
         rs = by_setting[setting]
         loops, ns = rs[0]["loops"], rs[0]["ns"]
-        added = ns if loops is None else loops * ns_per_loop
+        if loops is None:
+            added = ns
+        else:
+            added = entry_ns + loops * ns_per_loop if loops else 0.0
         got = (measured or {}).get((loops, ns))
         thr = [factor * r["units"] / r["seconds"] if r["units"] > 0 else 0.0 for r in rs]
         done = [r for r in rs if r["units"] > 0]
@@ -319,12 +324,13 @@ def opt(v, spec):
     return "n/a" if v is None else format(v, spec)
 
 
-def report(workload, meta, ns_per_loop, fit_names, measures):
+def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
     if ns_per_loop is None:
         how = "delays requested in ns (the module's ns mode, no calibration)"
     else:
-        how = (f"{ns_per_loop:.3f} ns added per loop (mean of the "
-               f"{', '.join(fit_names)} fit{'s' if len(fit_names) > 1 else ''})")
+        how = (f"{ns_per_loop:.3f} ns added per loop after {entry_ns:.0f} ns to enter "
+               f"the delay (mean of the {', '.join(fit_names)} "
+               f"fit{'s' if len(fit_names) > 1 else ''})")
     out = [f"{workload} sweep, {results.describe(meta)}; {how}"]
     for name, m in measures.items():
         rows, mod = m["points"], m["model"]
@@ -415,10 +421,11 @@ def summarise(d):
     meta = results.read_meta(d)
     settings = results.settings(meta)
     runs = read_raw(d / "raw.csv")
+    entry = 0.0
     if runs[0]["knob"] == "ns":
         ns_per_loop, fit_names = None, []
     else:
-        ns_per_loop, fit_names = read_calibration(d / "calibration")
+        ns_per_loop, fit_names, entry = read_calibration(d / "calibration")
     measured = read_points(d / "points.csv")
     workloads = sorted({r["workload"] for r in runs})
     if len(workloads) != 1:
@@ -431,7 +438,7 @@ def summarise(d):
     for name in MEASURES:   # a fixed order: apache's reply before saturation
         sel = [r for r in runs if r["measure"] == name]
         if sel:
-            rows = points(sel, name, ns_per_loop, measured)
+            rows = points(sel, name, ns_per_loop, measured, entry)
             if name == "saturation":
                 found = knees(d / "saturation.csv")
                 for p in rows:
@@ -440,7 +447,8 @@ def summarise(d):
             measures[name] = {"unit": MEASURES[name][1], "points": rows,
                               "model": model(rows, name, cpus)}
     summary = {"experiment": meta.get("experiment", workload), "workload": workload,
-               "ns_per_loop": ns_per_loop, "calibration_fits": fit_names,
+               "ns_per_loop": ns_per_loop, "entry_ns": entry,
+               "calibration_fits": fit_names,
                "settings": settings, "measures": measures}
     return meta, summary, fit_names
 
@@ -456,7 +464,8 @@ def work(args):
     results.write_csv(d / "summary.csv", COLUMNS,
                       [p for m in measures.values() for p in m["points"]])
     results.write_json(d / "summary.json", summary)
-    text = report(workload, meta, summary["ns_per_loop"], fit_names, measures)
+    text = report(workload, meta, summary["ns_per_loop"], fit_names, measures,
+                  summary["entry_ns"])
     results.write_text(d / "report.txt", text)
     if not args.no_plot:
         draw(workload, meta, summary["ns_per_loop"], measures, d / f"{workload}.png")

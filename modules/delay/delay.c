@@ -96,7 +96,6 @@
 
 #include <linux/bitmap.h>
 #include <linux/cgroup.h>
-#include <linux/ctype.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
 #include <linux/ktime.h>
@@ -252,10 +251,11 @@ struct delay_filter {
 
 static struct delay_filter __rcu *delay_filter;
 
-/* One decimal system-call number of the 64-bit table. */
+/* One decimal system-call number of the 64-bit table: digits only. */
 static int delay_parse_nr(const char *s, unsigned int *nr)
 {
-	if (!isdigit(*s) || kstrtouint(s, 10, nr) || *nr >= NR_syscalls)
+	if (!*s || s[strspn(s, "0123456789")] || kstrtouint(s, 10, nr) ||
+	    *nr >= NR_syscalls)
 		return -EINVAL;
 	return 0;
 }

@@ -176,3 +176,27 @@ def test_bench_report_flags_a_slope_that_wanders(root, tmp_path):
                           tmp_path], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "ABOVE TARGET" in out.stdout
+
+
+def test_the_cost_of_entering_the_delay_is_measured(root, tmp_path):
+    """A delayed call pays the module's clock reads before its first loop:
+    the points above 0 lie 150 ns above the line through loops 0."""
+    d = calibrate_dir(tmp_path / "c", {"close": (600, 2.0)}, loops=range(0, 701, 50),
+                      batches=20, spread=1.0)
+    rows = list(csv.DictReader(open(d / "raw.csv")))
+    for r in rows:
+        if r["loops"] != "0":
+            r["ns_per_call"] = str(float(r["ns_per_call"]) + 150)
+    with open(d / "raw.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    fit, _, text = fits_of(root, d)
+    s = json.loads((d / "summary.json").read_text())
+    assert fit["slope"] == pytest.approx(2.0, rel=0.002) and fit["outliers"] == [0]
+    assert s["entry_ns"] == pytest.approx(150, abs=1)
+    assert "costs 150.0 ns before its first loop" in text
+    sys.path.insert(0, str(root / "userspace"))
+    from lablib import calibration
+    assert calibration.added_ns(s, 0) == 0
+    assert calibration.added_ns(s, 100) == pytest.approx(150 + 200, abs=1)

@@ -68,8 +68,10 @@ def summarise(samples):
             zero = fits[name]["intercept"]
         for p in mine:
             p["added"] = None if zero is None else p["p50"] - zero
-    return {"unit": "ns", "points": points, "fits": fits, "fits_p50": fits_p50,
-            "fits_min": fits_min}
+    out = {"unit": "ns", "points": points, "fits": fits, "fits_p50": fits_p50,
+           "fits_min": fits_min}
+    out["entry_ns"] = entry_ns(out)
+    return out
 
 
 def load(folder):
@@ -81,6 +83,30 @@ def load(folder):
                          f"not a calibrate one")
     summary = summarise(read_raw(pathlib.Path(folder) / "raw.csv"))
     return meta, {"experiment": "calibrate", **summary}
+
+
+def entry_ns(summary):
+    """What a delayed call costs before its first loop: the mean over the
+    fits of their intercept minus the p10 at loops 0 (the undelayed call).
+    The module reads the clock around every spin and counts it, so a call
+    at loops N costs entry + N x slope more than one at loops 0.  0 without
+    a point at loops 0."""
+    steps = []
+    for name, f in (summary.get("fits") or {}).items():
+        zero = next((p[FIT_STATISTIC] for p in summary["points"]
+                     if p["syscall"] == name and p["loops"] == 0), None)
+        if zero is not None:
+            steps.append(f["intercept"] - zero)
+    return sum(steps) / len(steps) if steps else 0.0
+
+
+def added_ns(summary, loops):
+    """The latency the delay adds to a call at @loops: 0 at 0, else the
+    entry cost plus loops x the mean slope of the fits."""
+    if loops == 0:
+        return 0.0
+    slope, _ = ns_per_loop(summary)
+    return entry_ns(summary) + loops * slope
 
 
 def ns_per_loop(summary, where="the calibration"):

@@ -469,12 +469,8 @@ def work(args):
     results.write_text(d / "report.txt", text)
     if not args.no_plot:
         draw(workload, meta, summary["ns_per_loop"], measures, d / f"{workload}.png")
-    if args.json:
-        cli.print_json(summary)
-    else:
-        print(text, end="")
-        print(f"results: {d}/report.txt, summary.csv, summary.json"
-              + ("" if args.no_plot else f", {workload}.png"))
+    cli.show(args, summary, text, d, ["report.txt", "summary.csv", "summary.json"],
+             f"{workload}.png")
 
 
 if __name__ == "__main__":

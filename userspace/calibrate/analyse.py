@@ -96,12 +96,8 @@ def work(args):
     results.write_csv(d / "summary.csv", CSV_COLUMNS, csv_rows(summary))
     if not args.no_plot:
         draw(meta, summary, d / "calibration.png")
-    if args.json:
-        cli.print_json(summary)
-    else:
-        print(table(meta, summary), end="")
-        print(f"results: {d}/summary.json, summary.csv"
-              + ("" if args.no_plot else ", calibration.png"))
+    cli.show(args, summary, table(meta, summary), d, ["summary.json", "summary.csv"],
+             "calibration.png")
 
 
 if __name__ == "__main__":

@@ -86,10 +86,7 @@ def work(args):
     results.write_json(d / "bench.json", b)
     text = table(b)
     results.write_text(d / "bench.txt", text)
-    if args.json:
-        cli.print_json(b)
-    else:
-        print(text, end="")
+    cli.show(args, b, text, d, ["bench.txt", "bench.json"])
 
 
 if __name__ == "__main__":

@@ -96,11 +96,7 @@ def work(args):
     meta = results.read_meta(d)
     summary = summarise(read_raw(d / "raw.csv"))
     results.write_json(d / "summary.json", summary)
-    if args.json:
-        cli.print_json(summary)
-    else:
-        print(table(meta, summary, boot_lines(d)), end="")
-        print(f"written: {d}/summary.json")
+    cli.show(args, summary, table(meta, summary, boot_lines(d)), d, ["summary.json"])
 
 
 if __name__ == "__main__":

@@ -96,12 +96,8 @@ def add_args(p):
 
 def work(args):
     meta, summary = analyse(args.dir, not args.no_plot)
-    if args.json:
-        cli.print_json(summary)
-    else:
-        print(table(meta, summary), end="")
-        print(f"results: {args.dir}/summary.json, histogram.txt"
-              + ("" if args.no_plot else ", histogram.png"))
+    cli.show(args, summary, table(meta, summary), args.dir,
+             ["summary.json", "histogram.txt"], "histogram.png")
 
 
 if __name__ == "__main__":

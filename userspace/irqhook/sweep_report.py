@@ -116,12 +116,7 @@ def work(args):
     results.write_json(d / "sweep.json", rows)
     if not args.no_plot:
         draw(rows, d / "sweep.png")
-    if args.json:
-        cli.print_json(rows)
-    else:
-        print(text, end="")
-        print(f"results: {d}/table.txt, table.csv, sweep.json"
-              + ("" if args.no_plot else ", sweep.png"))
+    cli.show(args, rows, text, d, ["table.txt", "table.csv", "sweep.json"], "sweep.png")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,19 @@ def add_result_args(p, metavar, what, picture=None):
     add_json_option(p)
 
 
+def show(args, summary, text, folder, files, picture=None):
+    """An analyser's output: the summary as JSON with --json, else the
+    table @text and which @files (and @picture, unless --no-plot) it
+    wrote into @folder."""
+    if getattr(args, "json", False):
+        print_json(summary)
+        return
+    print(text, end="")
+    if picture and not getattr(args, "no_plot", False):
+        files = [*files, picture]
+    print(f"results: {folder}/{', '.join(files)}")
+
+
 def print_json(obj):
     """@obj as indented JSON on stdout."""
     print(json.dumps(obj, indent=1, allow_nan=False))

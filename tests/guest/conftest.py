@@ -1,6 +1,7 @@
 """Fixtures for the tests that run inside the patched kernel (make test
 boots it with scripts/vm.sh).  Each test starts and ends with the delay
 module unloaded."""
+import multiprocessing
 import os
 import pathlib
 import re
@@ -63,6 +64,26 @@ def hammer(stop):
                 os.close(100)
             except OSError:
                 pass
+
+
+def cycle_under_load(cycles, one_cycle, workers=2):
+    """Call one_cycle(i) for i in range(cycles) while @workers processes
+    make null system calls without pause (hammer), then check that they all
+    survived, the module is gone and the kernel logged nothing bad."""
+    stop = multiprocessing.Event()
+    procs = [multiprocessing.Process(target=hammer, args=(stop,)) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        for i in range(cycles):
+            one_cycle(i)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=30)
+    assert all(p.exitcode == 0 for p in procs)
+    assert not MODDIR.exists()
+    assert kernel_problems() == []
 
 
 def read_int(path):

@@ -2,7 +2,6 @@
 counters, refusing bad values, the hook's registration rules, the ns mode
 and the module's own timing, the syscalls filter and the trace event."""
 import errno
-import multiprocessing
 import os
 import pathlib
 import re
@@ -13,8 +12,8 @@ import sys
 import time
 
 import pytest
-from conftest import LOOPS, MODDIR, ROOT, hammer, insmod, kernel_problems, read_int, rmmod, \
-    write_param
+from conftest import LOOPS, MODDIR, ROOT, cycle_under_load, insmod, kernel_problems, read_int, \
+    rmmod, write_param
 
 
 def test_load_and_unload(clean_module):
@@ -445,25 +444,15 @@ def test_trace_cmd_records_the_event(delay, tracefs, tmp_path):
 
 
 def test_unload_under_load_with_ns_and_syscalls(clean_module):
-    stop = multiprocessing.Event()
-    workers = [multiprocessing.Process(target=hammer, args=(stop,)) for _ in range(2)]
-    for w in workers:
-        w.start()
-    try:
-        for i in range(50):
-            insmod("delay", f"ns={1000 * (i % 5)}", f"syscalls={'3,110' if i % 2 else '110'}")
-            # Replace the set and the mode while the hook reads them.
-            write_param(["3", "0-200", "\n", "110,3"][i % 4], SYSCALLS)
-            write_param(str(100 * (i % 3)), LOOPS)
-            time.sleep(0.01)
-            rmmod()
-    finally:
-        stop.set()
-        for w in workers:
-            w.join(timeout=30)
-    assert all(w.exitcode == 0 for w in workers)
-    assert not MODDIR.exists()
-    assert kernel_problems() == []
+    def one_cycle(i):
+        insmod("delay", f"ns={1000 * (i % 5)}", f"syscalls={'3,110' if i % 2 else '110'}")
+        # Replace the set and the mode while the hook reads them.
+        write_param(["3", "0-200", "\n", "110,3"][i % 4], SYSCALLS)
+        write_param(str(100 * (i % 3)), LOOPS)
+        time.sleep(0.01)
+        rmmod()
+
+    cycle_under_load(50, one_cycle)
 
 
 def test_largest_ns_does_not_lock_up(delay):

@@ -3,14 +3,13 @@ linearly with loops, 32-bit programs are delayed too, and neither a module
 unloaded under load nor the largest delay upsets the kernel."""
 import csv
 import json
-import multiprocessing
 import os
 import statistics
 import subprocess
 import time
 
-from conftest import LOOPS, MODDIR, ROOT, hammer, insmod, kernel_problems, read_int, \
-    rmmod, write_param
+from conftest import LOOPS, MODDIR, ROOT, cycle_under_load, insmod, kernel_problems, \
+    read_int, rmmod, write_param
 
 
 def fit(rows, syscall):
@@ -64,22 +63,12 @@ def test_compat_syscalls_are_delayed(delay):
 
 
 def test_unload_under_syscall_load(clean_module):
-    stop = multiprocessing.Event()
-    workers = [multiprocessing.Process(target=hammer, args=(stop,)) for _ in range(2)]
-    for w in workers:
-        w.start()
-    try:
-        for i in range(50):
-            insmod("delay", f"loops={100 * (i % 5)}")
-            time.sleep(0.01)
-            rmmod()
-    finally:
-        stop.set()
-        for w in workers:
-            w.join(timeout=30)
-    assert all(w.exitcode == 0 for w in workers)
-    assert not MODDIR.exists()
-    assert kernel_problems() == []
+    def one_cycle(i):
+        insmod("delay", f"loops={100 * (i % 5)}")
+        time.sleep(0.01)
+        rmmod()
+
+    cycle_under_load(50, one_cycle)
 
 
 def test_largest_delay_does_not_lock_up(delay):

@@ -2,13 +2,13 @@
 and the delay module loads, delays and unloads safely on it.  'make test'
 runs this file in the stock boot with the other guest tests, and again in a
 boot of the rt variant (VARIANT=rt)."""
-import multiprocessing
 import os
 import pathlib
 import re
 import time
 
-from conftest import MODDIR, hammer, insmod, kernel_problems, read_int, rmmod, write_param
+from conftest import MODDIR, cycle_under_load, insmod, kernel_problems, read_int, rmmod, \
+    write_param
 
 
 def booted_variant():
@@ -48,19 +48,9 @@ def test_delay_loads_delays_and_unloads(clean_module):
 
 
 def test_unloads_safely_under_syscall_load(clean_module):
-    stop = multiprocessing.Event()
-    workers = [multiprocessing.Process(target=hammer, args=(stop,)) for _ in range(2)]
-    for w in workers:
-        w.start()
-    try:
-        for i in range(20):
-            insmod("delay", f"loops={500 * (i % 3)}")
-            time.sleep(0.02)
-            rmmod()
-    finally:
-        stop.set()
-        for w in workers:
-            w.join(timeout=30)
-    assert all(w.exitcode == 0 for w in workers)
-    assert not MODDIR.exists()
-    assert kernel_problems() == []
+    def one_cycle(i):
+        insmod("delay", f"loops={500 * (i % 3)}")
+        time.sleep(0.02)
+        rmmod()
+
+    cycle_under_load(20, one_cycle)

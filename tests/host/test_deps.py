@@ -2,7 +2,6 @@
 package reported installed.  CI runs on a machine where everything is
 already there, so only this test sees what a new user's 'make' would do."""
 import os
-import pathlib
 import subprocess
 
 import pytest

@@ -161,7 +161,7 @@ syscall_numbers() {
 	local hdr=/usr/include/x86_64-linux-gnu/asm/unistd_64.h name nr out=()
 	[ -f "$tbl" ] || tbl=$LAB_BUILD/src/linux-source-6.12/arch/x86/entry/syscalls/syscall_64.tbl
 	IFS=, read -r -a names <<<"$1"
-	[ ${#names[@]} -gt 0 ] || return 1
+	[ ${#names[@]} -gt 0 ] || die "--syscalls wants names like read,write,openat, not '$1'"
 	for name in "${names[@]}"; do
 		[[ $name =~ ^[a-z0-9_]+$ ]] || die "--syscalls: '$name' is not a system-call name"
 		nr=
@@ -236,8 +236,8 @@ SYSCALL_NRS=
 if [ -n "$SYSCALL_NAMES" ]; then
 	module_has syscalls ||
 		die "this delay module has no syscalls parameter; rebuild it ('make module')"
-	SYSCALL_NRS=$(syscall_numbers "$SYSCALL_NAMES") ||
-		die "--syscalls wants names like read,write,openat, not '$SYSCALL_NAMES'"
+	# It says itself what is wrong; set -e stops here if it does.
+	SYSCALL_NRS=$(syscall_numbers "$SYSCALL_NAMES")
 fi
 [ ! -d "$DELAY_DIR" ] || module_has cgroup ||
 	die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
@@ -387,14 +387,19 @@ for value in "${VALUES[@]}"; do
 	else
 		LOOPS=$value NS='' POINT="loops=$value" TAG=l$value
 	fi
-	d0=$(stat_or_empty delayed) s0=$(stat_or_empty spun_ns)
+	# One command substitution a line: with two in one line, a SIGINT that
+	# arrives later makes bash 5.2 fail to parse the INT trap ("unexpected
+	# EOF while looking for matching ')'") and exit 2 instead of 130.
+	d0=$(stat_or_empty delayed)
+	s0=$(stat_or_empty spun_ns)
 	delay_set "$KNOB" "$value"
 	wl_point_begin
 	for ((REPEAT = 1; REPEAT <= REPEATS; REPEAT++)); do
 		wl_run
 	done
 	delay_set "$KNOB" 0
-	d1=$(stat_or_empty delayed) s1=$(stat_or_empty spun_ns)
+	d1=$(stat_or_empty delayed)
+	s1=$(stat_or_empty spun_ns)
 	measured=
 	if [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -gt "$d0" ]; then
 		measured=$(awk -v d=$((d1 - d0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", s / d }')

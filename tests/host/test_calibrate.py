@@ -151,3 +151,26 @@ def test_sigint_restores_loops_and_writes_nothing(calibrate, param, tmp_path):
     assert "interrupted" in err
     assert param.read_text().strip() == "42"
     assert list(out_dir.iterdir()) == [], "an interrupted run leaves no folder"
+
+
+def test_module_counters_give_module_csv(calibrate, tmp_path):
+    """Beside a loops parameter with stats/delayed and stats/spun_ns (a
+    module that times its spin), calibrate records what the module counted
+    at each point; a stand-in without them gets no module.csv."""
+    if os.geteuid() != 0:
+        pytest.skip("calibrate needs root")
+    mod = tmp_path / "delay"
+    (mod / "parameters").mkdir(parents=True)
+    (mod / "stats").mkdir()
+    (mod / "parameters/loops").write_text("0\n")
+    (mod / "stats/delayed").write_text("10\n")
+    (mod / "stats/spun_ns").write_text("5000\n")
+    out = run(calibrate, "--param", mod / "parameters/loops", "-o", tmp_path / "res", "-l",
+              "0,5", "-n", "2", "--calls", "10", "-q")
+    assert out.returncode == 0, out.stderr
+    d = only_result(tmp_path / "res")
+    rows = list(csv.DictReader(open(d / "module.csv")))
+    assert [(r["syscall"], r["loops"]) for r in rows] == [
+        ("close", "0"), ("getppid", "0"), ("close", "5"), ("getppid", "5")]
+    # The stand-in's counters never move: nothing delayed, nothing spun.
+    assert all(r["delayed"] == "0" and r["spun_ns"] == "0" for r in rows)

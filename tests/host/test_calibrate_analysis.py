@@ -200,3 +200,17 @@ def test_the_cost_of_entering_the_delay_is_measured(root, tmp_path):
     from lablib import calibration
     assert calibration.added_ns(s, 0) == 0
     assert calibration.added_ns(s, 100) == pytest.approx(150 + 200, abs=1)
+
+
+def test_the_modules_measure_stands_beside_the_calibrated_latency(root, tmp_path):
+    d = calibrate_dir(tmp_path / "c", {"close": (600, 2.0)}, loops=(0, 100, 200), batches=5,
+                      spread=1.0)
+    (d / "module.csv").write_text("syscall,loops,delayed,spun_ns\nclose,0,0,0\n"
+                                  "close,100,1000,210000\nclose,200,1000,380000\n")
+    _, _, text = fits_of(root, d)
+    pts = {p["loops"]: p for p in json.loads((d / "summary.json").read_text())["points"]}
+    assert pts[0]["measured_ns"] is None and pts[0]["calibrated_ns"] is None
+    assert pts[100]["measured_ns"] == 210 and pts[100]["calibrated_ns"] == pytest.approx(200)
+    assert pts[100]["measured_vs_calibrated"] == pytest.approx(0.05)
+    assert pts[200]["measured_vs_calibrated"] == pytest.approx(-0.05)
+    assert "100 loops: measured     210.0 ns, calibrated     200.0 ns (+5.0 %)" in text

@@ -40,6 +40,14 @@ def table(meta, summary):
                 out.append(f"    {label:<8} {other['intercept']:.1f} ns + "
                            f"{other['slope']:.4f} ns/loop, R^2 = {other['r2']:.5f} "
                            f"(slope {100 * (other['slope'] / f['slope'] - 1):+.1f} %)")
+    measured = [p for p in summary["points"] if p.get("measured_vs_calibrated") is not None]
+    if measured:
+        out.append("the module's own measure of its spin, per delayed call, against the "
+                   "calibrated added latency:")
+        for p in measured:
+            out.append(f"    {p['syscall']:<8} {p['loops']:>7} loops: measured "
+                       f"{p['measured_ns']:9.1f} ns, calibrated {p['calibrated_ns']:9.1f} ns "
+                       f"({100 * p['measured_vs_calibrated']:+.1f} %)")
     if summary["fits"]:
         out.append(f"a delayed call costs {summary['entry_ns']:.1f} ns before its first loop "
                    f"(fit intercept minus the p10 at loops 0: the module's clock reads and "

@@ -42,7 +42,47 @@ struct point {
 	enum null_syscall sc;
 	unsigned long loops;
 	struct lab_summary s;	/* ns per call, one sample per batch */
+	/* The module's own account over every visit: calls delayed, ns spun. */
+	unsigned long delayed, spun_ns;
 };
+
+/*
+ * The module's counters beside the loops parameter (stats/delayed and
+ * stats/spun_ns of a delay module that times its spin); empty paths if
+ * they do not exist, as with an older module or a stand-in parameter file.
+ */
+static char stat_delayed[PATH_MAX], stat_spun_ns[PATH_MAX];
+
+static void find_module_stats(const char *param)
+{
+	char dir[PATH_MAX], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", param);
+	/* .../delay/parameters/loops -> .../delay */
+	for (int i = 0; i < 2; i++) {
+		slash = strrchr(dir, '/');
+		if (!slash)
+			return;
+		*slash = '\0';
+	}
+	snprintf(stat_delayed, sizeof(stat_delayed), "%.4000s/stats/delayed", dir);
+	snprintf(stat_spun_ns, sizeof(stat_spun_ns), "%.4000s/stats/spun_ns", dir);
+	if (access(stat_delayed, R_OK) || access(stat_spun_ns, R_OK))
+		stat_delayed[0] = stat_spun_ns[0] = '\0';
+}
+
+/* Read both counters; 0 if there are none.  One that fails is dropped. */
+static void read_module_stats(unsigned long *delayed, unsigned long *spun_ns)
+{
+	*delayed = *spun_ns = 0;
+	if (stat_delayed[0] && (lab_read_ulong(stat_delayed, delayed) ||
+				lab_read_ulong(stat_spun_ns, spun_ns))) {
+		fprintf(stderr, "calibrate: warning: cannot read %s: no module.csv\n",
+			stat_delayed);
+		stat_delayed[0] = stat_spun_ns[0] = '\0';
+		*delayed = *spun_ns = 0;
+	}
+}
 
 struct options {
 	const char *param;
@@ -262,6 +302,28 @@ static char *settings_json(const struct options *o)
 	return text;
 }
 
+/*
+ * module.csv: per point what the module measured itself over all visits
+ * (warm-up batches included): calls delayed and ns spun.  Only with a
+ * module that has these counters.
+ */
+static int write_module(const struct lab_result *r, const struct point *pts, int npts)
+{
+	FILE *f;
+	int k;
+
+	if (!stat_delayed[0])
+		return 0;
+	f = lab_result_file(r, "module.csv");
+	if (!f)
+		return -1;
+	fprintf(f, "syscall,loops,delayed,spun_ns\n");
+	for (k = 0; k < npts; k++)
+		fprintf(f, "%s,%lu,%lu,%lu\n", syscall_names[pts[k].sc], pts[k].loops,
+			pts[k].delayed, pts[k].spun_ns);
+	return fclose(f);
+}
+
 /* raw.csv: one row per timed batch, with the round it was taken in. */
 static int write_raw(const struct lab_result *r, const struct options *o,
 		     const struct point *pts, int npts, const double *samples)
@@ -330,6 +392,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	find_module_stats(o.param);
 	restore_path = o.param;
 	restore_value = old;
 	restore_armed = 1;
@@ -375,9 +438,14 @@ int main(int argc, char **argv)
 			}
 			for (k = i * nsc; k < (i + 1) * nsc; k++) {
 				double *at = samples + (size_t)k * o.batches + done;
+				unsigned long d0, s0, d1, s1;
 
+				read_module_stats(&d0, &s0);
 				if (visit_point(&o, pts[k].sc, share, at))
 					goto interrupted;
+				read_module_stats(&d1, &s1);
+				pts[k].delayed += d1 - d0;
+				pts[k].spun_ns += s1 - s0;
 			}
 		}
 		done += share;
@@ -421,7 +489,8 @@ int main(int argc, char **argv)
 			       "R^2 = %.5f (%zu medians; analyse.py fits robustly)\n", syscall_names[sc],
 			       fits[sc].intercept, fits[sc].slope, fits[sc].r2, fits[sc].n);
 
-	if (write_raw(&res, &o, pts, npts, samples) || lab_result_commit(&res)) {
+	if (write_raw(&res, &o, pts, npts, samples) || write_module(&res, pts, npts) ||
+	    lab_result_commit(&res)) {
 		fprintf(stderr, "calibrate: writing results to %s failed: %s\n", res.dir,
 			strerror(errno));
 		lab_result_abort(&res);

@@ -16,7 +16,8 @@ import pathlib
 from . import results, stats
 
 RAW_COLUMNS = ("syscall", "loops", "round", "batch", "calls", "ns_per_call")
-POINT_KEYS = ("syscall", "loops") + stats.SUMMARY_KEYS + ("p10", "added")
+POINT_KEYS = ("syscall", "loops") + stats.SUMMARY_KEYS + (
+    "p10", "added", "calibrated_ns", "measured_ns", "measured_vs_calibrated")
 # The per-point statistic of the fit that counts.
 FIT_STATISTIC = "p10"
 
@@ -74,6 +75,36 @@ def summarise(samples):
     return out
 
 
+def read_module(path):
+    """{(syscall, loops): measured ns per delayed call} from a calibrate
+    module.csv (the module's own account of its spin); {} without it."""
+    if not path.exists():
+        return {}
+    out = {}
+    for i, row in enumerate(results.read_csv(path, ("syscall", "loops", "delayed",
+                                                     "spun_ns")), 2):
+        try:
+            loops, delayed, spun = int(row["loops"]), int(row["delayed"]), int(row["spun_ns"])
+        except ValueError:
+            raise ValueError(f"{path} line {i}: not whole numbers: {row}") from None
+        out[(row["syscall"], loops)] = spun / delayed if delayed else None
+    return out
+
+
+def add_measured(summary, measured):
+    """Put the module's measured ns per delayed call beside the calibrated
+    added latency (entry_ns + loops x slope of that system call's fit) in
+    each point: "measured_ns", "calibrated_ns", "measured_vs_calibrated"."""
+    for p in summary["points"]:
+        f = summary["fits"].get(p["syscall"])
+        cal = None
+        if f and p["loops"]:
+            cal = summary["entry_ns"] + f["slope"] * p["loops"]
+        got = measured.get((p["syscall"], p["loops"]))
+        p["measured_ns"], p["calibrated_ns"] = got, cal
+        p["measured_vs_calibrated"] = got / cal - 1 if got is not None and cal else None
+
+
 def load(folder):
     """(meta, summary) of calibrate folder @folder; the summary is the
     summary.json dict of the format spec."""
@@ -82,6 +113,7 @@ def load(folder):
         raise ValueError(f"{folder} holds a {meta.get('experiment')!r} run, "
                          f"not a calibrate one")
     summary = summarise(read_raw(pathlib.Path(folder) / "raw.csv"))
+    add_measured(summary, read_module(pathlib.Path(folder) / "module.csv"))
     return meta, {"experiment": "calibrate", **summary}
 
 

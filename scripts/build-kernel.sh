@@ -8,8 +8,10 @@
 #   VARIANT=stock|nohook|rt   which kernel (default stock)
 #   KSRC=/path/to/linux-6.12  use an existing tree instead of unpacking one
 #   JOBS=N                    parallel jobs (default: nproc)
+#   Example:  VARIANT=rt scripts/build-kernel.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+lab_help "$@"
 
 JOBS=${JOBS:-$(nproc)}
 # Kbuild reads W (warnings) and V; an outer make's W=<workload> must not

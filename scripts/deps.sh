@@ -6,6 +6,8 @@
 #
 # It must work on a bare Debian 12 machine: nothing of the lab installed,
 # no QEMU on PATH.  tests/host/test_deps.py runs it that way.
+#
+# Example:  scripts/deps.sh --dry-run
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 # -E: the trap also fires for a command that fails inside a function.
@@ -16,7 +18,7 @@ dry_run=0
 case ${1:-} in
 '') ;;
 -n | --dry-run) dry_run=1 ;;
--h | --help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) lab_help --help ;;
 *) die "unknown option '$1' (try --help)" ;;
 esac
 

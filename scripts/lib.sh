@@ -40,6 +40,14 @@ LAB_VENV=${LAB_VENV:-$LAB_ROOT/.venv}
 export MPLCONFIGDIR=${MPLCONFIGDIR:-$LAB_BUILD/matplotlib}
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+
+# lab_help "$@": with -h or --help first, print the calling script's header
+# comment (its usage, with an example) and exit.
+lab_help() {
+	case ${1:-} in
+	-h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	esac
+}
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
 # QEMU's major version, empty if qemu-system-x86_64 is missing.  Version 8

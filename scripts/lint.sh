@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # checkpatch --strict on every patch of the series, shellcheck on every script.
+#
+# Example:  scripts/lint.sh     (what make lint runs)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+lab_help "$@"
 
 ksrc=${KSRC:-$LAB_BUILD/src/linux-source-6.12}
 [ -x "$ksrc/scripts/checkpatch.pl" ] || die "no kernel tree at $ksrc: run 'make kernel'"

@@ -19,8 +19,11 @@
 # The guest's kernel command line carries what only the host knows, for
 # the meta.json of every result: lab.variant, lab.accel, lab.accel_why,
 # lab.qemu and lab.commit (spaces written as '_').
+#
+# Example:  VARIANT=rt scripts/vm.sh -- uname -v
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+lab_help "$@"
 
 VM_ACCEL=${VM_ACCEL:-auto}
 VM_TIMEOUT=${VM_TIMEOUT:-3600}

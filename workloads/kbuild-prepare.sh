@@ -7,8 +7,11 @@
 # SCALE full uses defconfig, vm and small tinyconfig.  Does nothing if
 # OBJDIR was already prepared for the same SCALE and TREE.  Needs no root:
 # 'make sweep' runs it on the host, natively, before booting the VM.
+#
+# Example:  workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
+lab_help "$@"
 
 [ $# -eq 3 ] || die "usage: ${0##*/} full|vm|small OBJDIR TREE"
 scale=$1 obj=$2 tree=$3

@@ -7,8 +7,11 @@
 # The kbuild object tree is prepared here first, natively: in the TCG
 # guest configuring a kernel tree alone takes minutes.  The analysis
 # (summary, model, plot) also runs here, where Python is fast.
+#
+# Example:  workloads/sweep-vm.sh grep -l 0,200000 -r 1   (sweep.sh --help: its options)
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
+lab_help "$@"
 
 [ $# -ge 1 ] || die "usage: ${0##*/} kbuild|grep|apache|all|cmd [sweep.sh options]"
 workload=$1

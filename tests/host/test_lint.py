@@ -20,3 +20,18 @@ def test_scripts_are_strict(root):
         if "shellcheck shell=bash" in text.splitlines()[0]:
             continue  # a sourced library
         assert "set -euo pipefail" in text, f"{script.relative_to(root)} is not strict"
+
+
+def test_every_script_answers_help_with_an_example(root, tmp_path):
+    """--help prints the usage with an example and stops: it is never taken
+    for a workload, a command or a file, and nothing is built or booted."""
+    for script in shell_scripts(root):
+        text = script.read_text()
+        if "shellcheck shell=bash" in text.splitlines()[0]:
+            continue  # a sourced library
+        out = subprocess.run([script, "--help"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=20)
+        rel = script.relative_to(root)
+        assert out.returncode == 0, f"{rel}: {out.stderr}"
+        assert "Example" in out.stdout, f"{rel} --help has no example:\n{out.stdout}"
+        assert list(tmp_path.iterdir()) == [], f"{rel} --help left files behind"

@@ -7,9 +7,12 @@
 #
 # Writes results/calibrate-bench-<date>-<time>/boot-<b>/run-<r>/ (each a
 # calibrate result folder) and bench.json, bench.txt there.
+#
+# Example:  RUNS=3 BOOTS=1 userspace/calibrate/bench.sh -l 0:700:100
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+lab_help "$@"
 
 RUNS=${RUNS:-5}
 BOOTS=${BOOTS:-2}
@@ -23,10 +26,7 @@ trap 'log "stopped; what was measured is in $dir"' EXIT
 for boot in $(seq "$BOOTS"); do
 	mkdir "$dir/boot-$boot"
 	log "boot $boot/$BOOTS: $RUNS calibrations"
-	# shellcheck disable=SC2016  # expanded by the guest's bash, from its arguments
-	"$LAB_ROOT/scripts/vm.sh" -- bash -c 'set -e; for r in $(seq "$1"); do
-		"$2/run.sh" -q -o "$3" --name "run-$r" "${@:4}"; done' \
-		calibrate-bench "$RUNS" "$here" "$dir/boot-$boot" "$@"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/run.sh" --runs "$RUNS" -q -o "$dir/boot-$boot" "$@"
 done
 trap - EXIT
 dir=$("$LAB_TOOL" commit "$dir" calibrate-bench)

@@ -55,14 +55,16 @@ static const struct mode {
 	{ "close", call_close },
 };
 
-static int usage(void)
+/* The usage on @f; 0 for --help (stdout), 2 for a mistake (stderr). */
+static int usage(FILE *f)
 {
-	fprintf(stderr, "usage: nullcall MODE [calls-per-batch [batches (1-%d)]]\nmodes:",
+	fprintf(f, "usage: nullcall MODE [calls-per-batch [batches (1-%d)]]\n"
+		"Prints the median ns per call over the batches (defaults 10000, 15).\nmodes:",
 		MAX_BATCHES);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		fprintf(stderr, " %s", modes[i].name);
-	fputc('\n', stderr);
-	return 2;
+		fprintf(f, " %s", modes[i].name);
+	fprintf(f, "\n\nExample:  taskset -c 0 nullcall %s 1000 301\n", modes[0].name);
+	return f == stdout ? 0 : 2;
 }
 
 static unsigned long number(const char *s)
@@ -80,8 +82,10 @@ int main(int argc, char **argv)
 	double samples[MAX_BATCHES];
 	struct lab_summary s;
 
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		return usage(stdout);
 	if (argc < 2 || argc > 4)
-		return usage();
+		return usage(stderr);
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			call = modes[i].call;
@@ -90,7 +94,7 @@ int main(int argc, char **argv)
 	if (argc > 3)
 		batches = number(argv[3]);
 	if (!call || !calls || !batches || batches > MAX_BATCHES)
-		return usage();
+		return usage(stderr);
 
 	for (i = 0; i < calls; i++)	/* warm-up */
 		call();

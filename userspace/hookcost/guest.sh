@@ -3,9 +3,12 @@
 # DIR/raw.csv and this boot's meta.json to DIR/boots/.
 #   guest.sh a ROUNDS BOOT DIR     on the nohook kernel
 #   guest.sh bcd ROUNDS BOOT DIR   on the lab kernel: no module, loops=0, 1
+#
+# Example (in the guest):  guest.sh bcd 5 1 results/hookcost-20261122-101010.incomplete
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+lab_help "$@"
 
 [ $# -eq 4 ] || die "usage: guest.sh a|bcd ROUNDS BOOT DIR"
 which=$1 rounds=$2 boot=$3 dir=$4

@@ -10,9 +10,12 @@
 #
 #   BOOTS=3   boots of each kernel, alternating
 #   ROUNDS=5  measurements per case and boot
+#
+# Example:  BOOTS=1 ROUNDS=3 userspace/hookcost/run.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
+lab_help "$@"
 
 ROUNDS=${ROUNDS:-5}
 BOOTS=${BOOTS:-3}

@@ -237,7 +237,10 @@ def test_interrupted_run_leaves_nothing(tmp_path):
                          stderr=subprocess.PIPE, text=True)
     time.sleep(3)
     p.send_signal(2)
-    err = p.communicate(timeout=60)[1]
+    try:
+        err = p.communicate(timeout=60)[1]
+    finally:
+        p.kill()    # a hung one must not steal the next test's events
     assert p.returncode == 130, err
     assert "nothing written" in err
     assert list(tmp_path.iterdir()) == []

@@ -76,6 +76,7 @@ static struct sample *samples;
 static int dev_fd = -1;
 static atomic_int stop;
 static atomic_ulong n_read;
+static atomic_int reader_done;
 static struct task_info read_info, write_info, *load_info;
 static volatile sig_atomic_t got_signal;
 
@@ -260,9 +261,12 @@ static void *read_task(void *arg)
 	unsigned long i;
 
 	(void)arg;
-	if (err)
+	if (err) {
+		atomic_store(&reader_done, 1);
 		return (void *)err;
-	for (i = 0; i < opt.iterations; i++) {
+	}
+	/* Once stop is set, the next read is not started (see stop_reader()). */
+	for (i = 0; i < opt.iterations && !atomic_load(&stop); i++) {
 		struct irqhook_event ev;
 		ssize_t n = read(dev_fd, &ev, sizeof(ev));
 
@@ -276,7 +280,22 @@ static void *read_task(void *arg)
 		samples[i].ev = ev;
 		atomic_store(&n_read, i + 1);
 	}
+	atomic_store(&reader_done, 1);
 	return NULL;
+}
+
+/*
+ * End a reader that may be blocked in read() for an event that will not
+ * come: stop is set, so it starts no new read, and SIGUSR1 interrupts the
+ * one it is in.  A signal that lands just before it enters read() is lost,
+ * so send it again until the reader says it is done.
+ */
+static void stop_reader(pthread_t reader)
+{
+	while (!atomic_load(&reader_done)) {
+		pthread_kill(reader, SIGUSR1);
+		usleep(10000);
+	}
 }
 
 static void *write_task(void *arg)
@@ -527,8 +546,7 @@ static int measure(const struct lab_result *r)
 		    !atomic_load(&stop); i++)
 		usleep(1000);
 	atomic_store(&stop, 1);
-	if (atomic_load(&n_read) < opt.iterations)
-		pthread_kill(reader, SIGUSR1);
+	stop_reader(reader);
 	pthread_join(reader, &rerr);
 join_loads:
 	for (i = 0; i < opt.loads; i++)
@@ -603,12 +621,17 @@ int main(int argc, char **argv)
 	free(settings);
 	status = opt.trace ? run_under_trace(argc, argv, res.dir) : measure(&res);
 	if (status == 0 && opt.trace && !got_signal) {
+		/* trace-cmd exits 0 whatever its command did: check what it left. */
+		static const char *const made[] = { "trace.dat", "events.csv", "tasks.csv" };
 		char path[sizeof(res.dir) + 16];
 
-		snprintf(path, sizeof(path), "%s/trace.dat", res.dir);
-		if (access(path, F_OK)) {
-			fprintf(stderr, PROG ": trace-cmd left no %s\n", path);
-			status = 1;
+		for (size_t k = 0; k < sizeof(made) / sizeof(made[0]) && !status; k++) {
+			snprintf(path, sizeof(path), "%s/%s", res.dir, made[k]);
+			if (access(path, F_OK)) {
+				fprintf(stderr, PROG ": the traced run left no %s (see above)\n",
+					path);
+				status = 1;
+			}
 		}
 	}
 	if (status != 0 || got_signal) {

@@ -1,0 +1,73 @@
+"""userspace/peers in the lab kernel: percall writes its files with
+plausible per-call times for both system calls, strace's delay_enter=10us
+shows up in them, and a short guest.sh run measures every case it can and
+leaves the module unloaded."""
+import csv
+import json
+import statistics
+import subprocess
+import sys
+
+from conftest import MODDIR, ROOT, kernel_problems
+
+PERCALL = ROOT / "userspace/peers/percall"
+N = 500
+
+
+def percall(out, name, *args, tool=()):
+    res = subprocess.run([*tool, PERCALL, "-n", str(N), "--warmup", "100", "-C", "0",
+                          "-o", out, "--name", name, "-q", *args],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    d = out / name
+    meta = json.loads((d / "meta.json").read_text())
+    ns = [int(r["ns"]) for r in csv.DictReader(open(d / "raw.csv"))]
+    return meta, ns
+
+
+def test_percall_files_for_both_syscalls(clean_module, tmp_path):
+    for sc in ("getppid", "read"):
+        meta, ns = percall(tmp_path, sc, "--syscall", sc, "--case", "baseline")
+        s = meta["settings"]
+        assert meta["experiment"] == "percall" and "-lab" in meta["kernel"]["release"]
+        assert (s["case"], s["syscall"], s["n"], s["cpu"]) == ("baseline", sc, N, 0)
+        assert s["vdso"] is True and s["clocksource"] == "tsc", s
+        med = statistics.median(ns)
+        assert len(ns) == N and min(ns) > 0
+        # A null call and a 1-byte read: above the clock pair, far below a tick.
+        assert s["clock_pair_ns"] < med < 100_000, (sc, s["clock_pair_ns"], med)
+    assert kernel_problems() == []
+
+
+def test_strace_delay_enter_10us_adds_it(clean_module, tmp_path):
+    st = ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=getppid"]
+    _, zero = percall(tmp_path, "s0", "--case", "strace-0", tool=[*st, "--"])
+    _, slow = percall(tmp_path, "s10", "--case", "strace-10us",
+                      tool=[*st, "-e", "inject=getppid:delay_enter=10us", "--"])
+    added = statistics.median(slow) - statistics.median(zero)
+    assert added >= 8000, f"strace delay_enter=10us added {added:.0f} ns"
+    assert kernel_problems() == []
+
+
+def test_guest_script_runs_every_case(clean_module, tmp_path):
+    d = tmp_path / "peers.incomplete"
+    d.mkdir()
+    res = subprocess.run([ROOT / "userspace/peers/guest.sh", d, "200", "20"],
+                         capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert not MODDIR.exists(), "guest.sh must unload the delay module"
+    runs = {p.name for p in (d / "runs").iterdir()}
+    for case in ("baseline", "module-0", "module-loops-1", "strace-0", "strace-1ns",
+                 "strace-1us", "strace-10us", "baseline-end"):
+        assert {f"{case}-getppid", f"{case}-read"} <= runs, case
+    skipped = {r["case"]: r["reason"] for r in csv.DictReader(open(d / "skipped.csv"))}
+    assert "CONFIG_BPF_SYSCALL" in skipped["bpftrace"]
+    assert ("perf-tracepoint-getppid" in runs) != ("perf-tracepoint" in skipped)
+    assert ("module-ns-1000-read" in runs) != ("module-ns-1000" in skipped)
+    assert ("strace-seccomp-0-read" in runs) != ("strace-seccomp-0" in skipped)
+    out = subprocess.run([sys.executable, ROOT / "userspace/peers/analyse.py", "--json",
+                          "--no-plot", d], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    s = json.loads(out.stdout)["syscalls"]["getppid"]
+    assert s["overhead_at_zero"]["strace"]["ns"] > 0
+    assert kernel_problems() == []

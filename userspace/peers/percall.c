@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * percall - time every single call of one system call
+ *
+ * For the peers experiment (userspace/peers): the lab's delay module side
+ * by side with strace and perf.  Each call is timed on its own between two
+ * clock_gettime(CLOCK_MONOTONIC) reads, which glibc answers from the vDSO
+ * without entering the kernel, so the only system call between the two
+ * reads is the measured one (a tracer that stops every call sees nothing
+ * else).  What an empty pair of reads costs is measured first and written
+ * to meta.json as clock_pair_ns; nothing is subtracted from raw.csv.
+ *
+ * Writes OUTPUT/percall-<date>-<time>/ (or OUTPUT/NAME/): raw.csv
+ * (call,ns: one row per timed call) and meta.json.  Analysis happens on
+ * the host (userspace/peers/analyse.py reads a whole run's folders).
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/lab.h"
+
+#define PROG "percall"
+#define CLOCKSOURCE "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+#define MAX_CALLS 100000000ul
+
+enum which { CALL_GETPPID, CALL_READ, CALL_COUNT };
+static const char *const call_names[CALL_COUNT] = { "getppid", "read" };
+
+struct options {
+	enum which call;
+	unsigned long n, warmup;
+	int cpu;		/* -1: not pinned */
+	const char *outdir, *name, *casename;
+	int quiet;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: percall [options]\n"
+"\n"
+"Time N calls of one system call, each on its own between two\n"
+"clock_gettime(CLOCK_MONOTONIC) reads (vDSO: no system call of their own),\n"
+"after a warm-up.  Writes OUTPUT/percall-<date>-<time>/ with raw.csv\n"
+"(call,ns: every call, nothing subtracted) and meta.json (settings: case,\n"
+"syscall, n, warmup, cpu, clock_pair_ns = median cost of an empty pair of\n"
+"reads, clocksource).  Run it under a tracer to time what the tracer adds.\n"
+"\n"
+"  -n N               timed calls (default 10000)\n"
+"      --warmup N     untimed calls first (default 1000)\n"
+"      --syscall NAME getppid (a null call) or read (1 byte from /dev/zero)\n"
+"                     (default getppid)\n"
+"  -C, --cpu N        pin to CPU N, or 'none' (default 0)\n"
+"      --case NAME    what this run is, for the analysis (e.g. strace-1us);\n"
+"                     letters, digits, '.', '_', '-'\n"
+"  -o, --output DIR   parent of the result folder (default results)\n"
+"      --name NAME    the result folder's name instead of\n"
+"                     percall-<date>-<time> (no latest-percall link)\n"
+"  -q, --quiet        no summary line\n"
+"  -h, --help         this text\n"
+"\n"
+"Example:  strace -f -qq -o /dev/null -e trace=getppid \\\n"
+"              -e inject=getppid:delay_enter=1us -- \\\n"
+"              percall -n 10000 --syscall getppid --case strace-1us -o /tmp\n");
+}
+
+static void bad(const char *opt, const char *wants, const char *arg)
+{
+	fprintf(stderr, PROG ": %s wants %s, not '%s'\n", opt, wants, arg);
+	exit(2);
+}
+
+static int plain_name(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			return 0;
+	return 1;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	enum { O_WARMUP = 256, O_SYSCALL, O_NAME, O_CASE };
+	static const struct option longopts[] = {
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "syscall", required_argument, NULL, O_SYSCALL },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "case", required_argument, NULL, O_CASE },
+		{ "output", required_argument, NULL, 'o' },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, k;
+
+	*o = (struct options){ .call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0,
+			       .outdir = "results" };
+	opterr = 0;	/* our own one-line messages */
+	while ((c = getopt_long(argc, argv, ":n:C:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': o->n = lab_opt_ulong(PROG, "-n", optarg, 1, MAX_CALLS); break;
+		case O_WARMUP:
+			o->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, MAX_CALLS);
+			break;
+		case 'C':
+			if (!strcmp(optarg, "none"))
+				o->cpu = -1;
+			else
+				o->cpu = (int)lab_opt_ulong(PROG, "--cpu", optarg, 0,
+							    CPU_SETSIZE - 1);
+			break;
+		case O_SYSCALL:
+			for (k = 0; k < CALL_COUNT && strcmp(optarg, call_names[k]); k++)
+				;
+			if (k == CALL_COUNT)
+				bad("--syscall", "getppid or read", optarg);
+			o->call = (enum which)k;
+			break;
+		case O_CASE:
+			if (!plain_name(optarg))
+				bad("--case", "a name of letters, digits, '.', '_' and '-'", optarg);
+			o->casename = optarg;
+			break;
+		case 'o': o->outdir = optarg; break;
+		case O_NAME:
+			if (!*optarg || strchr(optarg, '/'))
+				bad("--name", "a folder name without '/'", optarg);
+			o->name = optarg;
+			break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case ':':
+			fprintf(stderr, PROG ": %s wants a value (see --help)\n", argv[optind - 1]);
+			exit(2);
+		default:
+			fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
+				argv[optind - 1]);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		exit(2);
+	}
+	if (o->cpu >= 0 && !lab_cpu_online(o->cpu)) {
+		fprintf(stderr, PROG ": --cpu %d: no such CPU online\n", o->cpu);
+		exit(2);
+	}
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * @n calls, each timed into ns[i] (NULL: warm-up, not kept).  One loop per
+ * system call, so that nothing but the call sits between the two reads.
+ * Returns the number of calls that failed.
+ */
+static unsigned long run(enum which call, int fd, unsigned long n, uint64_t *ns)
+{
+	unsigned long i, failed = 0;
+	uint64_t t0, t1;
+	char byte;
+	long ret;
+
+	for (i = 0; i < n; i++) {
+		if (call == CALL_GETPPID) {
+			t0 = now_ns();
+			ret = syscall(SYS_getppid);
+			t1 = now_ns();
+			failed += ret < 0;
+		} else {
+			t0 = now_ns();
+			ret = syscall(SYS_read, fd, &byte, 1);
+			t1 = now_ns();
+			failed += ret != 1;
+		}
+		if (ns)
+			ns[i] = t1 - t0;
+	}
+	return failed;
+}
+
+/* The same loop with nothing between the reads: what timing itself costs. */
+static void clock_pairs(unsigned long n, uint64_t *ns)
+{
+	uint64_t t0, t1;
+
+	for (unsigned long i = 0; i < n; i++) {
+		t0 = now_ns();
+		t1 = now_ns();
+		ns[i] = t1 - t0;
+	}
+}
+
+static void summarize(const uint64_t *ns, unsigned long n, double *tmp, struct lab_summary *s)
+{
+	for (unsigned long i = 0; i < n; i++)
+		tmp[i] = (double)ns[i];
+	lab_summarize(tmp, n, s);
+}
+
+static void read_clocksource(char *buf, size_t size)
+{
+	FILE *f = fopen(CLOCKSOURCE, "r");
+
+	snprintf(buf, size, "unknown");
+	if (f) {
+		if (fgets(buf, (int)size, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+static char *settings_json(const struct options *o, const struct lab_summary *pair,
+			   const char *clocksource)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"case\": ");
+	if (o->casename)
+		lab_json_string(f, o->casename);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"syscall\": \"%s\", \"n\": %lu, \"warmup\": %lu, \"cpu\": ",
+		call_names[o->call], o->n, o->warmup);
+	if (o->cpu >= 0)
+		fprintf(f, "%d", o->cpu);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"clock_pair_ns\": %.1f, \"clock_pair_min_ns\": %.1f, "
+		   "\"clock\": \"CLOCK_MONOTONIC\", \"vdso\": %s, \"clocksource\": ",
+		pair->p50, pair->min, getauxval(AT_SYSINFO_EHDR) ? "true" : "false");
+	lab_json_string(f, clocksource);
+	fprintf(f, "}");
+	fclose(f);
+	return text;
+}
+
+int main(int argc, char **argv)
+{
+	struct lab_summary s, pair;
+	struct lab_result res = { 0 };
+	struct options o;
+	char clocksource[64], *settings;
+	unsigned long failed, i;
+	uint64_t *ns;
+	double *tmp;
+	int fd = -1;
+	FILE *f;
+
+	parse_options(argc, argv, &o);
+
+	if (o.call == CALL_READ) {
+		fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, PROG ": cannot open /dev/zero: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	if (o.cpu >= 0 && lab_pin_cpu(o.cpu)) {
+		fprintf(stderr, PROG ": cannot pin to CPU %d: %s\n", o.cpu, strerror(errno));
+		return 1;
+	}
+	ns = calloc(o.n, sizeof(*ns));
+	tmp = calloc(o.n, sizeof(*tmp));
+	if (!ns || !tmp) {
+		fprintf(stderr, PROG ": no memory for %lu samples\n", o.n);
+		return 1;
+	}
+	/* Touch every page now: no page fault inside a timed call. */
+	memset(ns, 0xff, o.n * sizeof(*ns));
+	memset(tmp, 0, o.n * sizeof(*tmp));
+
+	clock_pairs(o.n, ns);		/* warm-up of the clock itself */
+	clock_pairs(o.n, ns);
+	summarize(ns, o.n, tmp, &pair);
+	run(o.call, fd, o.warmup, NULL);
+	failed = run(o.call, fd, o.n, ns);
+	if (failed) {
+		fprintf(stderr, PROG ": %lu of %lu %s calls failed\n", failed, o.n,
+			call_names[o.call]);
+		return 1;
+	}
+	summarize(ns, o.n, tmp, &s);
+	read_clocksource(clocksource, sizeof(clocksource));
+
+	/* The folder comes last: an interrupted run leaves nothing behind. */
+	settings = settings_json(&o, &pair, clocksource);
+	if (!settings || lab_result_begin(&res, o.outdir, PROG, o.name) ||
+	    lab_meta_write(&res, argc, argv, settings)) {
+		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", o.outdir,
+			strerror(errno));
+		lab_result_abort(&res);
+		return 1;
+	}
+	f = lab_result_file(&res, "raw.csv");
+	if (f) {
+		fprintf(f, "call,ns\n");
+		for (i = 0; i < o.n; i++)
+			fprintf(f, "%lu,%llu\n", i, (unsigned long long)ns[i]);
+	}
+	if (!f || fclose(f) || lab_result_commit(&res)) {
+		fprintf(stderr, PROG ": writing results to %s failed: %s\n", res.dir,
+			strerror(errno));
+		lab_result_abort(&res);
+		return 1;
+	}
+	if (!o.quiet)
+		printf("%s%s%s %lu calls: median %.0f ns, p99 %.0f ns, max %.0f ns "
+		       "(clock pair %.0f ns) -> %s\n", o.casename ? o.casename : "",
+		       o.casename ? ": " : "", call_names[o.call], o.n, s.p50, s.p99, s.max,
+		       pair.p50, res.final);
+	free(settings);
+	free(ns);
+	free(tmp);
+	return 0;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The lab's delay side by side with strace and perf, in one boot of the lab
+# kernel: per-call latency of getppid and of a 1-byte read from /dev/zero
+# with no tool, the delay module (loops=0, loops=1, ns=1000/10000 when the
+# module has 'ns'), strace (no delay, delay_enter=1ns/1us/10us, and
+# --seccomp-bpf when the kernel has seccomp) and a perf counter on
+# raw_syscalls:sys_enter.  Writes results/peers-<date>-<time>/ and prints
+# the table of analyse.py (userspace/peers/README.md).
+#
+#   run.sh [-n N] [--warmup N] [--no-analysis]
+#   -n N            timed calls per case and system call (default $N or 10000)
+#   --warmup N      untimed calls before them (default $WARMUP or 1000)
+#   --no-analysis   record only; analyse later with analyse.py DIR
+#
+# Example:  N=2000 userspace/peers/run.sh     (make bench-peers N=2000)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+
+N=${N:-10000}
+WARMUP=${WARMUP:-1000}
+analysis=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) [ $# -ge 2 ] || die "-n wants a value"; N=$2; shift ;;
+	--warmup) [ $# -ge 2 ] || die "--warmup wants a value"; WARMUP=$2; shift ;;
+	--no-analysis) analysis=0 ;;
+	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+# A bad value is one line and status 2, before anything is made.
+(want_uint N "$N" 1) || exit 2
+(want_uint WARMUP "$WARMUP") || exit 2
+[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+[ -x "$here/percall" ] || die "$here/percall is not built; run 'make userspace'"
+
+dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" peers)
+trap 'log "stopped; what was measured is in $dir"' EXIT
+"$LAB_TOOL" meta "$dir" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
+	syscalls:='["getppid", "read"]' -- "$0" "$@"
+start=$(date +%s)
+log "one boot, every case, $N calls each: $dir"
+"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "$N" "$WARMUP"
+trap - EXIT
+dir=$("$LAB_TOOL" commit "$dir" peers)
+log "measured in $(($(date +%s) - start)) s"
+if [ "$analysis" -eq 1 ]; then
+	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
+else
+	log "analyse with: userspace/peers/analyse.py $dir"
+fi

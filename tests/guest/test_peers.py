@@ -52,6 +52,8 @@ def test_strace_delay_enter_10us_adds_it(clean_module, tmp_path):
 def test_guest_script_runs_every_case(clean_module, tmp_path):
     d = tmp_path / "peers.incomplete"
     d.mkdir()
+    # As run.sh makes it on the host: the folder and its meta.json.
+    subprocess.run([ROOT / "userspace/lib/lab", "meta", d, "peers", "n:=200"], check=True)
     res = subprocess.run([ROOT / "userspace/peers/guest.sh", d, "200", "20"],
                          capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -216,8 +216,8 @@ def table(s):
     for sc in scs:
         names += [n for n in s["syscalls"][sc]["cases"] if n not in names]
     names.sort(key=lambda n: case_info(n)["order"])
-    head1 = f"{'':<20}{'':>10}" + "".join(f"  {' ' + sc + ' ':-^47}" for sc in scs)
-    cols = f"  {'p50':>9}{'p99':>9}{'x base':>8}{'added':>10}{'error':>9}{'n':>2}"
+    head1 = f"{'':<20}{'':>10}" + "".join(f"  {' ' + sc + ' ':-^51}" for sc in scs)
+    cols = f"  {'p50':>10}{'p99':>11}{'x base':>9}{'added':>11}{'error':>10}{'n':>2}"
     head2 = f"{'case':<20}{'request':>10}" + cols.replace(f"{'n':>2}", "  ") * len(scs)
     lines = [head1, head2.rstrip()]
     for name in names:
@@ -225,7 +225,7 @@ def table(s):
         for sc in scs:
             c = s["syscalls"][sc]["cases"].get(name)
             if c is None:
-                row += f"  {'(not measured)':<47}"
+                row += f"  {'(not measured)':<51}"
                 continue
             req = req_text(c)
             added = c["achieved_ns"] if c["achieved_ns"] is not None else c["overhead_ns"]
@@ -235,8 +235,8 @@ def table(s):
             else:
                 added_txt = sign + fmt(added) if added is not None else "-"
             err = err_text(c)
-            row += (f"  {fmt(c['p50']):>9}{fmt(c['p99']):>9}{c['ratio_p50']:>8.2f}"
-                    f"{added_txt:>10}{err:>9}  ")
+            row += (f"  {fmt(c['p50']):>10}{fmt(c['p99']):>11}{c['ratio_p50']:>9.2f}"
+                    f"{added_txt:>11}{err:>10}  ")
         lines.append(f"{name:<20}{req:>10}{row}".rstrip())
     for k in s["skipped"]:
         lines.append(f"{k['case']:<20}{'':>10}  not measured: {k['reason']}")

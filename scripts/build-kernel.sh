@@ -8,10 +8,19 @@
 #   VARIANT=stock|nohook|rt   which kernel (default stock)
 #   KSRC=/path/to/linux-6.12  use an existing tree instead of unpacking one
 #   JOBS=N                    parallel jobs (default: nproc)
+#   --deb                     also package it (bindeb-pkg) with the lab's
+#                             modules in lib/modules/<release>/extra/,
+#                             into build/deb/VARIANT/ (make deb)
 #   Example:  VARIANT=rt scripts/build-kernel.sh
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 lab_help "$@"
+deb=0
+case ${1:-} in
+'') ;;
+--deb) deb=1 ;;
+*) bad_arg "unknown argument '$1' (see --help)" ;;
+esac
 
 JOBS=${JOBS:-$(nproc)}
 # Kbuild reads W (warnings) and V; an outer make's W=<workload> must not
@@ -131,3 +140,41 @@ kmake -j"$JOBS"
 # The uapi headers (<linux/irqhook.h>) for userspace/, in $KOBJ/usr/include.
 kmake headers
 log "built $(kmake -s kernelrelease) in $(($(date +%s) - start)) s: $KOBJ/arch/x86/boot/bzImage"
+
+# --- 5. Debian packages (make deb) ---------------------------------------------
+if [ "$deb" -eq 1 ]; then
+	command -v dpkg-buildpackage >/dev/null || die "dpkg-buildpackage is missing; run 'make deps'"
+	rel=$(kmake -s kernelrelease)
+	make -s -C "$LAB_ROOT/modules" KDIR="$KOBJ"
+	out=$LAB_BUILD/deb/$VARIANT
+	rm -rf "$out"
+	mkdir -p "$out"
+	log "packaging $rel with bindeb-pkg into ${out#"$LAB_ROOT"/}"
+	# dpkg-buildpackage leaves its files beside the object tree; collect them.
+	stale=$(dirname "$KOBJ")
+	rm -f "$stale"/linux-*_"$kver"-lab*.deb "$stale"/linux-upstream_"$kver"-lab*
+	kmake -j"$JOBS" bindeb-pkg KDEB_PKGVERSION="$kver-lab1" >"$out/bindeb-pkg.log" 2>&1 ||
+		die "bindeb-pkg failed (see $out/bindeb-pkg.log)"
+	mv "$stale"/linux-*_"$kver"-lab1_*.deb "$out"/
+	rm -f "$stale"/linux-upstream_"$kver"-lab1*
+	# The lab's own modules go into the image package, where lab_ko finds
+	# them on a machine booted into it.
+	image=$(find "$out" -name "linux-image-${rel}_*.deb" ! -name '*-dbg_*' | head -1)
+	[ -n "$image" ] || die "bindeb-pkg made no linux-image-$rel package (see $out/bindeb-pkg.log)"
+	root=$(mktemp -d)
+	trap 'rm -rf "$root"' EXIT
+	dpkg-deb -R "$image" "$root"
+	moddir=$(find "$root" -maxdepth 3 -type d -path "*/modules/$rel" | head -1)
+	[ -n "$moddir" ] || die "$image has no modules/$rel folder"
+	mkdir -p "$moddir/extra"
+	cp "$LAB_BUILD/modules/$rel"/*.ko "$moddir/extra/"
+	depmod -b "$root${moddir%/lib/modules/*}" "$rel" 2>/dev/null ||
+		depmod -b "$root" "$rel"
+	if [ -f "$root/DEBIAN/md5sums" ]; then
+		(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' |
+			xargs -0r md5sum >DEBIAN/md5sums)
+	fi
+	dpkg-deb -b -Zxz "$root" "$image" >/dev/null
+	log "packages: $(find "$out" -name '*.deb' -printf '%f ')"
+	log "install on a machine with: dpkg -i $out/linux-image-${rel}_*.deb; then boot it and run userspace/rtcompare/run.sh --here"
+fi

@@ -26,6 +26,8 @@ packages=(
 	# kernel source and build
 	linux-source-6.12 quilt make gcc flex bison bc libelf-dev libssl-dev
 	ccache xz-utils cpio kmod
+	# make deb: the kernel's bindeb-pkg
+	dpkg-dev rsync
 	# checkpatch.pl's SPDX check
 	python3-ply python3-git
 	# the VM and the guest's tools

@@ -26,10 +26,13 @@ check_variant() {
 
 # The lab's modules built for the running kernel (make module puts them in
 # build/modules/<kernel release>/), by name: lab_ko delay.
+# On a machine that installed a lab kernel's package (make deb), they are
+# in /lib/modules/<release>/extra/ instead.
 lab_ko() {
 	local ko
 	ko=$LAB_BUILD/modules/$(uname -r)/$1.ko
-	[ -f "$ko" ] || die "$ko is not built for this kernel ($(uname -r)); run 'make module VARIANT=...'"
+	[ -f "$ko" ] || ko=/lib/modules/$(uname -r)/extra/$1.ko
+	[ -f "$ko" ] || die "$1.ko is not built for this kernel ($(uname -r)); run 'make module VARIANT=...'"
 	printf '%s\n' "$ko"
 }
 # liblab's helper for shell scripts (lists, result folders, meta.json).
@@ -49,6 +52,8 @@ lab_help() {
 	esac
 }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+# A bad option or value: one line and exit status 2 (the lab's convention).
+bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 
 # QEMU's major version, empty if qemu-system-x86_64 is missing.  Version 8
 # is the first whose multi-threaded TCG the lab trusts (see scripts/vm.sh).

@@ -1,0 +1,296 @@
+"""rt-compare on the build machine: the square-wave analysis finds the
+right limit on made-up edge timestamps, cyclictest's JSON histograms and
+perf stat's CSV are read right (overflows, <not supported>), the
+comparison says when a difference is beyond the spread, the whole
+analyser on a made-up two-kernel folder, the tools' and scripts' bad
+inputs, and 'make deb' packages a kernel with the lab's modules."""
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from resultdirs import write_csv, write_meta
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("rtcompare_analyse",
+                                               ROOT / "userspace/rtcompare/analyse.py")
+analyse = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(analyse)
+
+ANALYSER = "userspace/rtcompare/analyse.py"
+
+
+def edges(freq, periods, stretch=1.0, jitter=()):
+    """Edge times of a wave at @freq whose every period is @stretch times
+    the requested one; @jitter adds ns to the edges by index."""
+    half = 0.5e9 / freq * stretch
+    t = [int(1e9 + i * half) for i in range(2 * periods + 1)]
+    for i, j in jitter:
+        t[i] += j
+    return t
+
+
+def wave_dir(d, waves):
+    write_meta(d, "squarewave", {"impl": d.name})
+    rows = [(f, i, t) for f, ts in waves.items() for i, t in enumerate(ts)]
+    write_csv(d / "edges.csv", ("freq_hz", "edge", "t_ns"), rows)
+    return d
+
+
+# --- the square wave -------------------------------------------------------------
+
+def test_square_wave_limit_is_the_highest_frequency_held_within_10_percent(tmp_path):
+    # 9 % slow at 1 kHz holds, 11 % slow at 2 kHz does not, 5 kHz holds again
+    # (the limit is the highest that holds), 10 kHz is twice too slow.
+    d = wave_dir(tmp_path / "c-rt-idle", {
+        100: edges(100, 50), 1000: edges(1000, 50, 1.09), 2000: edges(2000, 50, 1.11),
+        5000: edges(5000, 50, 0.95), 10000: edges(10000, 50, 2.0)})
+    w = analyse.read_wave(d)
+    assert [f for f, v in w.items() if v["held"]] == [100, 1000, 5000]
+    assert w[1000]["mean_err"] == pytest.approx(0.09, abs=1e-4)
+    assert w[10000]["mean_err"] == pytest.approx(1.0, abs=1e-4)
+    assert w[100]["periods"] == 50
+    assert analyse.highest_held(w) == 5000
+
+
+def test_square_wave_p99_limit_sees_a_late_edge_the_mean_hides(tmp_path):
+    # One period in 50 at 1 kHz is 3 ms late: the mean moves 6 %, the p99 200 %.
+    late = edges(1000, 50)
+    late = late[:21] + [t + 3_000_000 for t in late[21:]]
+    w = analyse.read_wave(wave_dir(tmp_path / "python-idle", {100: edges(100, 50),
+                                                             1000: late}))
+    assert w[1000]["held"] and abs(w[1000]["mean_err"] - 0.06) < 1e-3
+    assert analyse.highest_held(w) == 1000
+    assert analyse.highest_held(w, "p99_err") == 100
+
+
+def test_no_frequency_held_is_none(tmp_path):
+    w = analyse.read_wave(wave_dir(tmp_path / "python-loaded", {1000: edges(1000, 10, 3)}))
+    assert analyse.highest_held(w) is None
+
+
+# --- cyclictest and perf stat --------------------------------------------------------
+
+def cyclictest_json(path, threads):
+    """threads: [(hist {us: count}, overflow, max)]."""
+    out = {"thread": {}}
+    for i, (hist, overflow, top) in enumerate(threads):
+        n = sum(hist.values()) + overflow
+        avg = (sum(b * c for b, c in hist.items()) + top * overflow) / n
+        out["thread"][str(i)] = {"histogram": {str(b): c for b, c in hist.items()},
+                                 "cycles": n, "min": min(hist), "max": top, "avg": avg,
+                                 "cpu": i}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out))
+    return path
+
+
+def test_cyclictest_percentiles_count_overflows_at_the_maximum(tmp_path):
+    # 995 samples of 10 us and 5 past the histogram's end (max 25000 us):
+    # p99 is still 10, p99.9 is in the overflow.
+    p = cyclictest_json(tmp_path / "loaded.json", [({10: 995}, 5, 25000),
+                                                   ({5: 500, 6: 500}, 0, 6)])
+    c = analyse.read_cyclictest(p)
+    t0, t1 = c["threads"]
+    assert (t0["n"], t0["overflow"], t0["p99"], t0["p999"], t0["max"]) == (
+        1000, 5, 10, 25000, 25000)
+    assert t1["p99"] == 6 and t1["overflow"] == 0
+    assert c["pooled"]["n"] == 2000 and c["pooled"]["max"] == 25000
+    assert c["hist"] == {10: 995, 5: 500, 6: 500}
+
+
+def test_perf_stat_reads_not_supported_as_missing(tmp_path):
+    p = tmp_path / "unsorted-r1.perf"
+    p.write_text("# started on Mon Nov 23 10:00:00 2026\n\n"
+                 "2210.50,msec,task-clock,2210500000,100.00,0.998,CPUs utilized\n"
+                 "12,,context-switches,2210500000,100.00,5.4,/sec\n"
+                 "0,,cpu-migrations,2210500000,100.00,0,/sec\n"
+                 "80,,page-faults,2210500000,100.00,36,/sec\n"
+                 "<not supported>,,cycles,0,100.00,,\n"
+                 "<not supported>,,branch-misses,0,100.00,,\n")
+    got = analyse.read_perf(p)
+    assert got["task-clock"] == 2210.5 and got["page-faults"] == 80
+    assert got["cycles"] is None and got["branch-misses"] is None
+
+
+def test_difference_beyond_spread():
+    r = analyse.row("g", "x", "ms", 100.0, 110.0, 2.0, 3.0)
+    assert r["ratio"] == pytest.approx(1.1) and r["beyond_spread"] is True
+    r = analyse.row("g", "x", "ms", 100.0, 104.0, 2.0, 3.0)
+    assert r["beyond_spread"] is False
+    r = analyse.row("g", "x", "Hz", 1000, 2000)
+    assert r["ratio"] == 2 and r["beyond_spread"] is None
+
+
+# --- the whole analyser ---------------------------------------------------------------
+
+def kernel_dir(d, variant, ct_max, task_ms, wave_stretch):
+    write_meta(d, "rt-compare", {"variant": variant}, kernel={
+        "release": f"6.12.test-lab{'' if variant == 'stock' else '-rt'}",
+        "version": "#1 SMP PREEMPT_RT" if variant == "rt" else "#1 SMP PREEMPT_DYNAMIC",
+        "variant": variant, "preemption": "rt" if variant == "rt" else "voluntary"})
+    write_csv(d / "skipped.csv", ("member", "reason"), [])
+    for load, top in (("idle", ct_max // 2), ("loaded", ct_max)):
+        cyclictest_json(d / "cyclictest" / f"{load}.json",
+                        [({10: 900, 20: 99, top: 1}, 0, top), ({12: 1000}, 0, 12)])
+    ps = d / "perfstat"
+    ps.mkdir()
+    for r, jit in enumerate((-1, 0, 1), 1):
+        for order, f in (("unsorted", 2), ("sorted", 1)):
+            (ps / f"{order}-r{r}.perf").write_text(
+                f"{task_ms * f + jit},msec,task-clock,1,100.00,1,CPUs utilized\n"
+                "<not supported>,,cycles,0,100.00,,\n")
+            (ps / f"{order}-r{r}.json").write_text(json.dumps(
+                {"seconds": task_ms * f / 1e3, "user_s": task_ms * f / 1e3, "sys_s": 0.0}))
+    for impl in ("python", "c-rt"):
+        for load in ("idle", "loaded"):
+            wave_dir(d / "squarewave" / f"{impl}-{load}", {
+                100: edges(100, 20), 1000: edges(1000, 20, wave_stretch)})
+    return d
+
+
+def test_analyser_compares_two_kernels(tmp_path):
+    d = tmp_path / "rt-compare-20261123-100000"
+    write_meta(d, "rt-compare", {"variants": "stock,rt"})
+    kernel_dir(d / "stock", "stock", 900, 1000, 1.5)
+    kernel_dir(d / "rt", "rt", 60, 1030, 1.02)
+    out = subprocess.run([sys.executable, ANALYSER, str(d)], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    for f in ("comparison.json", "comparison.csv", "report.txt", "cyclictest-idle.png",
+              "cyclictest-loaded.png", "squarewave.png"):
+        assert (d / f).stat().st_size > 0, f
+    rows = {(r["group"], r["measurement"]): r
+            for r in json.loads((d / "comparison.json").read_text())["rows"]}
+    mx = rows[("cyclictest loaded", "max")]
+    assert (mx["base"], mx["other"]) == (900, 60)
+    assert mx["ratio"] == pytest.approx(60 / 900)
+    tc = rows[("perf stat sortsum unsorted", "task-clock")]
+    assert tc["base"] == pytest.approx(2000) and tc["other"] == pytest.approx(2060)
+    assert tc["beyond_spread"] is True          # 60 ms apart, sd 1 ms
+    sq = rows[("square wave", "c-rt-idle: highest Hz, mean period within 10 %")]
+    assert (sq["base"], sq["other"]) == (100, 1000)
+    text = (d / "report.txt").read_text()
+    assert "rt against stock" in text and "not supported here: cycles" in text
+
+
+def test_analyser_says_what_is_wrong_with_a_folder(tmp_path):
+    out = subprocess.run([sys.executable, ANALYSER, str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and "no kernel folders" in out.stderr
+
+
+# --- the tools and scripts ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def built():
+    subprocess.run(["make", "-s", "-C", ROOT / "userspace/lib"], check=True)
+    subprocess.run(["make", "-s", "-C", ROOT / "userspace/rtcompare"], check=True)
+    return ROOT / "userspace/rtcompare"
+
+
+def test_sortsum_sums_the_same_sorted_or_not(built):
+    runs = [json.loads(subprocess.run([built / "sortsum", "--passes", "3", *extra],
+                                      capture_output=True, text=True, check=True).stdout)
+            for extra in ([], ["--sorted"])]
+    assert runs[0]["sum"] == runs[1]["sum"] > 0
+    assert (runs[0]["sorted"], runs[1]["sorted"]) == (False, True)
+    assert runs[0]["user_s"] >= 0 and runs[0]["seconds"] > 0
+
+
+@pytest.mark.parametrize("args", [["--passes", "0"], ["--passes", "x"], ["--bogus"], ["extra"]])
+def test_sortsum_bad_input(built, args):
+    out = subprocess.run([built / "sortsum", *args], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_squarewave_writes_edges(built, tmp_path):
+    out = subprocess.run([built / "squarewave", "-q", "-f", "200,1000", "-n", "10", "-o",
+                          tmp_path], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    d = pathlib.Path(out.stdout.strip())
+    meta = json.loads((d / "meta.json").read_text())
+    assert meta["settings"]["freqs_hz"] == [200, 1000]
+    assert meta["settings"]["impl"] == "c-nanosleep"
+    w = analyse.read_wave(d)
+    assert sorted(w) == [200, 1000] and w[200]["periods"] == 9
+    # nanosleep sleeps at least what it is asked: never early.
+    assert w[200]["mean_period_ns"] >= 5e6
+
+
+@pytest.mark.parametrize("tool", ["squarewave", "squarewave.py"])
+@pytest.mark.parametrize("args", [["-f", "0"], ["-f", "1:x"], ["-n", "1"], ["-C", "4096"],
+                                  ["--seconds", "0"]])
+def test_squarewave_bad_input_leaves_nothing(built, tmp_path, tool, args):
+    cmd = [sys.executable, built / tool] if tool.endswith(".py") else [built / tool]
+    out = subprocess.run([*cmd, "-o", tmp_path / "out", *args], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def as_nobody():
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
+def test_squarewave_rt_mode_needs_root(built, tmp_path):
+    tmp_path.chmod(0o777)
+    out = subprocess.run([built / "squarewave", "--mode", "rt", "-o", tmp_path],
+                         capture_output=True, text=True, preexec_fn=as_nobody)
+    assert out.returncode == 1 and "needs root" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_squarewave_python_writes_the_same_files(built, tmp_path):
+    out = subprocess.run([sys.executable, built / "squarewave.py", "-q", "-f", "500", "-n",
+                          "5", "-o", tmp_path, "--name", "py"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    w = analyse.read_wave(tmp_path / "py")
+    assert w[500]["periods"] == 4
+    assert json.loads((tmp_path / "py/meta.json").read_text())["settings"]["impl"] == "python"
+
+
+@pytest.mark.parametrize("script,args,word", [
+    ("guest.sh", ["-", "--check", "--only", "cyclictest,bogus"], "--only"),
+    ("guest.sh", ["-", "--check", "-r", "0"], "--repeats"),
+    ("guest.sh", ["-", "--check", "--freqs", "1:"], "--freqs"),
+    ("guest.sh", ["-", "--check", "--wat"], "unknown argument"),
+    ("run.sh", ["--variants", "stock,nope"], "no kernel variant"),
+    ("run.sh", ["--into", "/tmp"], "--into goes with --here"),
+    ("run.sh", ["--", "--ct-loops", "x"], "--ct-loops"),
+])
+def test_scripts_refuse_bad_arguments_before_doing_anything(built, script, args, word):
+    before = set((ROOT / "results").glob("*")) if (ROOT / "results").exists() else set()
+    out = subprocess.run([built / script, *args], capture_output=True, text=True)
+    assert out.returncode in (1, 2) and word in out.stderr, out.stderr
+    after = set((ROOT / "results").glob("*")) if (ROOT / "results").exists() else set()
+    assert after == before
+
+
+# --- packaging -------------------------------------------------------------------------
+
+def test_make_deb_packages_the_kernel_and_the_lab_modules(root):
+    kobj = root / "build/obj"
+    if not (kobj / "arch/x86/boot/bzImage").exists():
+        pytest.fail("the lab kernel is not built: run 'make kernel' first")
+    out = subprocess.run(["make", "-s", "-C", root, "deb", "VARIANT=stock"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    rel = (kobj / "include/config/kernel.release").read_text().strip()
+    debs = list((root / "build/deb/stock").glob(f"linux-image-{rel}_*.deb"))
+    assert len(debs) == 1, list((root / "build/deb/stock").iterdir())
+    files = subprocess.run(["dpkg-deb", "-c", debs[0]], capture_output=True, text=True,
+                           check=True).stdout
+    assert f"/boot/vmlinuz-{rel}" in files
+    for m in ("delay", "hooktest"):
+        assert f"/modules/{rel}/extra/{m}.ko" in files, m
+    assert f"/modules/{rel}/modules.dep" in files
+    info = subprocess.run(["dpkg-deb", "-f", debs[0], "Package"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert info == f"linux-image-{rel}"

@@ -1,0 +1,502 @@
+#!/usr/bin/env python3
+"""Compare the kernels of an rt-compare run (make rt-compare): for each
+kernel folder DIR/<variant>/ that guest.sh wrote, cyclictest idle and
+loaded (histograms, min, avg, p99, p99.9, max per thread and pooled), perf
+stat of sortsum unsorted and sorted, the square wave's highest frequency
+held within 10 %, and the lab's own experiments (calibration slope,
+wake-up medians, SMP medians, unloads under load).  Then, for every
+measurement: stock against RT, their ratio, and whether the difference is
+larger than the spread the run itself shows (repeats, or threads).
+
+Writes DIR/comparison.json, DIR/comparison.csv, DIR/report.txt,
+DIR/cyclictest-idle.png, DIR/cyclictest-loaded.png (both kernels' log
+histograms), DIR/squarewave.png, and DIR/<variant>/cyclictest/traced/
+worst.txt (the trace's last events before the worst wake-up, when
+trace-cmd is there); prints the report.
+"""
+import importlib.util
+import math
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from lablib import calibration, cli, irqhook, plot, results, stats  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+# The square wave holds a frequency when its mean period is within this of
+# the requested one (the reference's criterion, read off a logic analyser).
+HOLD = 0.10
+LOADS = ("idle", "loaded")
+IMPLS = ("python", "c-nanosleep", "c-rt")
+PERF_KEEP = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles",
+             "instructions", "branches", "branch-misses")
+COLUMNS = ("group", "measurement", "unit", "base", "other", "ratio", "base_spread",
+           "other_spread", "spread_kind", "beyond_spread")
+
+
+# --- cyclictest ------------------------------------------------------------
+
+def hist_values(hist, overflow):
+    """The latencies (us) a histogram stands for, bucket by bucket, and
+    @overflow samples past its end counted at the end."""
+    out = []
+    for b in sorted(hist):
+        out += [float(b)] * hist[b]
+    return out
+
+
+def read_cyclictest(path):
+    """{"threads": [{cpu, n, min, avg, max, p99, p999, overflow}], "pooled":
+    summary, "hist": {us: count} of all threads} of one --json file."""
+    j = results.read_json(path)
+    threads, pooled_hist, pooled = [], {}, []
+    for key, t in sorted((j.get("thread") or {}).items(), key=lambda kv: int(kv[0])):
+        hist = {int(b): int(c) for b, c in (t.get("histogram") or {}).items()}
+        n = int(t.get("cycles", sum(hist.values())))
+        overflow = max(0, n - sum(hist.values()))
+        vals = hist_values(hist, overflow)
+        top = float(t["max"])
+        vals += [top] * overflow
+        vals.sort()
+        threads.append({"thread": int(key), "cpu": t.get("cpu"), "n": n,
+                        "min": float(t["min"]), "avg": float(t["avg"]), "max": top,
+                        "p99": stats.percentile(vals, 99), "p999": stats.percentile(vals, 99.9),
+                        "overflow": overflow})
+        for b, c in hist.items():
+            pooled_hist[b] = pooled_hist.get(b, 0) + c
+        pooled += vals
+    if not threads:
+        raise ValueError(f"{path}: no thread results (did cyclictest run?)")
+    s = stats.summary(pooled)
+    # The mean of what cyclictest averaged itself, not of 1 us buckets.
+    s["mean"] = sum(t["avg"] * t["n"] for t in threads) / sum(t["n"] for t in threads)
+    return {"threads": threads, "pooled": s, "hist": pooled_hist, "unit": "us",
+            "return_code": j.get("return_code")}
+
+
+def worst_trace(folder):
+    """The last scheduler events before cyclictest stopped the trace, as
+    text (worst.txt), or None without trace.dat or trace-cmd."""
+    dat = folder / "trace.dat"
+    if not dat.exists() or not shutil.which("trace-cmd"):
+        return None
+    out = subprocess.run(["trace-cmd", "report", "-i", str(dat)], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        return None
+    lines = out.stdout.splitlines()
+    mark = max((i for i, line in enumerate(lines) if "tracing_mark_write" in line
+                or "print:" in line), default=len(lines) - 1)
+    return "\n".join(lines[max(0, mark - 80):mark + 1]) + "\n"
+
+
+# --- perf stat ---------------------------------------------------------------
+
+def read_perf(path):
+    """{event: value or None (not supported/counted)} of a perf stat -x, file."""
+    out = {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        f = line.split(",")
+        if len(f) < 3:
+            continue
+        event = re.sub(r"[:/].*$", "", f[2]) or f[2]
+        try:
+            out[event] = float(f[0])
+        except ValueError:
+            out[event] = None
+    return out
+
+
+def read_perfstat(folder):
+    """{order: {"runs": n, event: summary, "unsupported": [...]}}."""
+    out = {}
+    for order in ("unsorted", "sorted"):
+        runs = sorted(folder.glob(f"{order}-r*.perf"))
+        if not runs:
+            continue
+        per = [read_perf(p) for p in runs]
+        rus = [results.read_json(p.with_suffix(".json")) for p in runs
+               if p.with_suffix(".json").exists()]
+        entry = {"runs": len(per), "unsupported": sorted(
+            {e for p in per for e, v in p.items() if v is None})}
+        for e in PERF_KEEP:
+            vals = [p[e] for p in per if p.get(e) is not None]
+            if vals:
+                entry[e] = stats.summary(vals)
+        for key in ("seconds", "user_s", "sys_s"):
+            vals = [r[key] for r in rus if key in r]
+            if vals:
+                entry[key] = stats.summary(vals)
+        out[order] = entry
+    return out
+
+
+# --- the square wave ---------------------------------------------------------
+
+def read_wave(folder):
+    """{freq: {"periods": n, "mean_err": x, "p99_err": x, "held": bool}} of
+    one squarewave folder: the period is the time between every second
+    edge, its error relative to 1/freq."""
+    rows = results.read_csv(folder / "edges.csv", ("freq_hz", "edge", "t_ns"))
+    by = {}
+    for r in rows:
+        by.setdefault(int(r["freq_hz"]), []).append(int(r["t_ns"]))
+    out = {}
+    for f, t in sorted(by.items()):
+        want = 1e9 / f
+        periods = [t[i + 2] - t[i] for i in range(0, len(t) - 2, 2)]
+        if not periods:
+            continue
+        errs = sorted(abs(p / want - 1) for p in periods)
+        mean_err = sum(periods) / len(periods) / want - 1
+        out[f] = {"periods": len(periods), "mean_period_ns": sum(periods) / len(periods),
+                  "mean_err": mean_err, "p99_err": stats.percentile(errs, 99),
+                  "held": abs(mean_err) <= HOLD}
+    return out
+
+
+def highest_held(wave, key="mean_err"):
+    """The highest frequency whose @key error is within HOLD, or None."""
+    ok = [f for f, w in wave.items() if abs(w[key]) <= HOLD]
+    return max(ok) if ok else None
+
+
+# --- the lab's own experiments -------------------------------------------------
+
+def load_smp_module():
+    path = HERE.parent / "smp" / "analyse.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("smp_analyse", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def read_lab(folder):
+    out = {}
+    cal = folder / "calibrate"
+    if (cal / "raw.csv").exists():
+        _, s = calibration.load(cal)
+        fits = s.get("fits") or {}
+        out["calibrate"] = {name: {"slope_ns_per_loop": f["slope"],
+                                   "intercept_ns": f["intercept"], "r2": f["r2"]}
+                            for name, f in fits.items()}
+    ih = folder / "irqhook"
+    if ih.is_dir():
+        cells = {}
+        for cell in sorted(p for p in ih.iterdir() if (p / "events.csv").exists()):
+            _, _, s = irqhook.load(cell)
+            a = s["after_first"]
+            cells[cell.name] = {k: {"p50": a[k]["p50"], "p99": a[k]["p99"], "n": a[k]["n"]}
+                                for k in ("wakeup", "switching")}
+        out["irqhook"] = cells
+    smp = folder / "smp"
+    mod = load_smp_module() if (smp / "runs").is_dir() else None
+    if mod:
+        cases = {}
+        for case, rounds in mod.read_runs(smp).items():
+            c = mod.summarise_case(rounds)
+            cases[case] = {sp: {"p50_ns": v["ns"]["p50"], "p99_ns": v["ns"]["p99"]}
+                           for sp, v in c["spans"].items()}
+        out["smp"] = cases
+    un = folder / "unload.csv"
+    if un.exists():
+        r = results.read_csv(un, ("cycles", "completed", "kernel_problems"))[0]
+        out["unload"] = {k: int(v) for k, v in r.items()}
+    return out
+
+
+# --- one kernel, and the comparison ----------------------------------------------
+
+def read_kernel(folder):
+    meta = results.read_meta(folder)
+    k = {"meta": meta, "kernel": meta.get("kernel", {}), "cyclictest": {}, "skipped": []}
+    ct = folder / "cyclictest"
+    for load in LOADS:
+        if (ct / f"{load}.json").exists():
+            k["cyclictest"][load] = read_cyclictest(ct / f"{load}.json")
+    traced = ct / "traced"
+    if (traced / "cyclictest.json").exists():
+        t = read_cyclictest(traced / "cyclictest.json")
+        thr = traced / "threshold_us"
+        k["cyclictest"]["traced"] = {
+            "threshold_us": int(thr.read_text()) if thr.exists() else None,
+            "max": t["pooled"]["max"], "trace": (traced / "trace.dat").exists()}
+    if (folder / "perfstat").is_dir():
+        k["perfstat"] = read_perfstat(folder / "perfstat")
+    sq = folder / "squarewave"
+    if sq.is_dir():
+        waves = {}
+        for d in sorted(p for p in sq.iterdir() if (p / "edges.csv").exists()):
+            w = read_wave(d)
+            waves[d.name] = {"freqs": {str(f): v for f, v in w.items()},
+                             "highest_held_mean": highest_held(w),
+                             "highest_held_p99": highest_held(w, "p99_err")}
+        k["squarewave"] = waves
+    if (folder / "lab").is_dir():
+        k["lab"] = read_lab(folder / "lab")
+    if (folder / "skipped.csv").exists():
+        k["skipped"] = results.read_csv(folder / "skipped.csv", ("member", "reason"))
+    return k
+
+
+def kernels_of(d):
+    d = pathlib.Path(d)
+    found = {p.name: p for p in sorted(d.iterdir())
+             if p.is_dir() and (p / "meta.json").exists() and (p / "skipped.csv").exists()}
+    if not found:
+        raise ValueError(f"{d}: no kernel folders (DIR/<variant>/ with meta.json): "
+                         f"not an rt-compare result, or nothing measured")
+    order = sorted(found, key=lambda v: (v != "stock", v != "rt", v))
+    return {v: read_kernel(found[v]) for v in order}
+
+
+def row(group, name, unit, a, b, sa=None, sb=None, kind=None):
+    ratio = b / a if a not in (None, 0) and b is not None else None
+    beyond = None
+    if a is not None and b is not None and sa is not None and sb is not None:
+        beyond = abs(b - a) > 2 * max(sa, sb)
+    return {"group": group, "measurement": name, "unit": unit, "base": a, "other": b,
+            "ratio": ratio, "base_spread": sa, "other_spread": sb, "spread_kind": kind,
+            "beyond_spread": beyond}
+
+
+def get(d, *path):
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
+def compare(base, other):
+    """The comparison rows of kernel @other against kernel @base."""
+    rows = []
+    for load in LOADS:
+        a, b = get(base, "cyclictest", load), get(other, "cyclictest", load)
+        if not a or not b:
+            continue
+        for key in ("min", "mean", "p99", "p999", "max"):
+            ta = [t["avg" if key == "mean" else key] for t in a["threads"]]
+            tb = [t["avg" if key == "mean" else key] for t in b["threads"]]
+            sa = stats.summary(ta)["stddev"] if len(ta) > 1 else None
+            sb = stats.summary(tb)["stddev"] if len(tb) > 1 else None
+            rows.append(row(f"cyclictest {load}", key.replace("mean", "avg"), "us",
+                            a["pooled"][key], b["pooled"][key], sa, sb, "threads"))
+    for order in ("unsorted", "sorted"):
+        pa, pb = get(base, "perfstat", order), get(other, "perfstat", order)
+        if not pa or not pb:
+            continue
+        for e in ("task-clock", "seconds", "user_s", "sys_s", "context-switches",
+                  "cpu-migrations", "page-faults", "cycles", "branch-misses"):
+            if e in pa and e in pb:
+                unit = {"task-clock": "ms", "seconds": "s", "user_s": "s", "sys_s": "s"}.get(
+                    e, "count")
+                rows.append(row(f"perf stat sortsum {order}", e, unit, pa[e]["mean"],
+                                pb[e]["mean"], pa[e]["stddev"], pb[e]["stddev"], "repeats"))
+    for w in sorted(set(get(base, "squarewave") or {}) & set(get(other, "squarewave") or {})):
+        for key, what in (("highest_held_mean", "mean period"), ("highest_held_p99",
+                                                                  "p99 period")):
+            rows.append(row("square wave", f"{w}: highest Hz, {what} within 10 %", "Hz",
+                            base["squarewave"][w][key], other["squarewave"][w][key]))
+    ca, cb = get(base, "lab", "calibrate"), get(other, "lab", "calibrate")
+    for name in sorted(set(ca or {}) & set(cb or {})):
+        for key, unit in (("slope_ns_per_loop", "ns/loop"), ("intercept_ns", "ns")):
+            rows.append(row("calibration", f"{name} {key.split('_')[0]}", unit,
+                            ca[name][key], cb[name][key]))
+    ia, ib = get(base, "lab", "irqhook"), get(other, "lab", "irqhook")
+    for cell in sorted(set(ia or {}) & set(ib or {}), key=lambda c: (c.split("-")[1],
+                                                                      int(c.split("-")[0]))):
+        for key in ("p50", "p99"):
+            rows.append(row("wake-up (irqhook)", f"{cell} wake-up {key}", "us",
+                            ia[cell]["wakeup"][key] / 1e3, ib[cell]["wakeup"][key] / 1e3))
+    sa_, sb_ = get(base, "lab", "smp"), get(other, "lab", "smp")
+    for case in sorted(set(sa_ or {}) & set(sb_ or {})):
+        for span in sa_[case]:
+            if span in sb_[case]:
+                rows.append(row("smp", f"{case} {span} p50", "ns", sa_[case][span]["p50_ns"],
+                                sb_[case][span]["p50_ns"]))
+    return rows
+
+
+# --- report and plots --------------------------------------------------------------
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if abs(v) >= 1000 or v == int(v):
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def report(d, kernels, rows, names):
+    lines = [f"rt-compare: {d}"]
+    emulated = False
+    for v, k in kernels.items():
+        m = k["meta"]
+        lines.append(f"  {v}: {results.describe(m)}; uname -v: {k['kernel'].get('version')}")
+        emulated |= get(m, "machine", "accelerator") == "tcg"
+        if not get(m, "machine", "pmu"):
+            lines.append(f"  {v}: no PMU: hardware events (cycles, instructions, branches, "
+                         f"branch-misses) are <not supported>; software events and rusage "
+                         f"are measured")
+        for s in k["skipped"]:
+            lines.append(f"  {v}: skipped {s['member']}: {s['reason']}")
+    if emulated:
+        lines.append("  Under QEMU TCG every latency is the emulator's: a timer interrupt, "
+                     "a context switch and a wake-up are emulated code, many times slower "
+                     "and noisier than on hardware; ratios within one run carry over "
+                     "better than absolute figures.")
+    lines.append("")
+    for v, k in kernels.items():
+        for load in LOADS:
+            c = get(k, "cyclictest", load)
+            if not c:
+                continue
+            lines.append(f"cyclictest {load}, {v} (us): thread cpu n min avg p99 p99.9 max "
+                         f"overflow")
+            for t in c["threads"]:
+                lines.append(f"  {t['thread']:>3} {t['cpu']!s:>3} {t['n']:>7} "
+                             f"{fmt(t['min']):>6} {t['avg']:>8.1f} {fmt(t['p99']):>7} "
+                             f"{fmt(t['p999']):>7} {fmt(t['max']):>7} {t['overflow']:>5}")
+        tr = get(k, "cyclictest", "traced")
+        if tr:
+            lines.append(f"  traced loaded run ({v}): stopped at > {tr['threshold_us']} us, "
+                         f"max {fmt(tr['max'])} us; trace: "
+                         f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), last events "
+                         f"before it in worst.txt")
+    if len(names) == 2:
+        lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "
+                  f"'beyond' = the difference is more than twice the larger spread "
+                  f"(spread: sd over repeats, or over cyclictest's threads)"]
+        lines.append(f"{'measurement':<52}{'unit':>8}{names[0]:>12}{names[1]:>12}"
+                     f"{'ratio':>8}{'beyond':>8}")
+        group = None
+        for r in rows:
+            if r["group"] != group:
+                group = r["group"]
+                lines.append(f"{group}:")
+            lines.append(f"  {r['measurement'][:50]:<50}{r['unit']:>8}{fmt(r['base']):>12}"
+                         f"{fmt(r['other']):>12}{fmt(r['ratio']):>8}"
+                         f"{fmt(r['beyond_spread']):>8}")
+    for v, k in kernels.items():
+        for order, p in (get(k, "perfstat") or {}).items():
+            if p.get("unsupported"):
+                lines.append(f"perf stat on {v} ({order}): not supported here: "
+                             f"{', '.join(p['unsupported'])}")
+                break
+        un = get(k, "lab", "unload")
+        if un:
+            lines.append(f"delay module on {v}: {un['completed']} of {un['cycles']} "
+                         f"load/unload cycles under syscall load, kernel problems logged: "
+                         f"{un['kernel_problems']}")
+    return "\n".join(lines) + "\n"
+
+
+def plot_cyclictest(d, kernels, load):
+    have = {v: k["cyclictest"][load] for v, k in kernels.items()
+            if get(k, "cyclictest", load)}
+    if not have:
+        return None
+    fig, ax = plot.figure()
+    for v, c in have.items():
+        xs = sorted(c["hist"])
+        ax.step(xs, [c["hist"][x] for x in xs], where="mid", label=f"{v} (max "
+                f"{fmt(c['pooled']['max'])} us)")
+    ax.set_yscale("log")
+    ax.set_xlabel("latency (us), 1 us buckets")
+    ax.set_ylabel("samples (all threads)")
+    ax.set_title(f"cyclictest, {load}")
+    name = f"cyclictest-{load}.png"
+    plot.save(fig, ax, d / name)
+    return name
+
+
+def plot_squarewave(d, kernels):
+    waves = [(v, w, s) for v, k in kernels.items() for w, s in (k.get("squarewave") or
+                                                                {}).items()]
+    if not waves:
+        return None
+    fig, axes = plot.figure(ncols=2, width=11)
+    for ax, load in zip(axes, LOADS):
+        for v, w, s in waves:
+            if not w.endswith(load):
+                continue
+            fs = sorted(int(f) for f in s["freqs"])
+            ax.plot(fs, [100 * s["freqs"][str(f)]["mean_err"] for f in fs], marker="o",
+                    linestyle="-" if v == "stock" else "--", label=f"{v} {w[:-len(load)-1]}")
+        ax.axhspan(-100 * HOLD, 100 * HOLD, color="green", alpha=0.1)
+        ax.set_xscale("log")
+        ax.set_yscale("symlog", linthresh=10)
+        ax.set_xlabel("requested frequency (Hz)")
+        ax.set_ylabel("mean period error (%)")
+        ax.set_title(f"square wave, {load} (green: within 10 %)")
+        if ax is not axes[-1]:
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+    axes[-1].legend(fontsize=7)
+    plot.save(fig, axes[-1], d / "squarewave.png")
+    return "squarewave.png"
+
+
+def add_args(p):
+    cli.add_result_args(p, "DIR", "an rt-compare folder (kernel folders inside)",
+                        picture="the plots")
+
+
+def work(args):
+    d = pathlib.Path(args.dir)
+    kernels = kernels_of(d)
+    names = list(kernels)
+    rows = compare(kernels[names[0]], kernels[names[1]]) if len(names) >= 2 else []
+    for v in names:
+        traced = d / v / "cyclictest" / "traced"
+        text = worst_trace(traced)
+        if text:
+            results.write_text(traced / "worst.txt", text)
+    summary = {"experiment": "rt-compare", "kernels": {
+        v: {key: val for key, val in k.items() if key != "meta"} for v, k in kernels.items()},
+        "base": names[0], "other": names[1] if len(names) > 1 else None, "rows": rows}
+    for k in summary["kernels"].values():
+        for c in k.get("cyclictest", {}).values():
+            if isinstance(c, dict) and "hist" in c:
+                c["hist"] = {str(b): n for b, n in sorted(c["hist"].items())}
+    summary = _finite(summary)
+    results.write_json(d / "comparison.json", summary)
+    results.write_csv(d / "comparison.csv", COLUMNS, rows)
+    text = report(d, kernels, rows, names)
+    results.write_text(d / "report.txt", text)
+    files = ["comparison.json", "comparison.csv", "report.txt"]
+    if not args.no_plot:
+        for load in LOADS:
+            name = plot_cyclictest(d, kernels, load)
+            if name:
+                files.append(name)
+        name = plot_squarewave(d, kernels)
+        if name:
+            files.append(name)
+    cli.show(args, summary, text, d, files)
+    return 0
+
+
+def _finite(o):
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_finite(v) for v in o]
+    return o
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__.split("\n\n")[0], "userspace/rtcompare/analyse.py "
+                      "results/latest-rt-compare", add_args, work))

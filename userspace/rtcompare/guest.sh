@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# The rt-compare suite on the kernel it runs on (in the VM, or on a machine
+# booted into a lab kernel), into DIR/<variant>/ of the folder run.sh made:
+#   cyclictest/    idle.json, loaded.json (+ .txt), traced/ (trace.dat of a
+#                  loaded run stopped at its worst wake-up, cyclictest -b)
+#   perfstat/      perf stat of sortsum, unsorted and sorted, each repeat:
+#                  ORDER-rK.perf (perf stat -x,) and ORDER-rK.json (rusage)
+#   squarewave/    IMPL-LOAD/ (edges.csv, meta.json) for python, c-nanosleep, c-rt
+#   lab/           calibrate/, irqhook/CELL/, smp/ (the lab's own experiments)
+#                  and unload.txt (delay cycled in and out under syscall load)
+#   meta.json, skipped.csv (member,reason of everything not measured)
+#
+#   guest.sh DIR [options]
+#   --only LIST        members to run: cyclictest,perfstat,squarewave,lab (all)
+#   --long             cyclictest 300000 loops as the reference (a real machine)
+#   --ct-loops N       cyclictest loops per run (default 20000, 1 ms apart)
+#   -r, --repeats N    perf stat repeats per order (default 5)
+#   --passes N         sortsum passes of a perf stat run (default 1000)
+#   --freqs LIST       square-wave frequencies, Hz (default 100,200,500,1000,2000,5000,10000,20000)
+#   --periods N        square-wave periods per frequency (default 200)
+#   -n N               events / records of the lab experiments (default 300)
+#   --quick            a few seconds each, for the tests
+#   --check            check the options and stop (run.sh, before it boots)
+#
+# Example:  scripts/vm.sh -- userspace/rtcompare/guest.sh results/rt-compare-x.incomplete --quick
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+
+[ $# -ge 1 ] || die "usage: guest.sh DIR [options] (see --help)"
+top=$1
+shift
+only=cyclictest,perfstat,squarewave,lab
+ct_loops=20000 repeats=5 passes=1000 periods=200 n=300
+freqs=100,200,500,1000,2000,5000,10000,20000 check=0
+need() { [ $# -ge 2 ] || bad_arg "$1 wants a value (see --help)"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--only) need "$@"; only=$2; shift ;;
+	--long) ct_loops=300000 ;;
+	--ct-loops) need "$@"; (want_uint --ct-loops "$2" 10) || exit 2; ct_loops=$2; shift ;;
+	-r | --repeats) need "$@"; (want_uint --repeats "$2" 1) || exit 2; repeats=$2; shift ;;
+	--passes) need "$@"; (want_uint --passes "$2" 1) || exit 2; passes=$2; shift ;;
+	--freqs) need "$@"; (lab_list --freqs "$2" 1000000 >/dev/null) || exit 2; freqs=$2; shift ;;
+	--periods) need "$@"; (want_uint --periods "$2" 2) || exit 2; periods=$2; shift ;;
+	-n) need "$@"; (want_uint -n "$2" 10) || exit 2; n=$2; shift ;;
+	--quick) ct_loops=500 repeats=2 passes=50 periods=20 n=20 freqs=200,2000 ;;
+	--check) check=1 ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
+	esac
+	shift
+done
+for m in ${only//,/ }; do
+	case $m in
+	cyclictest | perfstat | squarewave | lab) ;;
+	*) bad_arg "--only wants members of cyclictest,perfstat,squarewave,lab, not '$m'" ;;
+	esac
+done
+[ "$check" -eq 0 ] || exit 0
+runs() { [[ ",$only," == *",$1,"* ]]; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (real-time priorities, the delay module, tracing)"
+[ -d "$top" ] || die "no result folder $top (run.sh makes it)"
+for tool in sortsum squarewave; do
+	[ -x "$here/$tool" ] || die "$here/$tool is not built; run 'make userspace'"
+done
+variant=$(sed -n 's/.*\blab\.variant=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -z "$variant" ]; then
+	case $(uname -r) in
+	*-lab) variant=stock ;;
+	*-lab-*) variant=$(uname -r | sed 's/.*-lab-//') ;;
+	*) variant=$(uname -r) ;;
+	esac
+fi
+dir=$top/$variant
+[ ! -e "$dir" ] || die "$dir exists: one folder per kernel"
+mkdir -p "$dir"
+echo "member,reason" >"$dir/skipped.csv"
+skip() {
+	log "skipping $1: $2"
+	printf '%s,"%s"\n' "$1" "${2//\"/\'}" >>"$dir/skipped.csv"
+}
+have() { command -v "$1" >/dev/null; }
+ncpu=$(nproc)
+
+"$LAB_TOOL" meta "$dir" rt-compare variant="$variant" members="$only" cpus:="$ncpu" \
+	ct_loops:="$ct_loops" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
+	periods:="$periods" n:="$n" \
+	perf="$(perf --version 2>/dev/null || echo none)" \
+	rt_tests="$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V *//p' | head -1)" \
+	-- "$0" "$top" "$@"
+log "kernel $(uname -r) ($(uname -v | grep -o 'PREEMPT[_A-Z]*' | head -1)), $ncpu CPUs -> $dir"
+
+# --- the CPU-bound load: one sortsum per CPU, normal priority ---------------
+load_pids=()
+start_load() {
+	local i
+	for ((i = 0; i < ncpu; i++)); do
+		"$here/sortsum" --forever --seed "$((i + 1))" >/dev/null &
+		load_pids+=($!)
+	done
+	sleep 1
+}
+stop_load() {
+	[ ${#load_pids[@]} -eq 0 ] && return 0
+	kill "${load_pids[@]}" 2>/dev/null || true
+	wait "${load_pids[@]}" 2>/dev/null || true
+	load_pids=()
+}
+tracing=0
+cleanup() {
+	stop_load
+	[ "$tracing" -eq 0 ] || trace-cmd reset >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+# --- cyclictest ----------------------------------------------------------------
+# The reference: -p 90 -m -n -t4 -l 300000 -h 500.  Here one thread per
+# CPU, each pinned, 1 ms apart, a histogram of 1 us bins up to 20 ms (the
+# emulator's tail is long; later ones count as overflows).
+cyclic() {
+	cyclictest -q -p 90 -m -t -a -i 1000 -l "$ct_loops" -h 20000 "$@"
+}
+run_cyclictest() {
+	local ct=$dir/cyclictest max thresh
+	mkdir -p "$ct/traced"
+	log "cyclictest idle: $ct_loops loops a thread"
+	cyclic --json="$ct/idle.json" >"$ct/idle.txt"
+	log "cyclictest loaded ($ncpu x sortsum)"
+	start_load
+	cyclic --json="$ct/loaded.json" >"$ct/loaded.txt"
+	# Again, traced, stopped by cyclictest at the first wake-up later than
+	# 90 % of the untraced run's worst: the trace ends at that event.
+	if have trace-cmd; then
+		max=$(sed -n 's/.*"max": *\([0-9]*\).*/\1/p' "$ct/loaded.json" | sort -n | tail -1)
+		thresh=$((${max:-0} * 9 / 10))
+		[ "$thresh" -ge 50 ] || thresh=50
+		log "cyclictest loaded and traced, stopping at a latency > $thresh us"
+		tracing=1
+		trace-cmd start -q -b 4096 -C mono -e sched:sched_switch -e sched:sched_wakeup \
+			-e sched:sched_waking -e sched:sched_migrate_task -e irq -e timer \
+			>/dev/null
+		set +e
+		cyclic -b "$thresh" --tracemark --json="$ct/traced/cyclictest.json" \
+			>"$ct/traced/cyclictest.txt" 2>&1
+		set -e
+		trace-cmd stop >/dev/null
+		trace-cmd extract -q -o "$ct/traced/trace.dat" >/dev/null
+		trace-cmd reset >/dev/null 2>&1 || true
+		tracing=0
+		echo "$thresh" >"$ct/traced/threshold_us"
+	else
+		skip cyclictest-trace "trace-cmd is not installed (Debian: trace-cmd)"
+	fi
+	stop_load
+}
+
+# --- perf stat of sortsum ----------------------------------------------------
+# Hardware events stay in the command: <not supported> where there is no PMU.
+PERF_EVENTS=task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses
+run_perfstat() {
+	local ps=$dir/perfstat r order sorted
+	mkdir -p "$ps"
+	for ((r = 1; r <= repeats; r++)); do
+		for order in unsorted sorted; do
+			sorted=()
+			[ "$order" = sorted ] && sorted=(--sorted)
+			perf stat -x, -o "$ps/$order-r$r.perf" -e "$PERF_EVENTS" -- \
+				"$here/sortsum" --passes "$passes" "${sorted[@]}" >"$ps/$order-r$r.json"
+		done
+		log "perf stat round $r of $repeats"
+	done
+}
+
+# --- the square wave ------------------------------------------------------------
+run_squarewave() {
+	local sq=$dir/squarewave load impl
+	mkdir -p "$sq"
+	for load in idle loaded; do
+		[ "$load" = loaded ] && start_load
+		for impl in python c-nanosleep c-rt; do
+			log "square wave $impl, $load: $freqs Hz"
+			case $impl in
+			python) python3 "$here/squarewave.py" -q -f "$freqs" -n "$periods" \
+				-o "$sq" --name "$impl-$load" ;;
+			c-nanosleep) "$here/squarewave" -q --mode nanosleep -f "$freqs" -n "$periods" \
+				-o "$sq" --name "$impl-$load" ;;
+			c-rt) "$here/squarewave" -q --mode rt -f "$freqs" -n "$periods" \
+				-o "$sq" --name "$impl-$load" ;;
+			esac
+		done
+		stop_load
+	done
+}
+
+# --- the lab's own experiments --------------------------------------------------
+hammer_pids=()
+run_lab() {
+	local lab=$dir/lab i bad
+	mkdir -p "$lab"
+	if [ -x "$LAB_ROOT/userspace/calibrate/calibrate" ]; then
+		log "calibration of the delay module"
+		"$LAB_ROOT/userspace/calibrate/run.sh" -l 0:700:100 -n "$((n / 5 > 10 ? n / 5 : 10))" \
+			-o "$lab" --name calibrate -q
+	else
+		skip calibrate "userspace/calibrate is not built"
+	fi
+	if [ -x "$LAB_ROOT/userspace/irqhook/irqhook" ] && [ -c /dev/irqhook ]; then
+		log "wake-up grid on /dev/irqhook: 0, 4, 16 load tasks, normal and rt"
+		mkdir -p "$lab/irqhook"
+		for l in 0 4 16; do
+			for class in normal rt; do
+				local rt=()
+				[ "$class" = rt ] && rt=(--rt)
+				"$LAB_ROOT/userspace/irqhook/irqhook" -q -n "$n" --period-us 4000 \
+					--loads "$l" --read-cpu 0 --write-cpu 0 --load-cpus 0 "${rt[@]}" -o "$lab/irqhook" --name "$l-$class"
+			done
+		done
+	else
+		skip irqhook "no irqhook tool or no /dev/irqhook"
+	fi
+	if [ -x "$LAB_ROOT/userspace/smp/smp" ] && [ "$ncpu" -ge 2 ]; then
+		log "SMP micro-benchmarks, one round"
+		mkdir -p "$lab/smp"
+		"$LAB_ROOT/userspace/smp/guest.sh" "$lab/smp" 1 "$n"
+	else
+		skip smp "userspace/smp is not built or fewer than 2 CPUs"
+	fi
+	# Does the hook unload safely under load on this kernel: 20 cycles of
+	# insmod/rmmod while every CPU makes null system calls.
+	local ko nullcall=$LAB_ROOT/userspace/calibrate/nullcall
+	if ko=$(lab_ko delay 2>/dev/null) && [ -x "$nullcall" ] && [ ! -d /sys/module/delay ]; then
+		for ((i = 0; i < ncpu; i++)); do
+			(while :; do "$nullcall" getppid 100000 10 >/dev/null; done) &
+			hammer_pids+=($!)
+		done
+		local t0 ok=0
+		t0=$(date +%s%N)
+		for ((i = 0; i < 20; i++)); do
+			insmod "$ko" loops=$((200 * (i % 3))) && sleep 0.05 && rmmod delay && ok=$((ok + 1))
+		done
+		kill "${hammer_pids[@]}" 2>/dev/null || true
+		wait "${hammer_pids[@]}" 2>/dev/null || true
+		bad=$(dmesg | grep -cE 'BUG|Oops|WARNING|lockup|stall' || true)
+		printf 'cycles,completed,ms,kernel_problems\n20,%d,%d,%d\n' "$ok" \
+			"$((($(date +%s%N) - t0) / 1000000))" "$bad" >"$lab/unload.csv"
+		log "delay module: $ok of 20 load/unload cycles under syscall load"
+	else
+		skip unload "the delay module or nullcall is not built, or delay is loaded already"
+	fi
+}
+
+if runs cyclictest; then
+	if have cyclictest; then run_cyclictest; else skip cyclictest "cyclictest is not installed (Debian: rt-tests)"; fi
+fi
+if runs perfstat; then
+	if have perf; then run_perfstat; else skip perfstat "perf is not installed (Debian: linux-perf)"; fi
+fi
+runs squarewave && run_squarewave
+runs lab && run_lab
+log "done: $dir"

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Stock versus PREEMPT_RT: builds the kernel variants that are not built
+# yet (same source, same series, shared ccache), boots each in turn, runs
+# the same suite on each (guest.sh: cyclictest idle and loaded, perf stat
+# of sortsum, the square wave, the lab's own experiments) into one
+# results/rt-compare-<date>-<time>/ folder, then compares them
+# (analyse.py: report.txt, comparison.csv/json, the plots).
+#
+#   run.sh [options] [-- GUEST_OPTIONS]
+#   --variants LIST   the kernels, in boot order (default stock,rt)
+#   --here            no VM: run the suite on the kernel this machine runs
+#                     (a real machine booted into a lab kernel, 'make deb');
+#                     with --into DIR, add it to an earlier run's folder
+#   --into DIR        an rt-compare folder to add this kernel to (with --here)
+#   --no-analysis     record only; analyse later with analyse.py DIR
+#   GUEST_OPTIONS     go to guest.sh: --long, --quick, --only LIST, -r N ...
+#
+# Example:  userspace/rtcompare/run.sh -- --only cyclictest,perfstat   (make rt-compare)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+
+variants=stock,rt vm=1 analysis=1 into=
+guest_args=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--variants) [ $# -ge 2 ] || bad_arg "--variants wants a list like stock,rt"; variants=$2; shift ;;
+	--here) vm=0 ;;
+	--into) [ $# -ge 2 ] || bad_arg "--into wants a folder"; into=$2; shift ;;
+	--no-analysis) analysis=0 ;;
+	--) shift; guest_args=("$@"); break ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
+	esac
+	shift
+done
+IFS=, read -r -a vlist <<<"$variants"
+[ ${#vlist[@]} -ge 1 ] || bad_arg "--variants wants a list like stock,rt"
+for v in "${vlist[@]}"; do
+	check_variant "$v"
+	[ "$v" != nohook ] || die "--variants: nohook has no hook, the delay module cannot load there"
+done
+[ -z "$into" ] || [ "$vm" -eq 0 ] || bad_arg "--into goes with --here"
+for tool in sortsum squarewave; do
+	[ -x "$here/$tool" ] || die "$here/$tool is not built; run 'make userspace'"
+done
+[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+if [ "$vm" -eq 0 ]; then
+	[ "$(id -u)" -eq 0 ] || die "--here needs root (real-time priorities, modules, tracing)"
+	command -v cyclictest >/dev/null || die "cyclictest is missing (Debian: rt-tests)"
+	command -v perf >/dev/null || die "perf is missing (Debian: linux-perf)"
+fi
+# guest.sh's options are checked before any kernel is built or booted.
+"$here/guest.sh" - --check "${guest_args[@]}"
+
+if [ -n "$into" ]; then
+	[ -d "$into" ] || bad_arg "--into: no folder $into"
+	dir=$into
+else
+	dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" rt-compare)
+	trap 'log "stopped; what was measured is in $dir"' EXIT
+	"$LAB_TOOL" meta "$dir" rt-compare variants="$variants" \
+		vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" -- "$0" "$@"
+fi
+start=$(date +%s)
+if [ "$vm" -eq 1 ]; then
+	for v in "${vlist[@]}"; do
+		kobj=$(kobj_of "$v")
+		if [ ! -f "$kobj/arch/x86/boot/bzImage" ] ||
+			[ ! -f "$LAB_BUILD/modules/$(cat "$kobj/include/config/kernel.release" 2>/dev/null)/delay.ko" ]; then
+			log "the $v kernel is not built: building it (make kernel module VARIANT=$v)"
+			make -C "$LAB_ROOT" --no-print-directory kernel module VARIANT="$v"
+		fi
+	done
+	for v in "${vlist[@]}"; do
+		log "booting the $v kernel: $dir/$v"
+		VARIANT=$v "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "${guest_args[@]}"
+	done
+else
+	log "measuring the running kernel $(uname -r): $dir"
+	"$here/guest.sh" "$dir" "${guest_args[@]}"
+fi
+trap - EXIT
+if [ -z "$into" ]; then
+	dir=$("$LAB_TOOL" commit "$dir" rt-compare)
+fi
+log "measured in $(($(date +%s) - start)) s: $dir"
+if [ "$analysis" -eq 1 ]; then
+	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
+else
+	log "analyse with: userspace/rtcompare/analyse.py $dir"
+fi

@@ -103,6 +103,22 @@ def test_cyclictest_percentiles_count_overflows_at_the_maximum(tmp_path):
     assert c["hist"] == {10: 995, 5: 500, 6: 500}
 
 
+def test_cyclictest_text_output_stands_in_for_malformed_json(tmp_path):
+    (tmp_path / "idle.json").write_text('{"thread": {"0": {"histogram": {"12": ,}}}}')
+    (tmp_path / "idle.txt").write_text(
+        "# /dev/cpu_dma_latency set to 0us\n# Histogram\n000011 000003\t000000\n"
+        "000012 000006\t000004\n000013 000001\t000000\n# Total: 000000010 000000004\n"
+        "# Min Latencies: 00011 00012\n# Avg Latencies: 00012 00012\n"
+        "# Max Latencies: 00013 00012\n# Histogram Overflows: 00000 00000\n# Thread 0:\n")
+    c = analyse.read_cyclictest(tmp_path / "idle.json")
+    assert c["from_text"] is True
+    assert [(t["n"], t["min"], t["max"]) for t in c["threads"]] == [(10, 11, 13), (4, 12, 12)]
+    assert c["hist"] == {11: 3, 12: 10, 13: 1}
+    (tmp_path / "idle.txt").write_text("nothing\n")
+    with pytest.raises(ValueError, match="not cyclictest -h output"):
+        analyse.read_cyclictest(tmp_path / "idle.json")
+
+
 def test_perf_stat_reads_not_supported_as_missing(tmp_path):
     p = tmp_path / "unsorted-r1.perf"
     p.write_text("# started on Mon Nov 23 10:00:00 2026\n\n"

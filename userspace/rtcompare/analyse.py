@@ -48,10 +48,45 @@ def hist_values(hist, overflow):
     return out
 
 
+def cyclictest_text(path):
+    """The --json dict rebuilt from cyclictest -h's text output: the
+    histogram lines (bucket, a count per thread) and the '# Total', '# Min
+    Latencies', '# Avg', '# Max' lines."""
+    hist, tail = {}, {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        if line.startswith("#"):
+            key, sep, vals = line[1:].partition(":")
+            if sep and vals.split() and all(v.isdigit() for v in vals.split()):
+                tail[key.strip()] = [int(v) for v in vals.split()]
+            continue
+        f = line.split()
+        if len(f) >= 2 and all(v.isdigit() for v in f):
+            for t, c in enumerate(f[1:]):
+                if int(c):
+                    hist.setdefault(t, {})[f[0].lstrip("0") or "0"] = int(c)
+    need = ("Total", "Min Latencies", "Avg Latencies", "Max Latencies")
+    if not all(k in tail for k in need):
+        raise ValueError(f"{path}: not cyclictest -h output (no {', '.join(need)} lines)")
+    return {"thread": {str(t): {"histogram": hist.get(t, {}), "cycles": tail["Total"][t],
+                                "min": tail["Min Latencies"][t],
+                                "avg": tail["Avg Latencies"][t],
+                                "max": tail["Max Latencies"][t], "cpu": None}
+                       for t in range(len(tail["Total"]))}, "from_text": True}
+
+
 def read_cyclictest(path):
     """{"threads": [{cpu, n, min, avg, max, p99, p999, overflow}], "pooled":
-    summary, "hist": {us: count} of all threads} of one --json file."""
-    j = results.read_json(path)
+    summary, "hist": {us: count} of all threads} of one --json file, or of
+    the text output beside it (.txt) when the JSON is malformed: rt-tests
+    2.4 has been seen to write a histogram entry without its value."""
+    try:
+        j = results.read_json(path)
+    except ValueError as e:
+        txt = pathlib.Path(path).with_suffix(".txt")
+        if not txt.exists():
+            raise
+        j = cyclictest_text(txt)
+        j["json_error"] = str(e)
     threads, pooled_hist, pooled = [], {}, []
     for key, t in sorted((j.get("thread") or {}).items(), key=lambda kv: int(kv[0])):
         hist = {int(b): int(c) for b, c in (t.get("histogram") or {}).items()}
@@ -74,7 +109,7 @@ def read_cyclictest(path):
     # The mean of what cyclictest averaged itself, not of 1 us buckets.
     s["mean"] = sum(t["avg"] * t["n"] for t in threads) / sum(t["n"] for t in threads)
     return {"threads": threads, "pooled": s, "hist": pooled_hist, "unit": "us",
-            "return_code": j.get("return_code")}
+            "return_code": j.get("return_code"), "from_text": j.get("from_text", False)}
 
 
 def worst_trace(folder):

@@ -1,0 +1,92 @@
+"""The rt-compare suite on the running lab kernel: short runs of each
+member (cyclictest idle, loaded and traced; perf stat of sortsum; the
+square wave in three implementations; the lab's own experiments) write
+the files the analyser reads, and the analyser digests them."""
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import MODDIR, ROOT, kernel_problems
+
+GUEST = ROOT / "userspace/rtcompare/guest.sh"
+_spec = importlib.util.spec_from_file_location("rtcompare_analyse",
+                                               ROOT / "userspace/rtcompare/analyse.py")
+analyse = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(analyse)
+
+
+def variant_dir(top):
+    (d,) = [p for p in top.iterdir() if p.is_dir()]
+    return d
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """One quick run of every member into a fresh folder."""
+    assert not MODDIR.exists(), "the delay module must not be loaded before the suite"
+    top = tmp_path_factory.mktemp("rt-compare")
+    out = subprocess.run([GUEST, top, "--quick"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return variant_dir(top)
+
+
+def test_cyclictest_wrote_results_for_idle_loaded_and_traced(suite):
+    for name in ("idle.json", "loaded.json", "traced/cyclictest.json"):
+        c = analyse.read_cyclictest(suite / "cyclictest" / name)
+        assert len(c["threads"]) >= 2, name       # one thread per CPU
+        for t in c["threads"]:
+            assert t["min"] <= t["avg"] <= t["max"], (name, t)
+            assert t["p99"] <= t["max"]
+    # cyclictest -l: the first thread to reach the count stops the others.
+    idle = analyse.read_cyclictest(suite / "cyclictest/idle.json")["threads"]
+    assert max(t["n"] for t in idle) == 500 and all(0 < t["n"] <= 500 for t in idle)
+    assert (suite / "cyclictest/traced/trace.dat").stat().st_size > 0
+    assert int((suite / "cyclictest/traced/threshold_us").read_text()) >= 50
+
+
+def test_perf_stat_ran_both_orders(suite):
+    for order in ("unsorted", "sorted"):
+        for r in (1, 2):
+            perf = (suite / "perfstat" / f"{order}-r{r}.perf").read_text()
+            assert ",task-clock," in perf and ",branch-misses" in perf
+            run = json.loads((suite / "perfstat" / f"{order}-r{r}.json").read_text())
+            assert run["sorted"] == (order == "sorted") and run["passes"] == 50
+
+
+def test_square_wave_of_every_implementation_idle_and_loaded(suite):
+    for impl in ("python", "c-nanosleep", "c-rt"):
+        for load in ("idle", "loaded"):
+            d = suite / "squarewave" / f"{impl}-{load}"
+            meta = json.loads((d / "meta.json").read_text())
+            assert meta["settings"]["impl"] == impl
+            freqs = {line.split(",")[0] for line in
+                     (d / "edges.csv").read_text().splitlines()[1:]}
+            assert freqs == {"200", "2000"}, (impl, load)
+    rt = json.loads((suite / "squarewave/c-rt-idle/meta.json").read_text())["settings"]
+    assert (rt["policy"], rt["priority"], rt["mlockall"]) == ("SCHED_FIFO", 49, True)
+
+
+def test_lab_experiments_ran(suite):
+    lab = suite / "lab"
+    assert (lab / "calibrate/raw.csv").exists() and (lab / "calibrate/meta.json").exists()
+    cells = sorted(p.name for p in (lab / "irqhook").iterdir())
+    assert cells == ["0-normal", "0-rt", "16-normal", "16-rt", "4-normal", "4-rt"]
+    unload = (lab / "unload.csv").read_text().splitlines()
+    assert unload[0] == "cycles,completed,ms,kernel_problems"
+    cycles, completed, _, problems = unload[1].split(",")
+    assert (cycles, completed, problems) == ("20", "20", "0")
+    assert not MODDIR.exists()
+    assert kernel_problems() == []
+
+
+def test_analyser_reads_one_kernel(suite, tmp_path):
+    out = subprocess.run([sys.executable, ROOT / "userspace/rtcompare/analyse.py",
+                          suite.parent, "--no-plot", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    k = json.loads(out.stdout)["kernels"][suite.name]
+    assert k["cyclictest"]["loaded"]["pooled"]["n"] >= 1000
+    assert set(k["squarewave"]) == {f"{i}-{l}" for i in ("python", "c-nanosleep", "c-rt")
+                                    for l in ("idle", "loaded")}
+    assert k["lab"]["calibrate"]["getppid"]["slope_ns_per_loop"] > 0

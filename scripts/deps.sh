@@ -27,7 +27,7 @@ packages=(
 	linux-source-6.12 quilt make gcc flex bison bc libelf-dev libssl-dev
 	ccache xz-utils cpio kmod
 	# make deb: the kernel's bindeb-pkg
-	dpkg-dev rsync
+	dpkg-dev rsync debhelper
 	# checkpatch.pl's SPDX check
 	python3-ply python3-git
 	# the VM and the guest's tools

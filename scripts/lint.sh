@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# checkpatch --strict on every patch of the series, shellcheck on every script.
+# checkpatch --strict on every patch of the series and every module source,
+# shellcheck on every script.
 #
 # Example:  scripts/lint.sh     (what make lint runs)
 set -euo pipefail
@@ -15,6 +16,13 @@ while read -r patch; do
 	PATH=/usr/bin:$PATH "$ksrc/scripts/checkpatch.pl" --strict -q \
 		"$LAB_ROOT/patches/$patch" || status=1
 done <"$LAB_ROOT/series"
+# The out-of-tree modules' own sources (uapi headers included), as files.
+mapfile -t sources < <(cd "$LAB_ROOT" && git ls-files 'modules/*.[ch]')
+for f in "${sources[@]}"; do
+	[ -L "$LAB_ROOT/$f" ] && continue
+	PATH=/usr/bin:$PATH "$ksrc/scripts/checkpatch.pl" --strict --no-tree -q -f \
+		"$LAB_ROOT/$f" || status=1
+done
 mapfile -t scripts < <(cd "$LAB_ROOT" && git ls-files '*.sh' .ci/run)
 (cd "$LAB_ROOT" && shellcheck -x "${scripts[@]}") || status=1
 [ "$status" -eq 0 ] && log "checkpatch and shellcheck are clean"

@@ -60,6 +60,20 @@ def test_checkpatch_strict(fresh_tree, root, name):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+MODULE_SOURCES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "modules").glob("*/**/*.[ch]")
+                        if not p.is_symlink())
+
+
+@pytest.mark.parametrize("name", MODULE_SOURCES)
+def test_module_source_is_checkpatch_strict_clean(fresh_tree, root, name):
+    env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
+    out = subprocess.run([fresh_tree / "scripts/checkpatch.pl", "--strict", "--no-tree",
+                          "-f", root / name],
+                         cwd=fresh_tree, capture_output=True, text=True, env=env)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "total: 0 errors, 0 warnings, 0 checks" in out.stdout, out.stdout
+
+
 @pytest.mark.parametrize("name", series(ROOT))
 def test_patch_is_a_format_patch_mail(root, name):
     text = (root / "patches" / name).read_text()

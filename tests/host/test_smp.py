@@ -1,0 +1,227 @@
+"""userspace/smp/analyse.py on made-up runs whose figures are known: the
+pooled statistics in cycles and ns, the spread of the rounds' medians, the
+TLB shoot-downs per record, the pairing with perf bench, cyclictest and
+ptsematest (units and directions made equal, the verdict), the reference
+table, and one-line errors on bad folders."""
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from resultdirs import write_csv, write_meta
+
+ANALYSER = "userspace/smp/analyse.py"
+HZ = 2e9                     # 2 cycles a ns
+N = 5
+OFFSETS = (-20, -10, 0, 10, 20)   # around each round's median, in ns
+
+# case: (bench, placement, {span: [median ns of round 1, round 2, ...]}, extras)
+CASES = {
+    "pipes-cross": ("pipes", "cross", {"round_trip": [10000, 12000, 11000]}, {}),
+    "pipes-same": ("pipes", "same", {"round_trip": [20000, 20000, 20000]}, {}),
+    "cv-same": ("cv", "same", {"high_to_low": [3000, 3000, 3000],
+                               "low_to_high": [3100, 3100, 3100],
+                               "round_trip": [7000, 7000, 7000]}, {}),
+    "timer": ("timer", "cross", {"sigalrm": [5000, 5000, 5000],
+                                 "nanosleep": [30000, 30000, 30000]}, {}),
+    "tlbflush-p1-remote0": ("tlbflush", "cross", {"munmap": [4000, 4000, 4000]},
+                            {"pages": 1, "remote": 0, "tlb_shootdowns_per_record": 0.0}),
+    "tlbflush-p1-remote1": ("tlbflush", "cross", {"munmap": [35000, 35000, 35000]},
+                            {"pages": 1, "remote": 1, "tlb_shootdowns_per_record": 1.02}),
+}
+
+
+def smp_dir(d, cases=CASES, rounds=3, tools=True):
+    write_meta(d, "smp", {"runs": rounds, "n": N})
+    write_meta(d / "guest", "smp", {"runs": rounds, "n": N, "cpus": 2})
+    for case, (bench, place, spans, extras) in cases.items():
+        for r in range(1, rounds + 1):
+            run = write_meta(d / "runs" / f"{case}-r{r}", f"smp-{bench}",
+                             {"bench": bench, "placement": place, "cpus": [0, 1], "n": N,
+                              "warmup": 1, "tsc_hz": HZ, "tsc_hz_source": "test",
+                              "spans": list(spans), **extras})
+            rows = [(i, sp, int((m[r - 1] + o) * HZ / 1e9), m[r - 1] + o)
+                    for sp, m in spans.items() for i, o in enumerate(OFFSETS)]
+            write_csv(run / "raw.csv", ("record", "span", "cycles", "ns"), rows)
+    if tools:
+        t = d / "tools"
+        t.mkdir()
+        for r in range(1, rounds + 1):
+            # 11.0 us a round trip: pipes-cross's mean is 11,000 ns.
+            (t / f"perf-pipe-threads-cross-r{r}.txt").write_text(
+                "# Running 'sched/pipe' benchmark:\n# Executed 10000 pipe operations\n\n"
+                "     Total time: 0.110 [sec]\n\n      11.000000 usecs/op\n"
+                "          90909 ops/sec\n")
+            (t / f"perf-pipe-threads-same-r{r}.txt").write_text("      40.000 usecs/op\n")
+            (t / f"cyclictest-nanosleep-r{r}.json").write_text(json.dumps(
+                {"thread": {"0": {"cycles": 10, "min": 29, "max": 33, "avg": 30.0,
+                                  "histogram": {"29": 2, "30": 6, "33": 2}}}}))
+            (t / f"ptsematest-r{r}.json").write_text(json.dumps(
+                {"thread": {"0": {"sender": {"samples": 10},
+                                  "receiver": {"min": 2, "avg": 3.0, "max": 9}}}}))
+    return d
+
+
+def analyse(root, *args):
+    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_pooled_rounds_and_tlb(root, tmp_path):
+    d = smp_dir(tmp_path / "s")
+    out = analyse(root, "--no-plot", d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    assert s["tsc"] == {"hz": HZ, "source": "test"} and s["emulated"] is True
+    assert list(s["cases"])[:2] == ["pipes-cross", "pipes-same"]
+    pc = s["cases"]["pipes-cross"]["spans"]["round_trip"]
+    assert pc["ns"]["n"] == 3 * N and pc["ns"]["mean"] == pytest.approx(11000)
+    assert pc["ns"]["min"] == 9980 and pc["ns"]["max"] == 12020
+    assert pc["cycles"]["p50"] == pytest.approx(2 * pc["ns"]["p50"])
+    r = pc["round_p50_ns"]
+    assert (r["n"], r["min"], r["max"]) == (3, 10000, 12000)
+    assert r["cv_pct"] == pytest.approx(1000 / 11000 * 100)
+    assert [x["p50_ns"] for x in pc["rounds"]] == [10000, 12000, 11000]
+    assert s["cases"]["pipes-same"]["spans"]["round_trip"]["round_p50_ns"]["cv_pct"] == 0
+    t = s["cases"]
+    assert t["tlbflush-p1-remote1"]["tlb_shootdowns_per_record"] == pytest.approx(1.02)
+    assert (t["tlbflush-p1-remote1"]["pages"], t["tlbflush-p1-remote1"]["remote"]) == (1, 1)
+    rows = list(csv.DictReader(open(d / "summary.csv")))
+    assert len(rows) == 2 * sum(len(c[2]) for c in CASES.values())
+    report = (d / "report.txt").read_text()
+    assert report in out.stdout and "host cycles of emulated work" in report
+    assert next(ln for ln in report.splitlines() if ln.startswith("tlbflush-p1-remote1")
+                and "1.02" in ln)
+
+
+def test_pairs_made_equal_and_judged(root, tmp_path):
+    d = smp_dir(tmp_path / "s")
+    assert analyse(root, "--no-plot", d).returncode == 0
+    pairs = {(p["ours"], p["tool"], p["statistic"]): p
+             for p in json.loads((d / "summary.json").read_text())["pairs"]}
+    # Round trip against round trip, us -> ns: 11,000 against 11,000.
+    p = pairs[("pipes-cross round_trip", "perf-pipe-threads-cross", "mean")]
+    assert p["tool_ns"] == pytest.approx(11000) and p["ratio"] == pytest.approx(1)
+    assert p["agree"] is True and p["tool_rounds"] == 3
+    # 20 us against 40 us: they differ, and the report says why.
+    p = pairs[("pipes-same round_trip", "perf-pipe-threads-same", "mean")]
+    assert p["ratio"] == pytest.approx(0.5) and p["agree"] is False
+    # One way against one way: cv's high_to_low, ptsematest's average.
+    p = pairs[("cv-same high_to_low", "ptsematest", "mean")]
+    assert p["tool_ns"] == pytest.approx(3000) and p["agree"] is True
+    assert pairs[("timer nanosleep", "cyclictest-nanosleep", "mean")]["ratio"] == \
+        pytest.approx(1)
+    # cyclictest's median from its histogram: 30 us.
+    assert pairs[("timer nanosleep", "cyclictest-nanosleep", "p50")]["tool_ns"] == 30000
+    # No perf process runs, no cyclictest -x: those pairs are left out.
+    assert not any(k[1] in ("perf-pipe-process-cross", "cyclictest-posix") for k in pairs)
+    report = (d / "report.txt").read_text()
+    line = next(ln for ln in report.splitlines() if ln.startswith("pipes-same round_trip"))
+    assert "0.50" in line and "differ" in line
+    assert "- pipes-same round_trip vs perf-pipe-threads-same:" in report
+
+
+def test_reference_in_cycles(root, tmp_path):
+    d = smp_dir(tmp_path / "s")
+    assert analyse(root, "--no-plot", d).returncode == 0
+    ref = {r["reference"]: r for r in json.loads((d / "summary.json").read_text())["reference"]}
+    assert ref["pipes"]["mean_cycles"] == pytest.approx(22000, rel=1e-3)
+    assert ref["pipes"]["ratio"] == pytest.approx(22000 / 8770, rel=1e-3)
+    assert "cv" not in ref        # cv-cross was not measured
+    assert ref["tlbflush (2 cores)"]["case"] == "tlbflush-p1-remote1 munmap"
+
+
+def test_pictures(root, tmp_path):
+    d = smp_dir(tmp_path / "s", tools=False)
+    out = analyse(root, d)
+    assert out.returncode == 0, out.stderr
+    for name in ("smp.png", "hist-pipes.png", "hist-tlbflush.png", "hist-timer.png"):
+        assert (d / name).stat().st_size > 1000, name
+    assert not (d / "hist-tun.png").exists()
+    assert "no tool figures to pair" in (d / "report.txt").read_text()
+
+
+@pytest.mark.parametrize("breakage, message", [
+    ("empty", "no runs/*/ folders"),
+    ("badname", "not CASE-rK"),
+    ("short", "4 records of span round_trip, but meta.json says n = 5"),
+    ("span", "span 'bogus' is not one of round_trip"),
+    ("perf", "no 'usecs/op' line"),
+    ("cyclictest", "not a cyclictest --json file"),
+])
+def test_bad_folders(root, tmp_path, breakage, message):
+    d = smp_dir(tmp_path / "s", {"pipes-cross": CASES["pipes-cross"]}, rounds=1)
+    raw = d / "runs/pipes-cross-r1/raw.csv"
+    if breakage == "empty":
+        d = write_meta(tmp_path / "e", "smp", {})
+    elif breakage == "badname":
+        (d / "runs/pipes-cross-r1").rename(d / "runs/pipes-cross")
+    elif breakage == "short":
+        raw.write_text("\n".join(raw.read_text().splitlines()[:-1]) + "\n")
+    elif breakage == "span":
+        raw.write_text(raw.read_text() + "5,bogus,1,1\n")
+    elif breakage == "perf":
+        (d / "tools/perf-pipe-threads-cross-r1.txt").write_text("Segmentation fault\n")
+    else:
+        (d / "tools/cyclictest-nanosleep-r1.json").write_text("{}")
+    out = analyse(root, "--no-plot", d)
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert message in out.stderr and not (d / "summary.json").exists()
+
+
+# --- the smp tool itself, as far as any kernel and user can run it ---------
+
+@pytest.fixture(scope="module")
+def smp(root):
+    subprocess.run(["make", "-s", "-C", root / "userspace/smp"], check=True)
+    return root / "userspace/smp/smp"
+
+
+def test_tool_output_is_what_the_analyser_reads(root, smp, tmp_path):
+    """Two benchmarks that need neither root nor a second CPU, run the way
+    guest.sh runs them, then analysed."""
+    d = write_meta(tmp_path / "s", "smp", {"runs": 1, "n": 20})
+    for case, args in (("pipes-same", ["pipes", "--same-cpu"]),
+                       ("tlbflush-p1-remote0", ["tlbflush", "--remote", "0"])):
+        out = subprocess.run([smp, *args, "-n", "20", "--warmup", "2", "-q", "-o",
+                              d / "runs", "--name", f"{case}-r1"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+    out = analyse(root, "--no-plot", d)
+    assert out.returncode == 0, out.stderr
+    cases = json.loads((d / "summary.json").read_text())["cases"]
+    assert cases["pipes-same"]["spans"]["round_trip"]["ns"]["n"] == 20
+    assert cases["pipes-same"]["placement"] == "same"
+    t = cases["tlbflush-p1-remote0"]
+    assert (t["pages"], t["remote"], t["remote_cpus"]) == (1, 0, [])
+    assert t["spans"]["munmap"]["cycles"]["min"] > 0
+
+
+def test_tool_lists_and_refuses(smp, tmp_path):
+    out = subprocess.run([smp, "list"], capture_output=True, text=True)
+    assert [ln.split()[0] for ln in out.stdout.splitlines()] == \
+        ["pipes", "cv", "tlbflush", "timer", "tun"]
+    assert "Example" in subprocess.run([smp, "tun", "--help"], capture_output=True,
+                                       text=True).stdout
+    for args in (["pipes", "-n", "0"], ["nothing"], ["pipes", "--remote", "1"],
+                 ["timer", "--interval", "x"]):
+        out = subprocess.run([smp, *args, "-o", tmp_path / "x"], capture_output=True,
+                             text=True)
+        assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, (args, out.stderr)
+    assert not (tmp_path / "x").exists()
+
+
+def test_contradictory_cyclictest_is_left_out(root, tmp_path):
+    """cyclictest -x can report negative latencies and an overflowed
+    average (wake-ups later than its interval): no pair, a note instead."""
+    d = smp_dir(tmp_path / "s", rounds=1)
+    (d / "tools/cyclictest-posix-r1.json").write_text(json.dumps(
+        {"thread": {"0": {"cycles": 10, "min": 2528, "max": -447, "avg": 1.6e19,
+                          "histogram": {"2528": 1}}}}))
+    out = analyse(root, "--no-plot", d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    assert not [p for p in s["pairs"] if p["tool"] == "cyclictest-posix"]
+    assert "left out: cyclictest-posix round 1" in (d / "report.txt").read_text()

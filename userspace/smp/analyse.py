@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""Summarise an smp run (make smp): five SMP micro-benchmarks, every case
+in several rounds, beside perf bench sched pipe, cyclictest and ptsematest.
+
+Reads DIR/runs/CASE-rK/ (one smp folder a case and round: raw.csv
+record,span,cycles,ns and meta.json), DIR/tools/ (the field's tools, each
+round) and DIR/skipped.csv.  For each case and span: the pooled
+distribution of every round's records (n, min, mean, stddev, p50, p90,
+p99, p999, max in cycles and in ns) and the spread of the rounds' medians
+(run-to-run noise, apart from the within-run spread); the TLB shoot-downs
+the kernel counted per record; each pair of one of our spans and a tool's
+figure for the same thing, in ns on the same definition, their ratio and
+whether they agree; and our means against the reference figures.  Writes
+DIR/summary.json, DIR/summary.csv, DIR/report.txt, DIR/smp.png (every
+case's distribution) and DIR/hist-BENCH.png (log y), and prints the tables.
+"""
+import math
+import pathlib
+import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from lablib import cli, results, stats  # noqa: E402
+
+BENCHES = ("pipes", "cv", "tlbflush", "timer", "tun")
+CASE = re.compile(r"^(?P<case>[a-z]+(?:-[a-z0-9]+)*)-r(?P<round>\d+)$")
+CSV_COLUMNS = ("case", "span", "bench", "placement", "unit", *stats.SUMMARY_KEYS,
+               "rounds", "round_p50_min", "round_p50_max", "round_p50_cv_pct")
+# |ratio - 1| within this: the two figures agree.
+AGREE = 0.25
+
+# The spec's hand-made runs: mean and standard deviation in TSC cycles, and
+# which of our cases and spans is the same measurement.
+REFERENCE = [
+    ("pipes", "pipes-cross", "round_trip", 8770, 62),
+    ("tlbflush (2 cores)", "tlbflush-p1-remote1", "munmap", 69907, 12549),
+    ("cv", "cv-cross", "round_trip", 12460, 195),
+    ("timer", "timer", "sigalrm", 6147, 117),
+    ("network (tun)", "tun-cross", "wakeup", 4245, 165),
+]
+
+
+def split_name(name):
+    """(case, round) of a runs/ folder name such as pipes-cross-r3."""
+    m = CASE.match(name)
+    if not m:
+        raise ValueError(f"runs/{name}: not CASE-rK (an smp folder of guest.sh)")
+    return m["case"], int(m["round"])
+
+
+def read_run(folder):
+    """(settings, {span: {"cycles": [...], "ns": [...]}}) of one smp folder."""
+    meta = results.read_meta(folder)
+    s = results.settings(meta)
+    for key in ("bench", "n", "tsc_hz", "spans"):
+        if s.get(key) is None:
+            raise ValueError(f"{folder}/meta.json: settings have no {key!r}")
+    if s["bench"] not in BENCHES:
+        raise ValueError(f"{folder}/meta.json: unknown bench {s['bench']!r}")
+    path = pathlib.Path(folder) / "raw.csv"
+    spans = {sp: {"cycles": [], "ns": []} for sp in s["spans"]}
+    for i, row in enumerate(results.read_csv(path, ("record", "span", "cycles", "ns")), 2):
+        if row["span"] not in spans:
+            raise ValueError(f"{path} line {i}: span {row['span']!r} is not one of "
+                             f"{', '.join(spans)}")
+        try:
+            c, ns = float(row["cycles"]), float(row["ns"])
+        except ValueError:
+            raise ValueError(f"{path} line {i}: cycles and ns must be numbers") from None
+        if not (0 <= c < math.inf and 0 <= ns < math.inf):
+            raise ValueError(f"{path} line {i}: a negative or infinite time")
+        spans[row["span"]]["cycles"].append(c)
+        spans[row["span"]]["ns"].append(ns)
+    for sp, v in spans.items():
+        if len(v["ns"]) != s["n"]:
+            raise ValueError(f"{path}: {len(v['ns'])} records of span {sp}, but meta.json "
+                             f"says n = {s['n']}")
+    return meta, s, spans
+
+
+def read_runs(d):
+    """{case: {round: (meta, settings, spans)}} of result folder @d."""
+    runs_dir = pathlib.Path(d) / "runs"
+    folders = sorted(p for p in runs_dir.glob("*") if p.is_dir()) if runs_dir.is_dir() else []
+    if not folders:
+        raise ValueError(f"{d}: no runs/*/ folders: not an smp result, or nothing measured")
+    out = {}
+    for f in folders:
+        case, rnd = split_name(f.name)
+        out.setdefault(case, {})[rnd] = read_run(f)
+    return out
+
+
+def case_order(case):
+    bench = case.split("-")[0]
+    nums = [int(x) for x in re.findall(r"\d+", case)]
+    return (BENCHES.index(bench) if bench in BENCHES else len(BENCHES), nums, case)
+
+
+def summarise_case(rounds):
+    """The pooled and per-round figures of one case {round: (meta, s, spans)}."""
+    first = rounds[min(rounds)][1]
+    out = {"bench": first["bench"], "placement": first.get("placement"),
+           "cpus": first.get("cpus"), "rounds": sorted(rounds), "spans": {}}
+    for key in ("pages", "remote", "remote_cpus", "interval_ns", "policy"):
+        if key in first:
+            out[key] = first[key]
+    if first["bench"] == "tlbflush":
+        per = [r[1].get("tlb_shootdowns_per_record") for r in rounds.values()]
+        per = [p for p in per if p is not None]
+        out["tlb_shootdowns_per_record"] = sum(per) / len(per) if per else None
+    if first["bench"] == "tun":
+        out["packets_sent"] = sum(r[1].get("packets_sent", 0) for r in rounds.values())
+        out["packets_received"] = sum(r[1].get("packets_received", 0)
+                                      for r in rounds.values())
+    for span in first["spans"]:
+        pooled = {"cycles": [], "ns": []}
+        per_round = []
+        for rnd in sorted(rounds):
+            v = rounds[rnd][2][span]
+            pooled["cycles"] += v["cycles"]
+            pooled["ns"] += v["ns"]
+            ns, cy = stats.summary(v["ns"]), stats.summary(v["cycles"])
+            per_round.append({"round": rnd, "p50_ns": ns["p50"], "p99_ns": ns["p99"],
+                              "mean_ns": ns["mean"], "p50_cycles": cy["p50"],
+                              "mean_cycles": cy["mean"]})
+        meds = stats.summary([r["p50_ns"] for r in per_round])
+        out["spans"][span] = {
+            "cycles": stats.summary(pooled["cycles"]), "ns": stats.summary(pooled["ns"]),
+            "rounds": per_round,
+            "round_p50_ns": {**meds, "cv_pct": meds["stddev"] / meds["mean"] * 100
+                             if meds["mean"] else None},
+        }
+    return out
+
+
+# --- the field's tools ------------------------------------------------------
+
+def _round_of(path):
+    m = re.search(r"-r(\d+)\.[a-z]+$", path.name)
+    return int(m[1]) if m else None
+
+
+def read_perf_pipe(path):
+    """usecs/op of one 'perf bench sched pipe' output, or ValueError."""
+    m = re.search(r"([\d.]+)\s+usecs/op", path.read_text())
+    if not m:
+        raise ValueError(f"{path}: no 'usecs/op' line: not perf bench sched pipe output")
+    return float(m[1])
+
+
+def hist_percentile(hist, p):
+    """The p-th percentile, in the histogram's unit, of {value: count}."""
+    total = sum(hist.values())
+    if not total:
+        return None
+    want, seen = p / 100 * total, 0
+    for v in sorted(hist):
+        seen += hist[v]
+        if seen >= want:
+            return v
+    return max(hist)
+
+
+def read_cyclictest(path):
+    """{"min", "avg", "max", "p50", "p99", "n"} in us of thread 0 of a
+    cyclictest --json file (the percentiles from its 1 us histogram)."""
+    try:
+        t = results.read_json(path)["thread"]["0"]
+        hist = {int(k): int(v) for k, v in (t.get("histogram") or {}).items()}
+        out = {"min": float(t["min"]), "avg": float(t["avg"]), "max": float(t["max"]),
+               "n": int(t["cycles"])}
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{path}: not a cyclictest --json file with thread 0") from None
+    out["p50"], out["p99"] = hist_percentile(hist, 50), hist_percentile(hist, 99)
+    if not 0 <= out["min"] <= out["avg"] <= out["max"]:
+        # Seen with -x under TCG when wake-ups are later than the interval:
+        # negative latencies, an overflowed average.  No figure, not a wrong one.
+        out["invalid"] = (f"{path.name}: min {out['min']:g}, avg {out['avg']:g}, "
+                          f"max {out['max']:g} us contradict each other")
+        for k in ("min", "avg", "max", "p50", "p99"):
+            out[k] = None
+    return out
+
+
+def read_ptsematest(path):
+    """{"min", "avg", "max", "n"} in us of pair 0 of a ptsematest --json file."""
+    try:
+        t = results.read_json(path)["thread"]["0"]
+        r = t["receiver"]
+        return {"min": float(r["min"]), "avg": float(r["avg"]), "max": float(r["max"]),
+                "n": int(t["sender"]["samples"])}
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{path}: not a ptsematest --json file with pair 0") from None
+
+
+def read_tools(d):
+    """{tool case: {round: figures}} of DIR/tools: perf-pipe-MODE-PLACE
+    {"us_per_op"}, cyclictest-nanosleep / cyclictest-posix and ptsematest
+    (as their readers return them)."""
+    tools = pathlib.Path(d) / "tools"
+    out = {}
+    if not tools.is_dir():
+        return out
+    for p in sorted(tools.iterdir()):
+        rnd = _round_of(p)
+        if rnd is None:
+            continue
+        name = p.name[:p.name.rindex("-r")]
+        if name.startswith("perf-pipe-") and p.suffix == ".txt":
+            out.setdefault(name, {})[rnd] = {"us_per_op": read_perf_pipe(p)}
+        elif name.startswith("cyclictest-") and p.suffix == ".json":
+            out.setdefault(name, {})[rnd] = read_cyclictest(p)
+        elif name == "ptsematest" and p.suffix == ".json":
+            out.setdefault(name, {})[rnd] = read_ptsematest(p)
+    return out
+
+
+# Our span against a tool's figure for the same thing.  Each: (our case,
+# our span, our statistic, tool case, the tool's figure (us), what the two
+# measure, what still differs once the units and directions are equal).
+PAIRS = [
+    ("pipes-cross", "round_trip", "mean", "perf-pipe-threads-cross", "us_per_op",
+     "perf bench sched pipe -T, taskset -c 0,1: mean us per round trip of two threads",
+     "perf bench does not pin each end: both threads may share one CPU for a while, "
+     "and its op includes the loop around the calls"),
+    ("pipes-cross", "round_trip", "mean", "perf-pipe-process-cross", "us_per_op",
+     "perf bench sched pipe (processes), taskset -c 0,1",
+     "two processes: a switch between them also changes the address space"),
+    ("pipes-same", "round_trip", "mean", "perf-pipe-threads-same", "us_per_op",
+     "perf bench sched pipe -T, taskset -c 0: both threads on one CPU",
+     "the same definition: two context switches per round trip"),
+    ("pipes-same", "round_trip", "mean", "perf-pipe-process-same", "us_per_op",
+     "perf bench sched pipe (processes), taskset -c 0",
+     "processes: every switch also changes the address space"),
+    ("cv-same", "high_to_low", "mean", "ptsematest", "avg",
+     "ptsematest -t 1 -a -p 99: one-way mutex hand-off between two FIFO 99 threads on "
+     "CPU 0, average",
+     "a mutex unlock waking a waiter, not a condition variable's signal; 1 us resolution"),
+    ("timer", "nanosleep", "mean", "cyclictest-nanosleep", "avg",
+     "cyclictest -m -p 99 -i 1000: clock_nanosleep(TIMER_ABSTIME) wake-up latency, average",
+     "the same definition; cyclictest reports whole us"),
+    ("timer", "nanosleep", "p50", "cyclictest-nanosleep", "p50",
+     "cyclictest's median, from its 1 us histogram", "whole us bins"),
+    ("timer", "sigalrm", "mean", "cyclictest-posix", "avg",
+     "cyclictest -x: a POSIX timer's signal taken with sigwait, average",
+     "cyclictest's thread returns from sigwait; ours interrupts a spinning thread "
+     "and enters a handler"),
+]
+
+
+def pair_rows(cases, tools):
+    rows = []
+    for case, span, stat, tool, key, what, note in PAIRS:
+        if case not in cases or span not in cases[case]["spans"] or tool not in tools:
+            continue
+        vals = [v[key] for v in tools[tool].values() if v.get(key) is not None]
+        if not vals:
+            continue
+        ours = cases[case]["spans"][span]["ns"][stat]
+        theirs = sum(vals) / len(vals) * 1000
+        ratio = ours / theirs if theirs else None
+        agree = ratio is not None and abs(ratio - 1) <= AGREE
+        rows.append({"ours": f"{case} {span}", "statistic": stat, "ours_ns": ours,
+                     "tool": tool, "tool_ns": theirs, "tool_rounds": len(vals),
+                     "tool_spread_ns": (max(vals) - min(vals)) * 1000,
+                     "ratio": ratio, "agree": agree, "tool_measures": what,
+                     "difference": note})
+    return rows
+
+
+def reference_rows(cases):
+    rows = []
+    for name, case, span, mean, sd in REFERENCE:
+        c = cases.get(case, {}).get("spans", {}).get(span)
+        if not c:
+            continue
+        cy = c["cycles"]
+        rows.append({"reference": name, "case": f"{case} {span}", "ref_mean_cycles": mean,
+                     "ref_stddev_cycles": sd, "mean_cycles": cy["mean"],
+                     "stddev_cycles": cy["stddev"], "p50_cycles": cy["p50"],
+                     "ratio": cy["mean"] / mean})
+    return rows
+
+
+def read_skipped(d):
+    path = pathlib.Path(d) / "skipped.csv"
+    if not path.exists():
+        return []
+    return [{"case": r["case"], "reason": r["reason"]}
+            for r in results.read_csv(path, ("case", "reason"))]
+
+
+def summarise(d):
+    runs = read_runs(d)
+    guest = pathlib.Path(d) / "guest"
+    some = next(iter(next(iter(runs.values())).values()))
+    meta = results.read_meta(guest) if (guest / "meta.json").exists() else some[0]
+    cases = {c: summarise_case(runs[c]) for c in sorted(runs, key=case_order)}
+    tools = read_tools(d)
+    machine = meta.get("machine") or {}
+    emulated = machine.get("accelerator") == "tcg"
+    s0 = some[1]
+    return {
+        "experiment": "smp", "unit": "ns and TSC cycles",
+        "kernel": results.describe(meta), "settings": results.settings(meta),
+        "tsc": {"hz": s0["tsc_hz"], "source": s0.get("tsc_hz_source")},
+        "emulated": emulated,
+        "cases": cases, "tools": tools,
+        "pairs": pair_rows(cases, tools), "reference": reference_rows(cases),
+        "skipped": read_skipped(d),
+    }
+
+
+# --- text -------------------------------------------------------------------
+
+def f0(v, spec=",.0f"):
+    return "-" if v is None else format(v, spec)
+
+
+def table(s):
+    lines = [f"{'case':<22}{'span':<12}{'p50 cyc':>13}{'p99 cyc':>13}{'p50 ns':>12}"
+             f"{'p99 ns':>12}{'mean ns':>12}{'sd ns':>12}  {'round p50 ns':>15}{'cv':>6}"]
+    for case, c in s["cases"].items():
+        for span, v in c["spans"].items():
+            r = v["round_p50_ns"]
+            spread = f"{f0(r['min'])}-{f0(r['max'])}" if r["n"] > 1 else f0(r["min"])
+            cv = f"{r['cv_pct']:.1f}%" if r["n"] > 1 and r["cv_pct"] is not None else "-"
+            lines.append(f"{case:<22}{span:<12}{f0(v['cycles']['p50']):>13}"
+                         f"{f0(v['cycles']['p99']):>13}{f0(v['ns']['p50']):>12}"
+                         f"{f0(v['ns']['p99']):>12}{f0(v['ns']['mean']):>12}"
+                         f"{f0(v['ns']['stddev']):>12}  {spread:>15}{cv:>6}")
+    lines.append("pooled over every round; round p50: the range of the rounds' medians, "
+                 "cv: their coefficient of variation.")
+    return "\n".join(lines)
+
+
+def tlb_table(s):
+    rows = [(case, c) for case, c in s["cases"].items() if c["bench"] == "tlbflush"]
+    if not rows:
+        return ""
+    lines = [f"{'tlbflush case':<22}{'pages':>6}{'remote':>7}{'shoot-downs/record':>20}"
+             f"{'p50 ns':>12}{'p99 ns':>12}"]
+    for case, c in rows:
+        v = c["spans"]["munmap"]["ns"]
+        per = c.get("tlb_shootdowns_per_record")
+        lines.append(f"{case:<22}{f0(c.get('pages')):>6}{f0(c.get('remote')):>7}"
+                     f"{f0(per, '.2f'):>20}{f0(v['p50']):>12}{f0(v['p99']):>12}")
+    lines.append("shoot-downs: the TLB line of /proc/interrupts, summed over CPUs, per "
+                 "timed munmap.")
+    return "\n".join(lines)
+
+
+def pairs_table(s):
+    if not s["pairs"]:
+        return "no tool figures to pair (perf and rt-tests not run)"
+    lines = [f"{'ours':<24}{'stat':<6}{'ours ns':>12}  {'tool':<24}{'tool ns':>12}"
+             f"{'ratio':>7}  verdict"]
+    for p in s["pairs"]:
+        lines.append(f"{p['ours']:<24}{p['statistic']:<6}{f0(p['ours_ns']):>12}  "
+                     f"{p['tool']:<24}{f0(p['tool_ns']):>12}{p['ratio']:>7.2f}  "
+                     f"{'agree' if p['agree'] else 'differ'}")
+    lines.append(f"agree: within {AGREE:.0%} of each other, both in ns per the same "
+                 "span (round trips against round trips, one way against one way).")
+    for p in s["pairs"]:
+        if not p["agree"]:
+            lines.append(f"- {p['ours']} vs {p['tool']}: {p['tool_measures']}; "
+                         f"{p['difference']}.")
+    return "\n".join(lines)
+
+
+def reference_table(s):
+    if not s["reference"]:
+        return ""
+    lines = [f"{'reference':<20}{'ours':<28}{'ref mean':>10}{'ref sd':>8}{'our mean':>13}"
+             f"{'our sd':>13}{'x ref':>8}"]
+    for r in s["reference"]:
+        lines.append(f"{r['reference']:<20}{r['case']:<28}{f0(r['ref_mean_cycles']):>10}"
+                     f"{f0(r['ref_stddev_cycles']):>8}{f0(r['mean_cycles']):>13}"
+                     f"{f0(r['stddev_cycles']):>13}{r['ratio']:>8.1f}")
+    lines.append("TSC cycles; the reference ran on real hardware, 500 records, mean and "
+                 "standard deviation only.")
+    return "\n".join(lines)
+
+
+def notes(s):
+    out = [f"TSC: {s['tsc']['hz'] / 1e6:,.1f} MHz ({s['tsc']['source'] or 'source unknown'})."]
+    if s["emulated"]:
+        out.append("Measured under QEMU TCG (software emulation): the TSC ticks at the "
+                   "host's rate, so cycles are host cycles of emulated work, far more than "
+                   "the same span takes on hardware; compare ratios within this run.")
+    for k in s["skipped"]:
+        out.append(f"not measured: {k['case']}: {k['reason']}.")
+    for tool, rounds in s["tools"].items():
+        for rnd, v in sorted(rounds.items()):
+            if v.get("invalid"):
+                out.append(f"left out: {tool} round {rnd}: {v['invalid']}.")
+    return "\n".join(out)
+
+
+def report(s):
+    parts = [f"smp: {s['kernel']}", table(s), tlb_table(s), pairs_table(s),
+             reference_table(s), notes(s)]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+# --- pictures ---------------------------------------------------------------
+
+def plot_hists(s, runs, d):
+    from lablib import plot as lplot
+    written = []
+    for bench in BENCHES:
+        series = [(f"{case} {span}", v["ns"]) for case, rounds in runs.items()
+                  if case.split("-")[0] == bench
+                  for span in next(iter(rounds.values()))[1]["spans"]
+                  for v in [{"ns": [x for r in rounds.values() for x in r[2][span]["ns"]]}]]
+        if not series:
+            continue
+        fig, ax = lplot.figure(width=8, height=4.5)
+        lo = max(1.0, min(min(v) for _, v in series))
+        hi = max(max(v) for _, v in series)
+        bins = [lo * (hi / lo) ** (i / 60) for i in range(61)] if hi > lo else 30
+        for label, v in series[:12]:
+            ax.hist(v, bins=bins, histtype="step", label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("ns per record (log)")
+        ax.set_ylabel("records (log)")
+        ax.set_title(f"{bench}: every round pooled\n{s['kernel']}", fontsize=9)
+        name = f"hist-{bench}.png"
+        lplot.save(fig, ax, d / name)
+        written.append(name)
+    return written
+
+
+def plot_overview(s, runs, d):
+    from lablib import plot as lplot
+    labels, data = [], []
+    for case, rounds in runs.items():
+        for span in next(iter(rounds.values()))[1]["spans"]:
+            labels.append(f"{case} {span}")
+            data.append([x for r in rounds.values() for x in r[2][span]["ns"]])
+    fig, ax = lplot.figure(width=max(8, 0.45 * len(labels) + 2), height=5)
+    ax.boxplot(data, whis=(1, 99), showfliers=False)
+    ax.set_xticks(range(1, len(labels) + 1))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("ns per record (log); box: quartiles, whiskers: p1-p99")
+    ax.set_title(f"SMP micro-benchmarks, every round pooled\n{s['kernel']}", fontsize=9)
+    lplot.save(fig, ax, d / "smp.png")
+
+
+def add_args(p):
+    cli.add_result_args(p, "DIR", "an smp result folder (results/latest-smp)",
+                        picture="smp.png and hist-BENCH.png")
+
+
+def work(args):
+    d = pathlib.Path(args.dir)
+    results.read_meta(d)
+    s = summarise(d)
+    rows = []
+    for case, c in s["cases"].items():
+        for span, v in c["spans"].items():
+            for unit in ("cycles", "ns"):
+                r = v["round_p50_ns"]
+                rows.append({"case": case, "span": span, "bench": c["bench"],
+                             "placement": c["placement"], "unit": unit, **v[unit],
+                             "rounds": r["n"], "round_p50_min": r["min"],
+                             "round_p50_max": r["max"], "round_p50_cv_pct": r["cv_pct"]})
+    text = report(s)
+    results.write_json(d / "summary.json", s)
+    results.write_csv(d / "summary.csv", CSV_COLUMNS, rows)
+    results.write_text(d / "report.txt", text)
+    files = ["summary.json", "summary.csv", "report.txt"]
+    if not args.no_plot:
+        runs = read_runs(d)
+        runs = {c: runs[c] for c in sorted(runs, key=case_order)}
+        files += plot_hists(s, runs, d)
+        plot_overview(s, runs, d)
+    cli.show(args, s, text, d, files, picture=None if args.no_plot else "smp.png")
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__, "userspace/smp/analyse.py results/latest-smp",
+                      add_args, work))

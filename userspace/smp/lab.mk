@@ -1,0 +1,7 @@
+# SMP micro-benchmarks beside perf bench and rt-tests (userspace/smp).
+
+## smp [RUNS=5 N=500 VARIANT=stock|rt VM_CPUS=2]: every benchmark RUNS times in one boot, tables and plots
+smp: setup
+	userspace/smp/run.sh
+
+.PHONY: smp

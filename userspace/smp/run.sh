@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The SMP micro-benchmarks (pipes, cv, tlbflush, timer, tun) and, in the
+# same boot, perf bench sched pipe, cyclictest and ptsematest: boots the
+# lab kernel (VARIANT=stock|rt, VM_CPUS=N) and runs guest.sh there, or,
+# with --here, runs it on the kernel this machine is running (a real
+# machine booted into the lab kernel; needs root).  Writes
+# results/smp-<date>-<time>/ and prints analyse.py's tables
+# (userspace/smp/README.md).
+#
+#   run.sh [-r RUNS] [-n N] [--here] [--no-analysis]
+#   -r RUNS         rounds of every benchmark (default $RUNS or 5)
+#   -n N            records a benchmark and round (default $N or 500)
+#   --here          no VM: measure the running kernel
+#   --no-analysis   record only; analyse later with analyse.py DIR
+#
+# Example:  VARIANT=rt VM_CPUS=4 userspace/smp/run.sh -r 3   (make smp VARIANT=rt VM_CPUS=4 RUNS=3)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+
+RUNS=${RUNS:-5}
+N=${N:-500}
+analysis=1 vm=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	-r) [ $# -ge 2 ] || die "-r wants a value"; RUNS=$2; shift ;;
+	-n) [ $# -ge 2 ] || die "-n wants a value"; N=$2; shift ;;
+	--here) vm=0 ;;
+	--no-analysis) analysis=0 ;;
+	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+# A bad value is one line and status 2, before anything is made.
+(want_uint RUNS "$RUNS" 1) || exit 2
+(want_uint N "$N" 1) || exit 2
+[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+[ -x "$here/smp" ] || die "$here/smp is not built; run 'make userspace'"
+if [ "$vm" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
+	die "--here needs root (real-time priorities, tun, mlockall)"
+fi
+
+dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" smp)
+trap 'log "stopped; what was measured is in $dir"' EXIT
+"$LAB_TOOL" meta "$dir" smp runs:="$RUNS" n:="$N" vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" \
+	-- "$0" "$@"
+start=$(date +%s)
+if [ "$vm" -eq 1 ]; then
+	log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $dir"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "$RUNS" "$N"
+else
+	log "measuring the running kernel $(uname -r): $dir"
+	"$here/guest.sh" "$dir" "$RUNS" "$N"
+fi
+trap - EXIT
+dir=$("$LAB_TOOL" commit "$dir" smp)
+log "measured in $(($(date +%s) - start)) s"
+if [ "$analysis" -eq 1 ]; then
+	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
+else
+	log "analyse with: userspace/smp/analyse.py $dir"
+fi

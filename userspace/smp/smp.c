@@ -1,0 +1,804 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * smp - SMP micro-benchmarks: what the kernel costs when work crosses CPUs.
+ *
+ *   smp list            the benchmarks
+ *   smp BENCH [opts]    one of them: warm-up records, then N timed records
+ *
+ * Like perf bench: this file has the table of benchmarks, the options they
+ * share, the CPUs, the threads and how a run is stopped, and the result
+ * folder; each benchmark is one bench_*.c.  Every record of every span is
+ * timed with the TSC and goes, in cycles and in ns (cycles / the TSC
+ * frequency the kernel reports), into raw.csv (record,span,cycles,ns); the
+ * settings, the TSC frequency and its source and what the benchmark
+ * counted go into meta.json.  userspace/smp/analyse.py summarises, on the
+ * host.
+ *
+ * Stopping: SIGINT, SIGTERM (and SIGUSR2, SIGALRM) are blocked in every
+ * thread; the main thread only waits for them, or for the benchmark's
+ * threads to finish, in sigwaitinfo().  On a signal or a failure it sets
+ * smp_stop, lets the benchmark wake its threads and interrupts a blocked
+ * system call with SIGUSR1; the result folder is then removed and the
+ * exit status is 128 + the signal (130 for Ctrl-C).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "smp.h"
+
+static const struct smp_bench *const benches[] = {
+	&smp_bench_pipes, &smp_bench_cv, &smp_bench_tlbflush, &smp_bench_timer, &smp_bench_tun,
+};
+#define NBENCHES ((int)(sizeof(benches) / sizeof(benches[0])))
+
+atomic_int smp_stop;
+static pthread_t main_thread;
+static int got_signal;
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static char fail_msg[512];
+
+#if defined(__x86_64__) || defined(__i386__)
+int smp_have_rdtscp;
+
+static void detect_rdtscp(void)
+{
+	unsigned int a, b, c, d;
+
+	if (__get_cpuid(0x80000001, &a, &b, &c, &d))
+		smp_have_rdtscp = !!(d & (1u << 27));
+}
+#else
+static void detect_rdtscp(void)
+{
+}
+#endif
+
+static void usage(FILE *f)
+{
+	int i;
+
+	fprintf(f,
+"usage: smp BENCH [options]\n"
+"       smp list\n"
+"\n"
+"SMP micro-benchmarks: each times one span with the TSC, warm-up records\n"
+"first, then N timed records.  Writes OUTPUT/smp-BENCH-<date>-<time>/ with\n"
+"raw.csv (record,span,cycles,ns: every record of every span) and meta.json\n"
+"(the settings, the TSC frequency and its source, what the kernel counted);\n"
+"'userspace/smp/analyse.py' summarises runs of userspace/smp/run.sh.\n"
+"\n"
+"Benchmarks:\n");
+	for (i = 0; i < NBENCHES; i++)
+		fprintf(f, "  %-10s %s\n", benches[i]->name, benches[i]->desc);
+	fprintf(f,
+"\n"
+"  -n N                timed records (default 500)\n"
+"      --warmup N      untimed records first (default 50)\n"
+"  -C, --cpu A[,B]     the CPUs of the two ends (default: the first two this\n"
+"                      process may run on, usually 0,1)\n"
+"      --same-cpu      both ends on CPU A (timer: accepted, it uses only A)\n"
+"  -o, --output DIR    parent of the result folder (default results)\n"
+"      --name NAME     the result folder's name instead of\n"
+"                      smp-BENCH-<date>-<time> (no latest-smp-BENCH link)\n"
+"  -q, --quiet         print nothing but errors\n"
+"  -h, --help          this text\n"
+"tlbflush:\n"
+"      --remote R      threads on R other CPUs, each touching the pages and then\n"
+"                      spinning (default: every other CPU)\n"
+"      --pages P       pages mapped, touched by every thread, unmapped (default 1)\n"
+"timer:\n"
+"      --interval US   from arming to expiry, for SIGALRM and for the sleep\n"
+"                      (default 1000)\n"
+"      --wait spin|sleep  wait for SIGALRM spinning (default) or asleep (the\n"
+"                      default on PREEMPT_RT, which expires POSIX timers in a\n"
+"                      SCHED_FIFO 1 thread that a spinning thread would starve)\n"
+"\n"
+"cv, timer and tun need root (SCHED_FIFO/RR); tun needs /dev/net/tun and\n"
+"only talks to its own tun device (10.233.0.1/30).\n"
+"\n"
+"Example:  smp pipes -n 500 -C 0,1 -o results\n");
+}
+
+void smp_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&fail_lock);
+	if (!fail_msg[0]) {
+		va_start(ap, fmt);
+		vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&fail_lock);
+	atomic_store(&smp_stop, 1);
+}
+
+static void on_kick(int sig)
+{
+	(void)sig;	/* only interrupts a blocked system call */
+}
+
+/* --- CPUs --------------------------------------------------------------- */
+
+/* The online CPUs this process may run on, ascending. */
+static int find_usable(struct smp *s)
+{
+	cpu_set_t set;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	s->usable = calloc(CPU_SETSIZE, sizeof(*s->usable));
+	if (!s->usable)
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && lab_cpu_online(cpu))
+			s->usable[s->nusable++] = cpu;
+	return s->nusable ? 0 : -1;
+}
+
+static int usable(const struct smp *s, int cpu)
+{
+	for (int i = 0; i < s->nusable; i++)
+		if (s->usable[i] == cpu)
+			return 1;
+	return 0;
+}
+
+static void check_cpu(const struct smp *s, int cpu)
+{
+	if (!lab_cpu_online(cpu)) {
+		fprintf(stderr, PROG ": --cpu: CPU %d is not online\n", cpu);
+		exit(2);
+	}
+	if (!usable(s, cpu)) {
+		fprintf(stderr, PROG ": --cpu: CPU %d is online but not allowed to this process "
+			"(taskset, cpuset)\n", cpu);
+		exit(2);
+	}
+}
+
+/* CPU A and B from -C (@list, @nlist entries) and the placement. */
+static void place(struct smp *s, const unsigned long *list, int nlist, const char *arg)
+{
+	unsigned int f = s->bench->flags;
+	int i;
+
+	if (nlist > 2) {
+		fprintf(stderr, PROG ": --cpu wants one or two CPUs (A,B), not '%s'\n", arg);
+		exit(2);
+	}
+	for (i = 0; i < nlist; i++)
+		check_cpu(s, (int)list[i]);
+	s->cpu_a = nlist ? (int)list[0] : s->usable[0];
+	if (f & SMP_ONE_CPU) {
+		s->cpu_b = s->cpu_a;
+		return;
+	}
+	if (s->same_cpu && (f & SMP_TWO_ENDS)) {
+		s->cpu_b = s->cpu_a;
+		return;
+	}
+	if (nlist == 2) {
+		s->cpu_b = (int)list[1];
+		if (s->cpu_b == s->cpu_a) {
+			fprintf(stderr, PROG ": --cpu wants two different CPUs, not '%s' "
+				"(--same-cpu puts both ends on one)\n", arg);
+			exit(2);
+		}
+		return;
+	}
+	s->cpu_b = -1;
+	for (i = 0; i < s->nusable && s->cpu_b < 0; i++)
+		if (s->usable[i] != s->cpu_a)
+			s->cpu_b = s->usable[i];
+	if (s->cpu_b < 0 && (f & SMP_TWO_ENDS)) {
+		fprintf(stderr, PROG ": %s across CPUs needs two, this process has only CPU %d "
+			"(--same-cpu puts both ends on it)\n", s->bench->name, s->cpu_a);
+		exit(2);
+	}
+}
+
+/* tlbflush: the remote CPUs, B first, then every other one ascending. */
+static void place_remote(struct smp *s, long remote, const char *arg)
+{
+	int others = s->nusable - 1, i, k = 0;
+
+	if (remote < 0)
+		remote = others;
+	if (remote > others) {
+		fprintf(stderr, PROG ": --remote wants at most %d (the CPUs other than CPU %d "
+			"this process may run on), not '%s'\n", others, s->cpu_a, arg);
+		exit(2);
+	}
+	s->remote = (int)remote;
+	s->remote_cpus = calloc((size_t)s->nusable, sizeof(*s->remote_cpus));
+	if (!s->remote_cpus) {
+		perror(PROG);
+		exit(1);
+	}
+	if (remote > 0 && s->cpu_b >= 0)
+		s->remote_cpus[k++] = s->cpu_b;
+	for (i = 0; i < s->nusable && k < remote; i++)
+		if (s->usable[i] != s->cpu_a && s->usable[i] != s->cpu_b)
+			s->remote_cpus[k++] = s->usable[i];
+}
+
+static int preempt_rt(void)
+{
+	struct utsname u;
+
+	return uname(&u) == 0 && strstr(u.version, "PREEMPT_RT") != NULL;
+}
+
+/* --- options ------------------------------------------------------------ */
+
+static void parse_options(struct smp *s, int argc, char **argv)
+{
+	enum { O_WARMUP = 256, O_SAME, O_NAME, O_REMOTE, O_PAGES, O_INTERVAL, O_WAIT };
+	static const struct option longopts[] = {
+		{ "records", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "same-cpu", no_argument, NULL, O_SAME },
+		{ "output", required_argument, NULL, 'o' },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "remote", required_argument, NULL, O_REMOTE },
+		{ "pages", required_argument, NULL, O_PAGES },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "wait", required_argument, NULL, O_WAIT },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const unsigned long big = 10000000;
+	const struct smp_bench *b = s->bench;
+	unsigned long *cpus = NULL;
+	const char *cpu_arg = NULL, *remote_arg = NULL, *only = NULL, *owner = NULL;
+	int c, ncpus = 0, wait_given = 0;
+	long remote = -1;
+
+	opterr = 0;	/* our own message, naming the tool */
+	while ((c = getopt_long(argc, argv, "n:C:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': s->n = lab_opt_ulong(PROG, "-n", optarg, 1, big); break;
+		case O_WARMUP: s->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, big); break;
+		case 'C':
+			cpu_arg = optarg;
+			free(cpus);
+			ncpus = lab_opt_list(PROG, "--cpu", optarg, CPU_SETSIZE - 1, &cpus);
+			break;
+		case O_SAME: s->same_cpu = 1; break;
+		case 'o': s->outdir = optarg; break;
+		case O_NAME: s->name = optarg; break;
+		case O_REMOTE:
+			remote = (long)lab_opt_ulong(PROG, "--remote", optarg, 0, CPU_SETSIZE - 1);
+			remote_arg = optarg;
+			if (!(b->flags & SMP_REMOTE))
+				only = "--remote", owner = "tlbflush";
+			break;
+		case O_PAGES:
+			s->pages = lab_opt_ulong(PROG, "--pages", optarg, 1, 1 << 18);
+			if (!(b->flags & SMP_REMOTE))
+				only = "--pages", owner = "tlbflush";
+			break;
+		case O_INTERVAL:
+			s->interval_us = lab_opt_ulong(PROG, "--interval", optarg, 1, big);
+			if (!(b->flags & SMP_TIMER))
+				only = "--interval", owner = "timer";
+			break;
+		case O_WAIT:
+			if (strcmp(optarg, "spin") && strcmp(optarg, "sleep")) {
+				fprintf(stderr, PROG ": --wait wants spin or sleep, not '%s'\n",
+					optarg);
+				exit(2);
+			}
+			s->wait_sleep = !strcmp(optarg, "sleep");
+			wait_given = 1;
+			if (!(b->flags & SMP_TIMER))
+				only = "--wait", owner = "timer";
+			break;
+		case 'q': s->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default:
+			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
+				argv[optind - 1]);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		exit(2);
+	}
+	if (only) {
+		fprintf(stderr, PROG ": %s is an option of %s, not of %s\n", only, owner, b->name);
+		exit(2);
+	}
+	if (s->name && (!*s->name || strchr(s->name, '/'))) {
+		fprintf(stderr, PROG ": --name wants a folder name without '/', not '%s'\n",
+			s->name);
+		exit(2);
+	}
+	if (s->same_cpu && (b->flags & SMP_REMOTE)) {
+		fprintf(stderr, PROG ": tlbflush has no --same-cpu: its remote threads are on "
+			"other CPUs by definition (--remote 0: none)\n");
+		exit(2);
+	}
+	if (find_usable(s)) {
+		fprintf(stderr, PROG ": cannot tell which CPUs are online: %s\n", strerror(errno));
+		exit(1);
+	}
+	place(s, cpus, ncpus, cpu_arg);
+	free(cpus);
+	if (b->flags & SMP_REMOTE)
+		place_remote(s, remote, remote_arg);
+	if ((b->flags & SMP_TIMER) && !wait_given && preempt_rt()) {
+		s->wait_sleep = 1;
+		s->wait_why = "PREEMPT_RT expires POSIX timers in the ktimers thread "
+			      "(SCHED_FIFO 1), which a spinning SCHED_FIFO 99 thread would starve";
+	}
+}
+
+/* --- threads ------------------------------------------------------------ */
+
+static void *thread_main(void *arg)
+{
+	struct smp_thread *t = arg;
+
+	pthread_setname_np(pthread_self(), t->name);
+	t->fn(t->s, t->arg);
+	atomic_store(&t->done, 1);
+	pthread_kill(main_thread, SIGUSR2);	/* the main thread counts who is done */
+	return NULL;
+}
+
+static int start_thread(struct smp_thread *t)
+{
+	struct sched_param sp = { .sched_priority = t->prio };
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int err;
+
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	if (pthread_attr_init(&attr))
+		return ENOMEM;
+	/* Small stacks: mlockall(MCL_FUTURE) locks each one whole. */
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, t->policy);
+	pthread_attr_setschedparam(&attr, &sp);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	err = pthread_create(&t->tid, &attr, thread_main, t);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+const char *smp_policy_name(int policy)
+{
+	switch (policy) {
+	case SCHED_OTHER: return "SCHED_OTHER";
+	case SCHED_FIFO: return "SCHED_FIFO";
+	case SCHED_RR: return "SCHED_RR";
+	default: return "unknown";
+	}
+}
+
+/*
+ * The main thread only waits, but it must be able to run: keep it off the
+ * benchmark's CPUs (where a real-time thread may spin), or at least off
+ * CPU A, if this process may run elsewhere.
+ */
+static void keep_main_away(const struct smp *s, const struct smp_thread *t, int n)
+{
+	cpu_set_t set;
+	int i, k;
+
+	for (k = 0; k < 2; k++) {
+		CPU_ZERO(&set);
+		for (i = 0; i < s->nusable; i++)
+			CPU_SET(s->usable[i], &set);
+		if (k == 0)
+			for (i = 0; i < n; i++)
+				CPU_CLR(t[i].cpu, &set);
+		CPU_CLR(s->cpu_a, &set);
+		if (CPU_COUNT(&set) && !sched_setaffinity(0, sizeof(set), &set))
+			return;
+	}
+}
+
+int smp_run_threads(struct smp *s, struct smp_thread *t, int n, void (*wake)(struct smp *s))
+{
+	struct timespec tick = { 0, 10000000 };
+	sigset_t set;
+	int i, err, left;
+
+	s->threads = t;
+	s->nthreads = n;
+	keep_main_away(s, t, n);
+	for (i = 0; i < n; i++) {
+		t[i].s = s;
+		atomic_store(&t[i].done, 0);
+		err = start_thread(&t[i]);
+		if (err) {
+			smp_fail("cannot start thread %s (%s %d on CPU %d): %s", t[i].name,
+				 smp_policy_name(t[i].policy), t[i].prio, t[i].cpu, strerror(err));
+			break;
+		}
+		t[i].started = 1;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR2);
+	for (;;) {
+		int sig;
+
+		for (i = 0, left = 0; i < n; i++)
+			left += t[i].started && !atomic_load(&t[i].done);
+		if (!left)
+			break;
+		if (smp_stopping()) {
+			/* Wake whoever waits; again and again, a kick can come too early. */
+			if (wake)
+				wake(s);
+			for (i = 0; i < n; i++)
+				if (t[i].started && !atomic_load(&t[i].done))
+					pthread_kill(t[i].tid, SIGUSR1);
+			sig = sigtimedwait(&set, NULL, &tick);
+		} else {
+			sig = sigwaitinfo(&set, NULL);
+		}
+		if (sig == SIGINT || sig == SIGTERM) {
+			if (!got_signal)
+				got_signal = sig;
+			atomic_store(&smp_stop, 1);
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (t[i].started)
+			pthread_join(t[i].tid, NULL);
+	return fail_msg[0] || got_signal ? -1 : 0;
+}
+
+/* --- time --------------------------------------------------------------- */
+
+void smp_clock_pair(struct smp_clock_pair *p)
+{
+	struct timespec ts;
+	uint64_t a, b;
+
+	a = smp_tsc();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	b = smp_tsc();
+	p->tsc = a + (b - a) / 2;
+	p->ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t smp_tsc_at(const struct smp *s, const struct smp_clock_pair *p, int64_t ns)
+{
+	double d = (double)(ns - p->ns) * s->tsc_hz / 1e9;
+
+	return (uint64_t)((int64_t)p->tsc + (int64_t)(d < 0 ? d - 0.5 : d + 0.5));
+}
+
+/* --- /proc/interrupts --------------------------------------------------- */
+
+int smp_tlb_shootdowns(unsigned long long *count)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char *line = NULL, *p, *end;
+	size_t size = 0;
+	int found = -1;
+
+	*count = 0;
+	if (!f)
+		return -1;
+	while (found < 0 && getline(&line, &size, f) > 0) {
+		p = line + strspn(line, " ");
+		if (strncmp(p, "TLB:", 4))
+			continue;
+		found = 0;
+		for (p += 4;;) {
+			unsigned long long v;
+
+			p += strspn(p, " \t");
+			if (*p < '0' || *p > '9')
+				break;
+			v = strtoull(p, &end, 10);
+			if (*end && *end != ' ' && *end != '\t' && *end != '\n')
+				break;
+			*count += v;
+			p = end;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* --- output ------------------------------------------------------------- */
+
+void smp_json_ints(FILE *f, const int *v, int n)
+{
+	fputc('[', f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%d", i ? ", " : "", v[i]);
+	fputc(']', f);
+}
+
+static char *settings_json(struct smp *s)
+{
+	const struct smp_bench *b = s->bench;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	int i, cpus[2] = { s->cpu_a, s->cpu_b };
+
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"bench\": ");
+	lab_json_string(f, b->name);
+	fprintf(f, ", \"n\": %lu, \"warmup\": %lu, \"tsc_hz\": %.1f, \"tsc_hz_source\": ",
+		s->n, s->warmup, s->tsc_hz);
+	lab_json_string(f, s->tsc_source);
+	fprintf(f, ", \"tsc_read\": \"%s\", \"spans\": [",
+#if defined(__x86_64__) || defined(__i386__)
+		smp_have_rdtscp ? "rdtscp" : "rdtsc"
+#else
+		"CLOCK_MONOTONIC ns"
+#endif
+		);
+	for (i = 0; i < b->nspans; i++) {
+		fprintf(f, "%s", i ? ", " : "");
+		lab_json_string(f, b->spans[i]);
+	}
+	/* tlbflush: across CPUs if it has remote threads. */
+	fprintf(f, "], \"placement\": \"%s\", \"cpus\": ",
+		(b->flags & SMP_REMOTE ? s->remote > 0 : s->cpu_a != s->cpu_b && s->cpu_b >= 0) ?
+		"cross" : "same");
+	if (b->flags & SMP_REMOTE) {
+		fprintf(f, "[%d", s->cpu_a);
+		for (i = 0; i < s->remote; i++)
+			fprintf(f, ", %d", s->remote_cpus[i]);
+		fputc(']', f);
+	} else {
+		smp_json_ints(f, cpus, s->cpu_a == s->cpu_b || s->cpu_b < 0 ? 1 : 2);
+	}
+	fprintf(f, ", \"mlocked\": %s, \"threads\": [", s->mlocked ? "true" : "false");
+	for (i = 0; i < s->nthreads; i++) {
+		const struct smp_thread *t = &s->threads[i];
+
+		fprintf(f, "%s{\"name\": ", i ? ", " : "");
+		lab_json_string(f, t->name);
+		fprintf(f, ", \"cpu\": %d, \"policy\": \"%s\", \"priority\": %d}", t->cpu,
+			smp_policy_name(t->policy), t->prio);
+	}
+	fputc(']', f);
+	if (b->settings)
+		b->settings(s, f);
+	fputc('}', f);
+	if (fclose(f)) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static int write_raw(const struct lab_result *r, const struct smp *s)
+{
+	FILE *f = lab_result_file(r, "raw.csv");
+	unsigned long i;
+	int k;
+
+	if (!f)
+		return -1;
+	fprintf(f, "record,span,cycles,ns\n");
+	for (i = 0; i < s->n; i++)
+		for (k = 0; k < s->bench->nspans; k++) {
+			int64_t c = s->cycles[(size_t)k * s->n + i];
+
+			fprintf(f, "%lu,%s,%lld,%.1f\n", i, s->bench->spans[k], (long long)c,
+				(double)c / s->tsc_hz * 1e9);
+		}
+	return fclose(f);
+}
+
+/* A negative span: the CPUs' TSCs disagree, or a benchmark is wrong. */
+static int check_records(const struct smp *s)
+{
+	for (int k = 0; k < s->bench->nspans; k++)
+		for (unsigned long i = 0; i < s->n; i++)
+			if (s->cycles[(size_t)k * s->n + i] < 0) {
+				fprintf(stderr, PROG ": %s record %lu of span %s is negative (%lld "
+					"cycles): do the CPUs' TSCs agree?\n", s->bench->name, i,
+					s->bench->spans[k],
+					(long long)s->cycles[(size_t)k * s->n + i]);
+				return -1;
+			}
+	return 0;
+}
+
+static void print_summary(const struct smp *s)
+{
+	double *ns = malloc(s->n * sizeof(*ns));
+	struct lab_summary sum;
+
+	if (!ns)
+		return;
+	for (int k = 0; k < s->bench->nspans; k++) {
+		for (unsigned long i = 0; i < s->n; i++)
+			ns[i] = (double)s->cycles[(size_t)k * s->n + i] / s->tsc_hz * 1e9;
+		if (lab_summarize(ns, s->n, &sum))
+			continue;
+		printf("%s %-12s n %lu  p50 %.0f ns  p99 %.0f ns  (p50 %.0f cycles)\n",
+		       s->bench->name, s->bench->spans[k], s->n, sum.p50, sum.p99,
+		       sum.p50 * s->tsc_hz / 1e9);
+	}
+	free(ns);
+}
+
+/* SIGINT or SIGTERM that came while no one waited for it: 0 if none. */
+static int pending_stop_signal(void)
+{
+	sigset_t p;
+
+	if (sigpending(&p))
+		return 0;
+	return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
+}
+
+/* --- main --------------------------------------------------------------- */
+
+/* The benchmark's clean-up, once (a tun device goes with its fd). */
+static void cleanup(struct smp *s)
+{
+	static int done;
+
+	if (s->bench->cleanup && !done++)
+		s->bench->cleanup(s);
+}
+
+static int finish_failed(struct smp *s, struct lab_result *res)
+{
+	lab_result_abort(res);
+	cleanup(s);
+	if (!got_signal)
+		got_signal = pending_stop_signal();
+	if (got_signal) {
+		fprintf(stderr, PROG ": %s interrupted by signal %d; nothing written\n",
+			s->bench->name, got_signal);
+		return 128 + got_signal;
+	}
+	fprintf(stderr, PROG ": %s\n", fail_msg[0] ? fail_msg : "the run failed");
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct smp s = {
+		.n = 500, .warmup = 50, .pages = 1, .remote = -1, .interval_us = 1000,
+		.outdir = "results",
+	};
+	struct lab_result res = { 0 };
+	struct sigaction sa = { .sa_handler = on_kick };
+	char experiment[64], *settings;
+	sigset_t block;
+	int i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "list")) {
+		for (i = 0; i < NBENCHES; i++)
+			printf("%-10s %s\n", benches[i]->name, benches[i]->desc);
+		return 0;
+	}
+	for (i = 0; i < NBENCHES && !s.bench; i++)
+		if (!strcmp(argv[1], benches[i]->name))
+			s.bench = benches[i];
+	if (!s.bench) {
+		fprintf(stderr, PROG ": no benchmark '%s' ('smp list' shows them)\n", argv[1]);
+		return 2;
+	}
+	parse_options(&s, argc - 1, argv + 1);
+
+	/* A missing device or permission: one line, status 1, nothing made. */
+	i = s.bench->check ? s.bench->check(&s) : 0;
+	if (i)
+		return i;
+	if ((s.bench->flags & SMP_ROOT) && geteuid() != 0) {
+		fprintf(stderr, PROG ": %s needs root (SCHED_FIFO/RR)\n", s.bench->name);
+		return 1;
+	}
+	detect_rdtscp();
+#if defined(__x86_64__) || defined(__i386__)
+	s.tsc_hz = lab_tsc_hz(&s.tsc_source);
+#else
+	s.tsc_hz = 1e9;
+	s.tsc_source = "no TSC: CLOCK_MONOTONIC ns";
+#endif
+	if (!(s.tsc_hz > 0)) {
+		fprintf(stderr, PROG ": this CPU has no usable TSC\n");
+		return 1;
+	}
+
+	/* From here on only the main thread takes these, in smp_run_threads(). */
+	main_thread = pthread_self();
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR2);
+	sigaddset(&block, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &block, NULL);
+	sigaction(SIGUSR1, &sa, NULL);	/* no SA_RESTART: a kick interrupts */
+
+	s.cycles = calloc((size_t)s.bench->nspans * s.n, sizeof(*s.cycles));
+	if (!s.cycles) {
+		fprintf(stderr, PROG ": no memory for %lu records\n", s.n);
+		return 1;
+	}
+	if (s.bench->prepare && s.bench->prepare(&s)) {
+		cleanup(&s);
+		return 1;
+	}
+	/* Every page now, and (but for tlbflush) every page later: no faults. */
+	memset(s.cycles, 0, (size_t)s.bench->nspans * s.n * sizeof(*s.cycles));
+	if (geteuid() == 0)
+		s.mlocked = mlockall(MCL_CURRENT | (s.bench->flags & SMP_NO_LOCK_FUTURE ?
+						    0 : MCL_FUTURE)) == 0;
+
+	snprintf(experiment, sizeof(experiment), PROG "-%s", s.bench->name);
+	if (lab_result_begin(&res, s.outdir, experiment, s.name)) {
+		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", s.outdir,
+			strerror(errno));
+		cleanup(&s);
+		return 1;
+	}
+	if (s.bench->run(&s) || fail_msg[0] || got_signal)
+		return finish_failed(&s, &res);
+	if (check_records(&s)) {
+		lab_result_abort(&res);
+		cleanup(&s);
+		return 1;
+	}
+	settings = settings_json(&s);
+	if (!settings || lab_meta_write(&res, argc, argv, settings) || write_raw(&res, &s)) {
+		fprintf(stderr, PROG ": writing results to %s failed: %s\n", res.dir,
+			strerror(errno));
+		lab_result_abort(&res);
+		cleanup(&s);
+		return 1;
+	}
+	free(settings);
+	cleanup(&s);
+	got_signal = pending_stop_signal();
+	if (got_signal)
+		return finish_failed(&s, &res);
+	if (lab_result_commit(&res)) {
+		fprintf(stderr, PROG ": cannot rename %s: %s\n", res.dir, strerror(errno));
+		lab_result_abort(&res);
+		return 1;
+	}
+	if (!s.quiet) {
+		print_summary(&s);
+		printf("results: %s\n", res.final);
+	}
+	return 0;
+}

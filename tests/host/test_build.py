@@ -62,23 +62,32 @@ def lab_copy(root, dest):
     return dest
 
 
-def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path):
-    """One experiment is one folder (plus its tests): remove irqhook's and
-    the rest still builds, and make still knows every other target."""
+@pytest.mark.parametrize("experiment, target", [("irqhook", "irqhook-sweep"),
+                                                ("msgq", "msgq"), ("smp", "smp")])
+def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path, experiment, target):
+    """One experiment is one folder, its module and its tests: remove them
+    and the rest still builds, and make still knows every other target."""
     lab = lab_copy(root, tmp_path / "lab")
-    shutil.rmtree(lab / "userspace/irqhook")
-    for t in lab.glob("tests/*/test_irqhook*.py"):
+    # irqhook's tool includes the kernel's uapi header from the built tree.
+    (lab / "build").symlink_to(root / "build")
+    shutil.rmtree(lab / "userspace" / experiment)
+    shutil.rmtree(lab / "modules" / experiment, ignore_errors=True)
+    for t in lab.glob(f"tests/*/test_{experiment}*.py"):
         t.unlink()
     out = subprocess.run(["make", "-C", lab / "userspace"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     help_text = subprocess.run(["make", "-s", "-C", lab, "help"], capture_output=True,
                                text=True, check=True).stdout
-    assert "irqhook-sweep" not in help_text
-    for target in ("calibrate", "bench-hook", "sweep", "test"):
-        assert f"{target}" in help_text, target
-    gone = subprocess.run(["make", "-n", "-C", lab, "irqhook-sweep"], capture_output=True,
+    assert f"\n{target} " not in "\n" + help_text
+    for other in ("calibrate", "bench-hook", "sweep", "test"):
+        assert other in help_text, other
+    gone = subprocess.run(["make", "-n", "-C", lab, target], capture_output=True,
                           text=True)
     assert gone.returncode != 0 and "No rule to make target" in gone.stderr
+    if (root / "modules" / experiment).is_dir():
+        mods = subprocess.run(["make", "-n", "-C", lab / "modules", "KDIR=/nonexistent"],
+                              capture_output=True, text=True)
+        assert experiment not in mods.stdout
 
 
 def test_make_sweep_w_does_not_reach_the_kernel_build(root):

@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""Summarise the message bus (userspace/msgq): one run of the msgq program,
+or a profile of both buffer strategies made by run.sh (make msgq).
+
+A run folder (messages.csv, meta.json, as the msgq program writes it):
+the counts (sent, routed, received per receiver: they must match), the
+messages per second, and the queueing time the driver reported for each
+queue (bus_in_q, bus_out_q1..3) and from send to receipt: n, min, mean,
+p50, p90, p99, max in ns and TSC cycles.  Writes DIR/summary.json,
+DIR/summary.csv and DIR/queueing.png (log y histograms).
+
+A profile folder (runs/STRATEGY-rK/, perf/STRATEGY-rK.csv, profile/):
+per strategy, over the rounds, the median and range of messages per
+second, user and kernel CPU time (rusage), task-clock, context switches,
+migrations, page faults and every other event perf counted; which events
+perf could not count here; static against dynamic as a ratio and whether
+the difference is larger than the rounds' spread; the pooled queueing
+times; the kernel functions perf record found hottest.  Writes
+DIR/summary.json, DIR/summary.csv, DIR/report.txt, DIR/msgq.png.
+"""
+import math
+import pathlib
+import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from lablib import cli, plot, results, stats  # noqa: E402
+
+QUEUES = ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")
+MESSAGE_COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns",
+                   "in_queued_ns", "in_queued_cycles", "out_seq", "out_queued_ns",
+                   "out_queued_cycles", "received_ns", "end_to_end_ns")
+TIME_KEYS = ("n", "min", "mean", "p50", "p90", "p99", "max")
+STRATEGIES = ("dynamic", "static")
+RUN_NAME = re.compile(r"^(?P<strategy>[a-z]+)-r(?P<round>\d+)$")
+# The per-round figures compared between strategies: name, where, unit.
+METRICS = (("messages_per_s", "msgs/s"), ("user_s", "s"), ("system_s", "s"),
+           ("system_per_user", ""), ("cpu_us_per_msg", "us"))
+
+
+# --- one run ------------------------------------------------------------
+
+def _int(row, key, path, line):
+    try:
+        return int(row[key])
+    except ValueError:
+        raise ValueError(f"{path} line {line}: {key} must be a whole number, "
+                         f"not {row[key]!r}") from None
+
+
+def read_messages(folder):
+    """{series: {"ns": [...], "cycles": [...]}} of messages.csv: series
+    bus_in_q, bus_out_qN (by destination) and end_to_end; and the number
+    of rows.  A message missing a hop has empty fields there: not counted."""
+    path = pathlib.Path(folder) / "messages.csv"
+    out = {q: {"ns": [], "cycles": []} for q in (*QUEUES, "end_to_end")}
+    rows = results.read_csv(path, MESSAGE_COLUMNS)
+    for line, row in enumerate(rows, 2):
+        dest = _int(row, "destination", path, line)
+        if not 1 <= dest <= len(QUEUES) - 1:
+            raise ValueError(f"{path} line {line}: destination {dest} is not 1-3")
+        if row["in_queued_ns"] != "":
+            out["bus_in_q"]["ns"].append(_int(row, "in_queued_ns", path, line))
+            out["bus_in_q"]["cycles"].append(_int(row, "in_queued_cycles", path, line))
+        if row["out_queued_ns"] != "":
+            q = QUEUES[dest]
+            out[q]["ns"].append(_int(row, "out_queued_ns", path, line))
+            out[q]["cycles"].append(_int(row, "out_queued_cycles", path, line))
+            out["end_to_end"]["ns"].append(_int(row, "end_to_end_ns", path, line))
+    return out, len(rows)
+
+
+def _times(series):
+    ns, cy = stats.summary(series["ns"]), stats.summary(series["cycles"])
+    return {"ns": {k: ns[k] for k in TIME_KEYS},
+            "cycles": {k: cy[k] for k in TIME_KEYS} if series["cycles"] else None}
+
+
+def read_run(folder):
+    """(settings, series, rows) of one msgq folder; ValueError if it is not
+    one or its counts do not match."""
+    meta = results.read_meta(folder)
+    s = results.settings(meta)
+    for key in ("counts", "module", "elapsed_s"):
+        if key not in s:
+            raise ValueError(f"{folder}/meta.json: settings have no {key!r}: "
+                             "not a msgq run")
+    series, rows = read_messages(folder)
+    return meta, s, series, rows
+
+
+def summarise_run(folder):
+    meta, s, series, rows = read_run(folder)
+    c = s["counts"]
+    return {"folder": str(folder), "kernel": meta.get("kernel", {}).get("release"),
+            "alloc": s["module"].get("alloc"), "capacity": s["module"].get("capacity"),
+            "messages": rows, "counts": c, "matched": bool(c.get("matched")),
+            "elapsed_s": s["elapsed_s"], "messages_per_s": s.get("messages_per_s"),
+            "run_rusage": s.get("run_rusage"),
+            "queueing": {q: _times(v) for q, v in series.items()}}, series
+
+
+def times_table(queueing, title):
+    lines = [title, f"{'queue':<12}" + "".join(f"{k:>10}" for k in TIME_KEYS)]
+    for q, t in queueing.items():
+        ns = t["ns"]
+        cells = [f"{ns['n']:>10}"] + [f"{ns[k] / 1000:>10.1f}" if ns[k] is not None
+                                      else f"{'-':>10}" for k in TIME_KEYS[1:]]
+        lines.append(f"{q:<12}" + "".join(cells))
+    lines.append("(times in us; n = messages)")
+    return "\n".join(lines) + "\n"
+
+
+def plot_queueing(series_by_label, path, title):
+    """Log-y histograms of the queueing time, one panel per queue."""
+    names = [q for q in (*QUEUES, "end_to_end")
+             if any(s[q]["ns"] for s in series_by_label.values())]
+    fig, axes = plot.figure(ncols=len(names), width=3.2 * len(names), height=3.6)
+    axes = axes if isinstance(axes, list) else [axes]
+    for ax, q in zip(axes, names):
+        vals = [v for s in series_by_label.values() for v in s[q]["ns"]]
+        hi = max(vals) / 1000 if vals else 1
+        bins = [hi * i / 60 for i in range(61)] if hi > 0 else 10
+        for label, s in series_by_label.items():
+            if s[q]["ns"]:
+                ax.hist([v / 1000 for v in s[q]["ns"]], bins=bins, histtype="step",
+                        label=label, log=True)
+        ax.set_title(q, fontsize=9)
+        ax.set_xlabel("queued (us)")
+        if ax is axes[0]:
+            ax.set_ylabel("messages")
+        ax.grid(True, which="both", alpha=0.3)
+        if len(series_by_label) > 1 and ax is axes[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    plot.save(fig, axes[-1], path)
+
+
+def work_run(args):
+    d = pathlib.Path(args.dir)
+    summary, series = summarise_run(d)
+    c = summary["counts"]
+    text = (f"msgq run {d.name}: alloc={summary['alloc']} capacity={summary['capacity']} "
+            f"kernel {summary['kernel']}\n"
+            f"sent {c.get('sent_total')} {c.get('sent')}, routed {c.get('routed')}, "
+            f"received {c.get('received')}: "
+            f"{'all match' if summary['matched'] else 'MISMATCH: ' + str(c.get('problem'))}\n"
+            f"{summary['messages_per_s']:.0f} messages/s over {summary['elapsed_s']:.2f} s\n")
+    text += times_table(summary["queueing"], "time queued, per queue, and send to receipt")
+    results.write_json(d / "summary.json", summary)
+    rows = [{"queue": q, "unit": u, **(t[u] or {})} for q, t in summary["queueing"].items()
+            for u in ("ns", "cycles") if t[u]]
+    results.write_csv(d / "summary.csv", ("queue", "unit", *TIME_KEYS), rows)
+    if not args.no_plot:
+        plot_queueing({summary["alloc"] or "run": series}, d / "queueing.png",
+                      f"msgq: time queued ({summary['alloc']} buffers)")
+    cli.show(args, summary, text, d, ["summary.json", "summary.csv"],
+             picture="queueing.png")
+    return 0 if summary["matched"] else 1
+
+
+# --- a profile: both strategies, several rounds ----------------------------
+
+def read_perf_stat(path):
+    """({event: value}, [events not counted]) of a perf stat -x, file.
+    task-clock is in ms, as perf writes it."""
+    counted, missing = {}, []
+    for line in pathlib.Path(path).read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        f = line.split(",")
+        if len(f) < 3:
+            raise ValueError(f"{path}: not perf stat -x, output: {line!r}")
+        value, event = f[0], f[2]
+        if value.startswith("<"):
+            missing.append(event)
+            continue
+        try:
+            counted[event] = float(value)
+        except ValueError:
+            raise ValueError(f"{path}: {event}: {value!r} is not a number") from None
+    return counted, missing
+
+
+def round_figures(s, counted):
+    """The per-round figures of one run's settings and perf counts."""
+    ru = s.get("run_rusage") or {}
+    got = s["counts"].get("received_total") or 0
+    user, system = ru.get("user_s"), ru.get("system_s")
+    out = {"messages": got, "messages_per_s": s.get("messages_per_s"),
+           "user_s": user, "system_s": system,
+           "system_per_user": system / user if user else None,
+           "cpu_us_per_msg": (user + system) / got * 1e6 if got and user is not None
+           and system is not None else None}
+    out.update({f"perf:{k}": v for k, v in counted.items()})
+    return out
+
+
+def spread(values):
+    """median, min, max, and relative half-range of @values (Nones dropped)."""
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    med = stats.percentile(v, 50)
+    return {"n": len(v), "median": med, "min": v[0], "max": v[-1],
+            "rel_range_pct": (v[-1] - v[0]) / med * 100 if med else None}
+
+
+def compare(a, b):
+    """static (@b) against dynamic (@a): ratio of medians and whether the
+    ranges of the rounds are apart (the difference beyond the spread)."""
+    if not a or not b or not a["median"]:
+        return None
+    apart = b["min"] > a["max"] or b["max"] < a["min"]
+    return {"ratio": b["median"] / a["median"], "beyond_spread": apart}
+
+
+def hot_symbols(path, limit=8):
+    """The kernel symbols ([k]) of a perf report --sort dso,sym file, with
+    their share of samples, hottest first."""
+    out = []
+    if not pathlib.Path(path).is_file():
+        return out
+    pat = re.compile(r"^\s*([\d.]+)%\s+(\S+)\s+\[k\]\s+(\S+)")
+    for line in pathlib.Path(path).read_text(errors="replace").splitlines():
+        m = pat.match(line)
+        if m:
+            out.append({"pct": float(m[1]), "dso": m[2], "symbol": m[3]})
+    return out[:limit]
+
+
+def read_profile(d):
+    """{strategy: {round: (settings, series, perf counts, perf missing)}}."""
+    runs_dir = d / "runs"
+    folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    if not folders:
+        raise ValueError(f"{d}: no runs/*/ folders: not a msgq profile, or nothing measured")
+    out = {}
+    for f in folders:
+        m = RUN_NAME.match(f.name)
+        if not m or m["strategy"] not in STRATEGIES:
+            raise ValueError(f"runs/{f.name}: not STRATEGY-rK with STRATEGY "
+                             f"{' or '.join(STRATEGIES)}")
+        _, s, series, _ = read_run(f)
+        if s["module"].get("alloc") != m["strategy"]:
+            raise ValueError(f"runs/{f.name}: the module ran with alloc="
+                             f"{s['module'].get('alloc')}")
+        if not s["counts"].get("matched"):
+            raise ValueError(f"runs/{f.name}: the counts did not match: "
+                             f"{s['counts'].get('problem')}")
+        perf = d / "perf" / f"{f.name}.csv"
+        counted, missing = read_perf_stat(perf) if perf.is_file() else ({}, [])
+        out.setdefault(m["strategy"], {})[int(m["round"])] = (s, series, counted, missing)
+    return out
+
+
+def summarise_profile(d):
+    runs = read_profile(d)
+    summary = {"folder": str(d), "strategies": {}, "comparison": {},
+               "perf_not_counted": sorted({e for r in runs.values() for v in r.values()
+                                           for e in v[3]})}
+    guest = d / "guest" / "meta.json"
+    if guest.is_file():
+        gm = results.read_json(guest)
+        summary["kernel"] = gm.get("kernel", {}).get("release")
+        summary["perf_events_asked"] = results.settings(gm).get("wanted")
+    skipped = d / "skipped.csv"
+    summary["skipped"] = results.read_csv(skipped) if skipped.is_file() else []
+    per = {}
+    for strat, rounds in runs.items():
+        figs = [round_figures(s, counted) for s, _, counted, _ in rounds.values()]
+        keys = [m for m, _ in METRICS] + sorted({k for f in figs for k in f
+                                                  if k.startswith("perf:")})
+        per[strat] = {k: spread([f.get(k) for f in figs]) for k in keys}
+        pooled = {q: {"ns": [v for r in rounds.values() for v in r[1][q]["ns"]],
+                      "cycles": [v for r in rounds.values() for v in r[1][q]["cycles"]]}
+                  for q in (*QUEUES, "end_to_end")}
+        summary["strategies"][strat] = {
+            "rounds": sorted(rounds), "per_round": figs, "figures": per[strat],
+            "queueing": {q: _times(v) for q, v in pooled.items()},
+            "hot_kernel_symbols": hot_symbols(d / "profile" / f"{strat}-symbols.txt")}
+        summary["strategies"][strat]["_pooled"] = pooled
+    if all(s in per for s in STRATEGIES):
+        a, b = per["dynamic"], per["static"]
+        summary["comparison"] = {k: compare(a.get(k), b.get(k)) for k in a if k in b}
+        summary["verdict"] = verdict(summary)
+    return summary
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if abs(v) >= 1e6:
+        return f"{v:.4g}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+IDLE = re.compile(r"safe_halt|default_idle|cpu_idle|intel_idle|acpi_idle|poll_idle|mwait")
+
+
+def verdict(summary):
+    """Which strategy is cheaper per message, by how much, and whether the
+    difference is beyond the rounds' spread; None without both."""
+    c = summary["comparison"].get("cpu_us_per_msg")
+    t = summary["comparison"].get("messages_per_s")
+    if not c:
+        return None
+    dyn = summary["strategies"]["dynamic"]["figures"]["cpu_us_per_msg"]
+    sta = summary["strategies"]["static"]["figures"]["cpu_us_per_msg"]
+    cheaper = "static" if c["ratio"] < 1 else "dynamic"
+    pct = abs(c["ratio"] - 1) * 100
+    text = (f"CPU time per message: dynamic {fmt(dyn['median'])} us, static "
+            f"{fmt(sta['median'])} us (medians of the rounds): {cheaper} is {pct:.1f} % "
+            "cheaper, ")
+    text += ("beyond the rounds' spread." if c["beyond_spread"] else
+             "within the rounds' spread: no difference this run can tell apart.")
+    if t:
+        text += (f" Throughput static/dynamic {t['ratio']:.3f} "
+                 f"({'beyond' if t['beyond_spread'] else 'within'} the spread).")
+    return text
+
+
+def profile_text(summary):
+    strats = [s for s in STRATEGIES if s in summary["strategies"]]
+    lines = [f"msgq profile {summary['folder']} (kernel {summary.get('kernel', '?')})",
+             "per round: median [min - max] of the rounds"]
+    head = f"{'figure':<26}" + "".join(f"{s:>30}" for s in strats)
+    if len(strats) == 2:
+        head += f"{'static/dynamic':>16}{'beyond spread':>15}"
+    lines.append(head)
+    keys = list(summary["strategies"][strats[0]]["figures"])
+    for k in keys:
+        cells = []
+        for s in strats:
+            f = summary["strategies"][s]["figures"].get(k)
+            cells.append(f"{fmt(f['median']):>10} [{fmt(f['min'])} - {fmt(f['max'])}]"
+                         if f else "-")
+        row = f"{k:<26}" + "".join(f"{c:>30}" for c in cells)
+        cmp_ = summary["comparison"].get(k)
+        if cmp_:
+            row += f"{cmp_['ratio']:>16.3f}{'yes' if cmp_['beyond_spread'] else 'no':>15}"
+        lines.append(row)
+    lines.append("user_s/system_s: the program's rusage over the bus run; perf:task-clock "
+                 "in ms; cpu_us_per_msg = (user + system) / messages received")
+    if summary["perf_not_counted"]:
+        lines.append("perf could not count here: " + ", ".join(summary["perf_not_counted"]))
+    for row in summary.get("skipped", []):
+        lines.append(f"skipped {row.get('what')}: {row.get('reason')}")
+    v = verdict(summary)
+    if v:
+        lines += ["", v]
+    for s in strats:
+        lines.append("")
+        lines.append(times_table(summary["strategies"][s]["queueing"],
+                                 f"{s}: time queued, all rounds pooled").rstrip())
+    for s in strats:
+        hot = summary["strategies"][s]["hot_kernel_symbols"]
+        if hot:
+            lines.append("")
+            lines.append(f"{s}: hottest kernel symbols (perf record -e cpu-clock, all CPUs, "
+                         "% of all samples)")
+            lines += [f"  {h['pct']:6.2f}%  {h['symbol']}"
+                      + ("  (idle: a CPU waiting)" if IDLE.search(h["symbol"]) else "")
+                      for h in hot]
+    return "\n".join(lines) + "\n"
+
+
+def work_profile(args):
+    d = pathlib.Path(args.dir)
+    summary = summarise_profile(d)
+    pooled = {s: v.pop("_pooled") for s, v in summary["strategies"].items()}
+    text = profile_text(summary)
+    rows = []
+    for s, v in summary["strategies"].items():
+        for k, f in v["figures"].items():
+            if f:
+                c = summary["comparison"].get(k) or {}
+                rows.append({"strategy": s, "figure": k, **f,
+                             "static_over_dynamic": c.get("ratio"),
+                             "beyond_spread": c.get("beyond_spread")})
+    results.write_json(d / "summary.json", summary)
+    results.write_csv(d / "summary.csv", ("strategy", "figure", "n", "median", "min", "max",
+                                          "rel_range_pct", "static_over_dynamic",
+                                          "beyond_spread"), rows)
+    results.write_text(d / "report.txt", text)
+    if not args.no_plot:
+        plot_queueing(pooled, d / "msgq.png", "msgq: time queued, dynamic against static "
+                      "buffers (all rounds)")
+    cli.show(args, summary, text, d, ["summary.json", "summary.csv", "report.txt"],
+             picture="msgq.png")
+    return 0
+
+
+def work(args):
+    d = pathlib.Path(args.dir)
+    if not d.is_dir():
+        raise ValueError(f"{d}: no such folder")
+    if (d / "messages.csv").is_file():
+        return work_run(args)
+    if (d / "runs").is_dir():
+        return work_profile(args)
+    raise ValueError(f"{d}: neither a msgq run (messages.csv) nor a profile (runs/)")
+
+
+def add_args(p):
+    cli.add_result_args(p, "DIR", "a msgq run folder or a make msgq result folder",
+                        picture="queueing.png or msgq.png")
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__, "userspace/msgq/analyse.py results/latest-msgq-profile",
+                      add_args, work))

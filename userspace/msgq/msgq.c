@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * msgq - three senders, a bus daemon and three receivers on the msgq module
+ *
+ * Three sender threads write messages of random length and destination
+ * (1-3) to /dev/bus_in_q; a bus daemon thread reads each one and writes it
+ * to /dev/bus_out_qD of its destination D; three receiver threads read
+ * their queue (bus.c).  The driver stamps every message when it is queued
+ * and says, when it is read, how long it stayed (modules/msgq/uapi/msgq.h):
+ * each message's two hops are timed by the kernel, in ns and in TSC
+ * cycles, and the whole trip, write() until read() returns, by the program.
+ *
+ * Into a new result folder it writes messages.csv (one row per message)
+ * and meta.json, whose settings carry the counts: sent per sender, routed
+ * per destination, received per receiver.  They must match and every
+ * message must arrive once, whole, at its destination and in its sender's
+ * order (check.c); if not, the run keeps its files but exits with status 1.
+ * userspace/msgq/analyse.py summarises on the host.
+ *
+ * The payload's first 8 bytes are the message's tag (sender << 32 |
+ * number), the rest a pattern derived from it, which the receiver checks.
+ * The end markers that stop the bus (bus.c) are not counted as messages,
+ * but the driver's counters include them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "msgq.h"
+
+struct options opt;
+struct worker workers[WORKERS];
+
+/* perf's --control FIFOs (--perf-control), -1 without. */
+static int perf_ctl = -1, perf_ack = -1;
+static int perf_failed;
+/* CPU time and context switches of the process while the bus ran. */
+static struct rusage run_before, run_after;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: msgq [options]\n"
+"\n"
+"Three senders, a bus daemon and three receivers pass messages through the\n"
+"msgq module's queues (/dev/bus_in_q -> /dev/bus_out_q1..3); the driver\n"
+"times how long each message stays in each queue.  Needs the module loaded\n"
+"and root.  Writes OUTPUT/msgq-<date>-<time>/ with messages.csv and\n"
+"meta.json; 'userspace/msgq/analyse.py DIR' summarises and plots.\n"
+"\n"
+"  -n, --messages N       messages in all, shared out over the 3 senders\n"
+"  -t, --seconds S        or: the senders send for S seconds (default 10)\n"
+"      --size MIN:MAX     payload bytes, uniform in MIN..MAX (default\n"
+"                         16:1024; %zu <= MIN <= MAX <= %d)\n"
+"      --rate R           messages/s per sender (default 0: as fast as the\n"
+"                         queues take them)\n"
+"      --seed N           seed of the lengths and destinations (default 1)\n"
+"  -C, --cpu LIST         pin the threads round-robin to these CPUs, in the\n"
+"                         order sender 1-3, daemon, receiver 1-3 (default\n"
+"                         none: let the scheduler place them)\n"
+"      --perf-control CTL,ACK\n"
+"                         perf's --control fifo:CTL,ACK: have perf (started\n"
+"                         with -D -1) count only while the bus runs\n"
+"  -o, --output DIR       parent of the result folder (default results)\n"
+"      --name NAME        the result folder's name instead of\n"
+"                         msgq-<date>-<time> (no results/latest-msgq link)\n"
+"  -q, --quiet            no progress lines\n"
+"  -h, --help             this text\n"
+"\n"
+"Exit status: 0; 1 if a message was lost, duplicated, damaged or misrouted,\n"
+"or the counts do not match (the result folder is kept), or the module or a\n"
+"device is missing; 2 for a bad option; 128+N after signal N (nothing kept).\n"
+"\n"
+"Example:  msgq -t 10 --size 64:512 -C 0,1 -o results\n",
+		TAG_SIZE, MSGQ_MAX_PAYLOAD);
+}
+
+static void bad_value(const char *name, const char *want, const char *arg)
+{
+	fprintf(stderr, PROG ": %s wants %s, not '%s'\n", name, want, arg);
+	exit(2);
+}
+
+static void parse_size(const char *arg)
+{
+	unsigned long lo, hi;
+	char want[96], *end;
+
+	snprintf(want, sizeof(want), "MIN:MAX with %zu <= MIN <= MAX <= %d", TAG_SIZE,
+		 MSGQ_MAX_PAYLOAD);
+	errno = 0;
+	lo = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end != ':' || arg[0] < '0' || arg[0] > '9')
+		bad_value("--size", want, arg);
+	hi = strtoul(end + 1, &end, 10);
+	if (errno || *end || end[-1] == ':' || lo < TAG_SIZE || hi < lo || hi > MSGQ_MAX_PAYLOAD)
+		bad_value("--size", want, arg);
+	opt.size_min = lo;
+	opt.size_max = hi;
+}
+
+static void parse_cpus(const char *arg)
+{
+	int i;
+
+	if (!strcmp(arg, "none")) {
+		opt.n_cpus = 0;
+		return;
+	}
+	opt.n_cpus = lab_parse_uint_list(arg, &opt.cpus);
+	if (opt.n_cpus <= 0)
+		bad_value("-C", "a list of CPUs like '0,1' or 'none'", arg);
+	for (i = 0; i < opt.n_cpus; i++)
+		if (opt.cpus[i] >= CPU_SETSIZE || !lab_cpu_online((int)opt.cpus[i])) {
+			fprintf(stderr, PROG ": -C: no CPU %lu online\n", opt.cpus[i]);
+			exit(2);
+		}
+}
+
+static void parse_perf_control(const char *arg)
+{
+	char *comma = strchr(arg, ',');
+
+	if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ','))
+		bad_value("--perf-control", "two FIFOs, CTL,ACK", arg);
+	opt.perf_ctl = strndup(arg, (size_t)(comma - arg));
+	opt.perf_ack = comma + 1;
+}
+
+static void parse_options(int argc, char **argv)
+{
+	enum { O_SIZE = 256, O_RATE, O_SEED, O_NAME, O_PERF };
+	static const struct option longopts[] = {
+		{ "messages", required_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "rate", required_argument, NULL, O_RATE },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "perf-control", required_argument, NULL, O_PERF },
+		{ "output", required_argument, NULL, 'o' },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, by_count = 0, by_time = 0;
+
+	opt = (struct options){ .seconds = 10, .size_min = 16, .size_max = 1024, .seed = 1,
+				.outdir = "results" };
+	opterr = 0;	/* our own message, naming the tool */
+	while ((c = getopt_long(argc, argv, "n:t:C:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			opt.messages = lab_opt_ulong(PROG, "-n", optarg, 1, 100000000);
+			by_count = 1;
+			break;
+		case 't':
+			opt.seconds = lab_opt_ulong(PROG, "--seconds", optarg, 1, 86400);
+			by_time = 1;
+			break;
+		case O_SIZE: parse_size(optarg); break;
+		case O_RATE: opt.rate = lab_opt_ulong(PROG, "--rate", optarg, 0, 1000000); break;
+		case O_SEED: opt.seed = lab_opt_ulong(PROG, "--seed", optarg, 0, ULONG_MAX); break;
+		case 'C': parse_cpus(optarg); break;
+		case O_PERF: parse_perf_control(optarg); break;
+		case 'o': opt.outdir = optarg; break;
+		case O_NAME: opt.name = optarg; break;
+		case 'q': opt.quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default:
+			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
+				argv[optind - 1]);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+		exit(2);
+	}
+	if (by_count && by_time) {
+		fprintf(stderr, PROG ": -n and --seconds exclude each other: give one\n");
+		exit(2);
+	}
+	if (by_count)
+		opt.seconds = 0;
+	if (opt.name && (!*opt.name || strchr(opt.name, '/')))
+		bad_value("--name", "a folder name without '/'", opt.name);
+}
+
+/* --- the module and its devices ------------------------------------------ */
+
+/* Where the module is, for the message that says how to load it. */
+static void module_path(char *buf, size_t size)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct utsname u;
+	int i = 0;
+
+	uname(&u);
+	if (len > 0) {
+		exe[len] = '\0';
+		for (; i < 3 && (slash = strrchr(exe, '/')); i++)
+			*slash = '\0';
+	}
+	if (i == 3)
+		snprintf(buf, size, "%.3000s/build/modules/%.64s/msgq.ko", exe, u.release);
+	else
+		snprintf(buf, size, "build/modules/%.64s/msgq.ko", u.release);
+}
+
+/* Every device there and usable?  One line and status 1 if not. */
+static void check_devices(void)
+{
+	char path[64], ko[PATH_MAX + 64];
+	int q, fd;
+
+	for (q = 0; q < MSGQ_QUEUES; q++) {
+		device_path(path, sizeof(path), q);
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		if (errno == ENOENT) {
+			module_path(ko, sizeof(ko));
+			fprintf(stderr, PROG ": no %s: load the module first: insmod %s\n", path,
+				ko);
+		} else {
+			fprintf(stderr, PROG ": cannot open %s: %s%s\n", path, strerror(errno),
+				errno == EACCES ? " (run as root)" : "");
+		}
+		exit(1);
+	}
+}
+
+/* Read and drop what an earlier run left queued.  Returns how many. */
+static long drain(void)
+{
+	size_t size = sizeof(struct msgq_record) + MSGQ_MAX_PAYLOAD;
+	char *buf = malloc(size), path[64];
+	long n = 0;
+	int q, fd;
+
+	for (q = 0; q < MSGQ_QUEUES && buf; q++) {
+		device_path(path, sizeof(path), q);
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		while (read(fd, buf, size) > 0)
+			n++;
+		close(fd);
+	}
+	free(buf);
+	return n;
+}
+
+/* The module's counters of each queue: /sys/class/misc/QUEUE/stats/NAME. */
+static const char *const stat_names[] = {
+	"enqueued", "dequeued", "blocked_writers", "blocked_readers", "high_water", "allocated",
+};
+#define N_STATS (sizeof(stat_names) / sizeof(stat_names[0]))
+#define N_COUNTS 4	/* the first ones count events; the others are levels */
+
+static void read_stats(unsigned long out[MSGQ_QUEUES][N_STATS])
+{
+	char path[128], dev[64];
+	size_t q, s;
+
+	for (q = 0; q < MSGQ_QUEUES; q++)
+		for (s = 0; s < N_STATS; s++) {
+			device_path(dev, sizeof(dev), (int)q);
+			snprintf(path, sizeof(path), "/sys/class/misc/%s/stats/%s",
+				 dev + strlen("/dev/"), stat_names[s]);
+			if (lab_read_ulong(path, &out[q][s]))
+				out[q][s] = 0;
+		}
+}
+
+/* A module parameter as text, "" if unreadable. */
+static void read_param(const char *name, char *buf, size_t size)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/msgq/parameters/%s", name);
+	buf[0] = '\0';
+	f = fopen(path, "r");
+	if (f) {
+		if (!fgets(buf, (int)size, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* --- perf's control FIFOs ------------------------------------------------- */
+
+static int perf_open(void)
+{
+	int flags;
+
+	if (!opt.perf_ctl)
+		return 0;
+	/* perf holds both open already: neither open() waits. */
+	perf_ctl = open(opt.perf_ctl, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	perf_ack = open(opt.perf_ack, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (perf_ctl < 0 || perf_ack < 0) {
+		fprintf(stderr, PROG ": --perf-control: cannot open %s: %s (is perf running "
+			"with --control fifo:%s,%s?)\n", perf_ctl < 0 ? opt.perf_ctl : opt.perf_ack,
+			strerror(errno), opt.perf_ctl, opt.perf_ack);
+		return -1;
+	}
+	flags = fcntl(perf_ack, F_GETFL);
+	fcntl(perf_ack, F_SETFL, flags & ~O_NONBLOCK);
+	return 0;
+}
+
+/* Send perf "enable" or "disable" and wait for its "ack". */
+static void perf_command(const char *cmd)
+{
+	char line[16], ack[8];
+	int len = snprintf(line, sizeof(line), "%s\n", cmd);
+	ssize_t n;
+
+	if (perf_ctl < 0)
+		return;
+	if (write(perf_ctl, line, (size_t)len) != len) {
+		perf_failed = 1;
+		return;
+	}
+	do
+		n = read(perf_ack, ack, sizeof(ack));
+	while (n < 0 && errno == EINTR);
+	if (n < 3 || strncmp(ack, "ack", 3))
+		perf_failed = 1;
+}
+
+static void before_bus(void)
+{
+	perf_command("enable");
+	getrusage(RUSAGE_SELF, &run_before);
+}
+
+static void after_bus(void)
+{
+	getrusage(RUSAGE_SELF, &run_after);
+	perf_command("disable");
+}
+
+/* --- meta.json --------------------------------------------------------------- */
+
+static double seconds_of(struct timeval t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+}
+
+static void json_rusage(FILE *f, const char *key, const struct rusage *a,
+			const struct rusage *b)
+{
+	fprintf(f, ",\n    \"%s\": {\"user_s\": %.6f, \"system_s\": %.6f, "
+		   "\"voluntary_switches\": %ld, \"involuntary_switches\": %ld}", key,
+		seconds_of(b->ru_utime) - (a ? seconds_of(a->ru_utime) : 0),
+		seconds_of(b->ru_stime) - (a ? seconds_of(a->ru_stime) : 0),
+		b->ru_nvcsw - (a ? a->ru_nvcsw : 0), b->ru_nivcsw - (a ? a->ru_nivcsw : 0));
+}
+
+static void json_counts(FILE *f, const char *key, const unsigned long *v, int n)
+{
+	int i;
+
+	fprintf(f, "\"%s\": [", key);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%lu", i ? ", " : "", v[i]);
+	fputc(']', f);
+}
+
+static void json_options(FILE *f)
+{
+	int i;
+
+	if (opt.seconds)
+		fprintf(f, "{\"messages\": null, \"seconds\": %lu", opt.seconds);
+	else
+		fprintf(f, "{\"messages\": %lu, \"seconds\": null", opt.messages);
+	fprintf(f, ", \"size_min\": %lu, \"size_max\": %lu, \"rate\": %lu, \"seed\": %lu, "
+		   "\"senders\": %d, \"receivers\": %d, \"cpus\": ", opt.size_min, opt.size_max,
+		opt.rate, opt.seed, SENDERS, RECEIVERS);
+	if (!opt.n_cpus)
+		fputs("\"none\"", f);
+	for (i = 0; i < opt.n_cpus; i++)
+		fprintf(f, "%s%lu%s", i ? ", " : "[", opt.cpus[i], i == opt.n_cpus - 1 ? "]" : "");
+	fprintf(f, ", \"perf_control\": %s", opt.perf_ctl ? "true" : "false");
+}
+
+/* The driver's counters over the run (the end markers included). */
+static void json_driver(FILE *f, unsigned long before[MSGQ_QUEUES][N_STATS],
+			unsigned long after[MSGQ_QUEUES][N_STATS])
+{
+	char path[64];
+	size_t q, s;
+
+	fprintf(f, ",\n    \"driver\": {");
+	for (q = 0; q < MSGQ_QUEUES; q++) {
+		device_path(path, sizeof(path), (int)q);
+		fprintf(f, "%s\"%s\": {", q ? ", " : "", path + strlen("/dev/"));
+		for (s = 0; s < N_STATS; s++)
+			fprintf(f, "%s\"%s\": %lu", s ? ", " : "", stat_names[s],
+				s < N_COUNTS ? after[q][s] - before[q][s] : after[q][s]);
+		fputc('}', f);
+	}
+	fputc('}', f);
+}
+
+/*
+ * The settings of meta.json: the options, the module's parameters, the
+ * counts and whether they matched (@problem: the first thing wrong), the
+ * time the messages took, CPU time, the TSC's rate, the driver's counters.
+ */
+static char *settings_json(const char *problem, double elapsed_s,
+			   unsigned long before[MSGQ_QUEUES][N_STATS],
+			   unsigned long after[MSGQ_QUEUES][N_STATS])
+{
+	unsigned long sent[SENDERS], received[RECEIVERS], total = 0, got = 0;
+	char alloc[32], capacity[32];
+	const char *tsc_source = "none";
+	double tsc_hz = 0;
+	struct rusage ru;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f;
+	int i;
+
+	for (i = 0; i < SENDERS; i++)
+		total += sent[i] = workers[i].count;
+	for (i = 0; i < RECEIVERS; i++)
+		got += received[i] = workers[DAEMON + 1 + i].count;
+	read_param("alloc", alloc, sizeof(alloc));
+	read_param("capacity", capacity, sizeof(capacity));
+	getrusage(RUSAGE_SELF, &ru);
+#if defined(__x86_64__) || defined(__i386__)
+	tsc_hz = lab_tsc_hz(&tsc_source);
+#endif
+	f = open_memstream(&text, &size);
+	if (!f)
+		return NULL;
+	json_options(f);
+	fprintf(f, ",\n    \"module\": {\"alloc\": ");
+	lab_json_string(f, alloc);
+	fprintf(f, ", \"capacity\": %s, \"max_payload\": %d}", capacity[0] ? capacity : "null",
+		MSGQ_MAX_PAYLOAD);
+	fprintf(f, ",\n    \"counts\": {\"sent_total\": %lu, \"read_by_daemon\": %lu, "
+		   "\"received_total\": %lu, ", total, workers[DAEMON].count, got);
+	json_counts(f, "sent", sent, SENDERS);
+	fputs(", ", f);
+	json_counts(f, "routed", workers[DAEMON].routed, RECEIVERS);
+	fputs(", ", f);
+	json_counts(f, "received", received, RECEIVERS);
+	fprintf(f, ", \"matched\": %s, \"problem\": ", problem ? "false" : "true");
+	if (problem)
+		lab_json_string(f, problem);
+	else
+		fputs("null", f);
+	fprintf(f, "},\n    \"elapsed_s\": %.6f, \"messages_per_s\": %.3f", elapsed_s,
+		elapsed_s > 0 ? (double)got / elapsed_s : 0);
+	json_rusage(f, "rusage", NULL, &ru);
+	json_rusage(f, "run_rusage", &run_before, &run_after);
+	fprintf(f, ",\n    \"tsc_hz\": %.0f, \"tsc_source\": ", tsc_hz);
+	lab_json_string(f, tsc_source);
+	json_driver(f, before, after);
+	fputc('}', f);
+	fclose(f);
+	return text;
+}
+
+/* --- main ------------------------------------------------------------------ */
+
+/* First message sent to last one received, in s (0 if none arrived). */
+static double elapsed(void)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	int i;
+
+	for (i = 0; i < SENDERS; i++)
+		if (workers[i].log.n && ((const struct sent *)workers[i].log.rows)->sent_ns < first)
+			first = ((const struct sent *)workers[i].log.rows)->sent_ns;
+	for (i = DAEMON + 1; i < WORKERS; i++) {
+		const struct worker *w = &workers[i];
+
+		if (w->log.n && ((const struct hop_out *)w->log.rows)[w->log.n - 1].received_ns > last)
+			last = ((const struct hop_out *)w->log.rows)[w->log.n - 1].received_ns;
+	}
+	return last > first ? (double)(last - first) / 1e9 : 0;
+}
+
+static void print_counts(const char *verdict, double secs)
+{
+	const struct worker *d = &workers[DAEMON];
+	unsigned long total = 0, got = 0;
+	int i;
+
+	for (i = 0; i < SENDERS; i++)
+		total += workers[i].count;
+	for (i = DAEMON + 1; i < WORKERS; i++)
+		got += workers[i].count;
+	printf(PROG ": %lu messages in %.2f s (%.0f/s); sent %lu %lu %lu, routed %lu %lu %lu, "
+	       "received %lu %lu %lu: %s\n", total, secs, secs > 0 ? (double)got / secs : 0.0,
+	       workers[0].count, workers[1].count, workers[2].count, d->routed[0], d->routed[1],
+	       d->routed[2], workers[DAEMON + 1].count, workers[DAEMON + 2].count,
+	       workers[DAEMON + 3].count, verdict);
+}
+
+static void setup_workers(void)
+{
+	int i;
+
+	for (i = 0; i < WORKERS; i++) {
+		struct worker *w = &workers[i];
+
+		w->role = i < SENDERS ? "send" : i == DAEMON ? "daemon" : "recv";
+		w->index = i < SENDERS ? i + 1 : i == DAEMON ? 0 : i - DAEMON;
+		w->cpu = opt.n_cpus ? (int)opt.cpus[i % opt.n_cpus] : -1;
+		w->log.size = i < SENDERS ? sizeof(struct sent) :
+			      i == DAEMON ? sizeof(struct hop_in) : sizeof(struct hop_out);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long before[MSGQ_QUEUES][N_STATS], after[MSGQ_QUEUES][N_STATS];
+	struct sigaction sa = { .sa_handler = bus_interrupt };
+	struct lab_result res = { 0 };
+	struct check check = { 0 };
+	const char *problem = NULL;
+	char *settings;
+	long drained;
+	int i, status = 0;
+
+	parse_options(argc, argv);
+	check_devices();
+	if (perf_open())
+		return 1;
+	setup_workers();
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (lab_result_begin(&res, opt.outdir, PROG, opt.name)) {
+		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", opt.outdir,
+			strerror(errno));
+		return 1;
+	}
+	drained = drain();
+	if (drained > 0)
+		fprintf(stderr, PROG ": dropped %ld messages an earlier run left queued\n",
+			drained);
+	read_stats(before);
+	if (!opt.quiet) {
+		if (opt.seconds)
+			fprintf(stderr, PROG ": sending for %lu s", opt.seconds);
+		else
+			fprintf(stderr, PROG ": sending %lu messages", opt.messages);
+		fprintf(stderr, " of %lu..%lu bytes, %s\n", opt.size_min, opt.size_max,
+			opt.rate ? "at a set rate" : "as fast as possible");
+	}
+
+	problem = bus_run(before_bus, after_bus);
+	drain();	/* what a stopped run left behind */
+	read_stats(after);
+	if (bus_signal()) {
+		fprintf(stderr, PROG ": interrupted; nothing kept\n");
+		lab_result_abort(&res);
+		return 128 + bus_signal();
+	}
+	for (i = 0; i < WORKERS && !problem; i++)
+		if (workers[i].err[0])
+			problem = workers[i].err;
+	if (check_join(&check)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		lab_result_abort(&res);
+		return 1;
+	}
+	if (!problem && check.problems)
+		problem = check.first;
+	if (!problem && perf_failed)
+		problem = "perf did not answer on its --control FIFOs: its counts cover nothing";
+	if (problem) {
+		fprintf(stderr, PROG ": %s\n", problem);
+		status = 1;
+	}
+	if (check.problems > (problem == check.first))
+		fprintf(stderr, PROG ": the check found %lu problem%s, the first: %s\n",
+			check.problems, check.problems == 1 ? "" : "s", check.first);
+
+	settings = settings_json(problem, elapsed(), before, after);
+	if (!settings || check_write_messages(&res, &check) ||
+	    lab_meta_write(&res, argc, argv, settings)) {
+		fprintf(stderr, PROG ": writing results to %s failed: %s\n", res.dir,
+			strerror(errno));
+		lab_result_abort(&res);
+		return 1;
+	}
+	free(settings);
+	print_counts(status ? "FAILED, see above" : "all match", elapsed());
+	check_print_times(&check);
+	if (lab_result_commit(&res)) {
+		fprintf(stderr, PROG ": cannot rename %s: %s\n", res.dir, strerror(errno));
+		return 1;
+	}
+	printf("results: %s\n", res.final);
+	return status;
+}

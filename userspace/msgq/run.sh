@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The message bus profiled: boots the lab kernel (VARIANT=stock|rt) and runs
+# guest.sh there, which runs the msgq program under perf stat with both of
+# the module's buffer strategies, RUNS rounds each, and once more under perf
+# record; or, with --here, runs it on the kernel this machine is running (a
+# machine booted into the lab kernel; needs root).  Writes
+# results/msgq-profile-<date>-<time>/ and prints analyse.py's table
+# (userspace/msgq/README.md).
+#
+#   run.sh [-r RUNS] [-n N] [--here] [--no-analysis] [-- MSGQ-OPTIONS...]
+#   -r RUNS         rounds of each strategy (default $RUNS or 5)
+#   -n N            messages a run (default $N or 30000)
+#   --here          no VM: measure the running kernel
+#   --no-analysis   record only; analyse later with analyse.py DIR
+#   MSGQ-OPTIONS    go to every msgq run (--size 16:1024, --rate R, -C LIST)
+#
+# Example:  userspace/msgq/run.sh -r 3 -n 10000 -- --size 64:512   (make msgq RUNS=3 N=10000)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+
+RUNS=${RUNS:-5}
+N=${N:-30000}
+analysis=1 vm=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	-r) [ $# -ge 2 ] || bad_arg "-r wants a value"; RUNS=$2; shift ;;
+	-n) [ $# -ge 2 ] || bad_arg "-n wants a value"; N=$2; shift ;;
+	--here) vm=0 ;;
+	--no-analysis) analysis=0 ;;
+	--) shift; break ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
+	esac
+	shift
+done
+# A bad value is one line and status 2, before anything is made.
+(want_uint RUNS "$RUNS" 1) || exit 2
+(want_uint N "$N" 1) || exit 2
+[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+[ -x "$here/msgq" ] || die "$here/msgq is not built; run 'make userspace'"
+if [ "$vm" -eq 0 ]; then
+	[ "$(id -u)" -eq 0 ] || die "--here needs root (insmod, perf -a)"
+	lab_ko msgq >/dev/null
+fi
+
+dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" msgq-profile)
+trap 'log "stopped; what was measured is in $dir"' EXIT
+"$LAB_TOOL" meta "$dir" msgq-profile runs:="$RUNS" n:="$N" \
+	vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" msgq_options="$*" -- "$0" "$@"
+start=$(date +%s)
+if [ "$vm" -eq 1 ]; then
+	log "booting the ${VARIANT:-stock} kernel: $dir"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "$RUNS" "$N" "$@"
+else
+	log "measuring the running kernel $(uname -r): $dir"
+	"$here/guest.sh" "$dir" "$RUNS" "$N" "$@"
+fi
+trap - EXIT
+dir=$("$LAB_TOOL" commit "$dir" msgq-profile)
+log "measured in $(($(date +%s) - start)) s"
+if [ "$analysis" -eq 1 ]; then
+	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
+else
+	log "analyse with: userspace/msgq/analyse.py $dir"
+fi

@@ -74,8 +74,8 @@ include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 
 ## test: host tests, then the in-VM tests on stock, then a boot of rt
 test: setup $(TEST_PREPARE)
-	$(PY) -m pytest -q tests/host
-	$(VM) -- $(PY) -m pytest -q -p no:cacheprovider tests/guest
+	$(PY) -m pytest -q --durations=10 tests/host
+	$(VM) -- $(PY) -m pytest -q --durations=15 -p no:cacheprovider tests/guest
 	$(MAKE) VARIANT=rt kernel module
 	VARIANT=rt $(VM) -- $(PY) -m pytest -q -p no:cacheprovider $(VARIANT_TESTS)
 

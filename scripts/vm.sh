@@ -128,6 +128,14 @@ cmdline_word() { local v=${1// /_}; printf '%s' "${v//[^A-Za-z0-9_.,;:=+()\/-]/_
 lab_args=(lab.variant="$VARIANT" lab.accel="$accel_name"
 	lab.accel_why="$(cmdline_word "$accel_why")" lab.qemu="$(cmdline_word "$qemu_version")"
 	lab.commit="$commit")
+# Under TCG the guest's TSC follows the host's, but a vCPU thread that
+# loses its host CPU between the clocksource watchdog's two reads makes
+# the TSC look skewed: the kernel then marks it unstable and falls back to
+# the emulated HPET, whose reads cost ~0.5 us and change every figure.
+# The TSC here is the host's invariant one: tell the kernel to trust it.
+if [ "$accel_name" = tcg ]; then
+	lab_args+=(tsc=reliable)
+fi
 vng_base+=(--append "${lab_args[*]}")
 
 if [ "${1:-}" = -- ]; then

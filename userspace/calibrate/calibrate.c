@@ -207,20 +207,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 			}
 			break;
 		default:
-			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
-				argv[optind - 1]);
-			exit(2);
+			lab_opt_bad(PROG, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		exit(2);
-	}
-	if (o->name && (!*o->name || strchr(o->name, '/'))) {
-		fprintf(stderr, PROG ": --name wants a folder name without '/', not '%s'\n",
-			o->name);
-		exit(2);
-	}
+	lab_opt_end(PROG, argc, argv);
+	lab_opt_name(PROG, o->name);
 	if (o->rounds > o->batches)
 		o->rounds = o->batches;
 	o->nloops = lab_opt_list(PROG, "--loops", loops, 1000000, &o->loops);

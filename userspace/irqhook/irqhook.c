@@ -197,20 +197,11 @@ static void parse_options(int argc, char **argv)
 		case 'q': opt.quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default:
-			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
-				argv[optind - 1]);
-			exit(2);
+			lab_opt_bad(PROG, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		exit(2);
-	}
-	if (opt.name && (!*opt.name || strchr(opt.name, '/'))) {
-		fprintf(stderr, PROG ": --name wants a folder name without '/', not '%s'\n",
-			opt.name);
-		exit(2);
-	}
+	lab_opt_end(PROG, argc, argv);
+	lab_opt_name(PROG, opt.name);
 }
 
 /*

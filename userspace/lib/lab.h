@@ -127,6 +127,18 @@ unsigned long lab_opt_ulong(const char *prog, const char *opt, const char *arg,
 int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,
 		 unsigned long **out);
 
+/*
+ * The end of every tool's getopt_long() loop, the same way in every tool,
+ * each exiting with status 2 after one line on stderr:
+ * lab_opt_bad() for getopt's '?' (an unknown option or a missing value);
+ * lab_opt_end() if operands are left after the options;
+ * lab_opt_name() if @name (--name, a result folder's name) is empty or
+ * has a '/' (NULL: not given, fine).
+ */
+void lab_opt_bad(const char *prog, char *const argv[]) __attribute__((noreturn));
+void lab_opt_end(const char *prog, int argc, char *const argv[]);
+void lab_opt_name(const char *prog, const char *name);
+
 /* Read or write one unsigned decimal number in a (sysfs) file. */
 int lab_read_ulong(const char *path, unsigned long *val);
 int lab_write_ulong(const char *path, unsigned long val);

@@ -122,6 +122,31 @@ unsigned long lab_opt_ulong(const char *prog, const char *opt, const char *arg,
 	return v;
 }
 
+void lab_opt_bad(const char *prog, char *const argv[])
+{
+	fprintf(stderr, "%s: bad option or missing value: '%s' (see --help)\n", prog,
+		argv[optind - 1]);
+	exit(2);
+}
+
+void lab_opt_end(const char *prog, int argc, char *const argv[])
+{
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog,
+			argv[optind]);
+		exit(2);
+	}
+}
+
+void lab_opt_name(const char *prog, const char *name)
+{
+	if (name && (!*name || strchr(name, '/'))) {
+		fprintf(stderr, "%s: --name wants a folder name without '/', not '%s'\n",
+			prog, name);
+		exit(2);
+	}
+}
+
 int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,
 		 unsigned long **out)
 {

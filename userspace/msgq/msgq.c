@@ -180,15 +180,10 @@ static void parse_options(int argc, char **argv)
 		case 'q': opt.quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default:
-			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
-				argv[optind - 1]);
-			exit(2);
+			lab_opt_bad(PROG, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		exit(2);
-	}
+	lab_opt_end(PROG, argc, argv);
 	if (by_count && by_time) {
 		fprintf(stderr, PROG ": -n and --seconds exclude each other: give one\n");
 		exit(2);

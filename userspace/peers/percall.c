@@ -152,10 +152,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			exit(2);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		exit(2);
-	}
+	lab_opt_end(PROG, argc, argv);
 	if (o->cpu >= 0 && !lab_cpu_online(o->cpu)) {
 		fprintf(stderr, PROG ": --cpu %d: no such CPU online\n", o->cpu);
 		exit(2);

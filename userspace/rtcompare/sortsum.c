@@ -101,10 +101,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		return 2;
-	}
+	lab_opt_end(PROG, argc, argv);
 	v = malloc(elements);
 	if (!v) {
 		perror(PROG ": malloc");

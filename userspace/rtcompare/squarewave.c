@@ -151,10 +151,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			exit(2);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		exit(2);
-	}
+	lab_opt_end(PROG, argc, argv);
 	o->nfreqs = lab_opt_list(PROG, "--freq", freqs, MAX_FREQ, &o->freqs);
 	for (int i = 0; i < o->nfreqs; i++) {
 		if (o->freqs[i] == 0) {

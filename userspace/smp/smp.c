@@ -312,24 +312,15 @@ static void parse_options(struct smp *s, int argc, char **argv)
 		case 'q': s->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default:
-			fprintf(stderr, PROG ": bad option or missing value: '%s' (see --help)\n",
-				argv[optind - 1]);
-			exit(2);
+			lab_opt_bad(PROG, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
-		exit(2);
-	}
+	lab_opt_end(PROG, argc, argv);
 	if (only) {
 		fprintf(stderr, PROG ": %s is an option of %s, not of %s\n", only, owner, b->name);
 		exit(2);
 	}
-	if (s->name && (!*s->name || strchr(s->name, '/'))) {
-		fprintf(stderr, PROG ": --name wants a folder name without '/', not '%s'\n",
-			s->name);
-		exit(2);
-	}
+	lab_opt_name(PROG, s->name);
 	if (s->same_cpu && (b->flags & SMP_REMOTE)) {
 		fprintf(stderr, PROG ": tlbflush has no --same-cpu: its remote threads are on "
 			"other CPUs by definition (--remote 0: none)\n");

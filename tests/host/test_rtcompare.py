@@ -103,6 +103,19 @@ def test_cyclictest_percentiles_count_overflows_at_the_maximum(tmp_path):
     assert c["hist"] == {10: 995, 5: 500, 6: 500}
 
 
+def test_cyclictest_thread_stopped_before_its_first_cycle_is_left_out(tmp_path):
+    """-b ends every thread at once: one that never ran reports cycles 0,
+    min 1000000 and max 0, which must not reach the statistics."""
+    p = cyclictest_json(tmp_path / "traced.json", [({40: 90, 900: 1}, 0, 900)])
+    j = json.loads(p.read_text())
+    j["thread"]["1"] = {"histogram": {}, "cycles": 0, "min": 1000000, "max": 0, "avg": 0.0,
+                        "cpu": 1}
+    p.write_text(json.dumps(j))
+    c = analyse.read_cyclictest(p)
+    assert [t["thread"] for t in c["threads"]] == [0] and c["unstarted"] == [1]
+    assert (c["pooled"]["n"], c["pooled"]["min"], c["pooled"]["max"]) == (91, 40, 900)
+
+
 def test_cyclictest_text_output_stands_in_for_malformed_json(tmp_path):
     (tmp_path / "idle.json").write_text('{"thread": {"0": {"histogram": {"12": ,}}}}')
     (tmp_path / "idle.txt").write_text(

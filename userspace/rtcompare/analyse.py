@@ -87,10 +87,15 @@ def read_cyclictest(path):
             raise
         j = cyclictest_text(txt)
         j["json_error"] = str(e)
-    threads, pooled_hist, pooled = [], {}, []
+    threads, pooled_hist, pooled, unstarted = [], {}, [], []
     for key, t in sorted((j.get("thread") or {}).items(), key=lambda kv: int(kv[0])):
         hist = {int(b): int(c) for b, c in (t.get("histogram") or {}).items()}
         n = int(t.get("cycles", sum(hist.values())))
+        if n == 0:
+            # Stopped before its first cycle (-b ends every thread at once):
+            # cyclictest writes min 1000000, max 0; there is nothing to count.
+            unstarted.append(int(key))
+            continue
         overflow = max(0, n - sum(hist.values()))
         vals = hist_values(hist, overflow)
         top = float(t["max"])
@@ -108,7 +113,8 @@ def read_cyclictest(path):
     s = stats.summary(pooled)
     # The mean of what cyclictest averaged itself, not of 1 us buckets.
     s["mean"] = sum(t["avg"] * t["n"] for t in threads) / sum(t["n"] for t in threads)
-    return {"threads": threads, "pooled": s, "hist": pooled_hist, "unit": "us",
+    return {"threads": threads, "unstarted": unstarted, "pooled": s, "hist": pooled_hist,
+            "unit": "us",
             "return_code": j.get("return_code"), "from_text": j.get("from_text", False)}
 
 

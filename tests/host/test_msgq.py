@@ -108,11 +108,11 @@ def test_profile_compares_the_strategies(tmp_path):
     assert out.returncode == 0, out.stderr
     s = json.loads((d / "summary.json").read_text())
     dyn, sta = s["strategies"]["dynamic"]["figures"], s["strategies"]["static"]["figures"]
-    assert dyn["messages_per_s"] == {"n": 3, "median": 1000, "min": 1000, "max": 1000,
+    assert dyn["messages_per_s"] == {"n": 3, "p50": 1000, "min": 1000, "max": 1000,
                                      "rel_range_pct": 0}
-    assert sta["messages_per_s"]["median"] == 1250
-    assert sta["system_per_user"]["median"] == pytest.approx(2.0)
-    assert dyn["cpu_us_per_msg"]["median"] == pytest.approx(0.4 / 10 * 1e6)
+    assert sta["messages_per_s"]["p50"] == 1250
+    assert sta["system_per_user"]["p50"] == pytest.approx(2.0)
+    assert dyn["cpu_us_per_msg"]["p50"] == pytest.approx(0.4 / 10 * 1e6)
     c = s["comparison"]
     assert c["messages_per_s"] == {"ratio": 1.25, "beyond_spread": True}
     assert c["perf:context-switches"]["ratio"] == pytest.approx(0.8)

@@ -197,22 +197,23 @@ def round_figures(s, counted):
 
 
 def spread(values):
-    """median, min, max, and relative half-range of @values (Nones dropped)."""
+    """The rounds of one figure: n, p50 (their median), min, max and the
+    range relative to the median, in % (Nones dropped)."""
     v = sorted(x for x in values if x is not None)
     if not v:
         return None
     med = stats.percentile(v, 50)
-    return {"n": len(v), "median": med, "min": v[0], "max": v[-1],
+    return {"n": len(v), "p50": med, "min": v[0], "max": v[-1],
             "rel_range_pct": (v[-1] - v[0]) / med * 100 if med else None}
 
 
 def compare(a, b):
     """static (@b) against dynamic (@a): ratio of medians and whether the
     ranges of the rounds are apart (the difference beyond the spread)."""
-    if not a or not b or not a["median"]:
+    if not a or not b or not a["p50"]:
         return None
     apart = b["min"] > a["max"] or b["max"] < a["min"]
-    return {"ratio": b["median"] / a["median"], "beyond_spread": apart}
+    return {"ratio": b["p50"] / a["p50"], "beyond_spread": apart}
 
 
 def hot_symbols(path, limit=8):
@@ -311,8 +312,8 @@ def verdict(summary):
     sta = summary["strategies"]["static"]["figures"]["cpu_us_per_msg"]
     cheaper = "static" if c["ratio"] < 1 else "dynamic"
     pct = abs(c["ratio"] - 1) * 100
-    text = (f"CPU time per message: dynamic {fmt(dyn['median'])} us, static "
-            f"{fmt(sta['median'])} us (medians of the rounds): {cheaper} is {pct:.1f} % "
+    text = (f"CPU time per message: dynamic {fmt(dyn['p50'])} us, static "
+            f"{fmt(sta['p50'])} us (medians of the rounds): {cheaper} is {pct:.1f} % "
             "cheaper, ")
     text += ("beyond the rounds' spread." if c["beyond_spread"] else
              "within the rounds' spread: no difference this run can tell apart.")
@@ -335,7 +336,7 @@ def profile_text(summary):
         cells = []
         for s in strats:
             f = summary["strategies"][s]["figures"].get(k)
-            cells.append(f"{fmt(f['median']):>10} [{fmt(f['min'])} - {fmt(f['max'])}]"
+            cells.append(f"{fmt(f['p50']):>10} [{fmt(f['min'])} - {fmt(f['max'])}]"
                          if f else "-")
         row = f"{k:<26}" + "".join(f"{c:>30}" for c in cells)
         cmp_ = summary["comparison"].get(k)
@@ -381,7 +382,7 @@ def work_profile(args):
                              "static_over_dynamic": c.get("ratio"),
                              "beyond_spread": c.get("beyond_spread")})
     results.write_json(d / "summary.json", summary)
-    results.write_csv(d / "summary.csv", ("strategy", "figure", "n", "median", "min", "max",
+    results.write_csv(d / "summary.csv", ("strategy", "figure", "n", "p50", "min", "max",
                                           "rel_range_pct", "static_over_dynamic",
                                           "beyond_spread"), rows)
     results.write_text(d / "report.txt", text)

@@ -323,3 +323,22 @@ def test_make_deb_packages_the_kernel_and_the_lab_modules(root):
     info = subprocess.run(["dpkg-deb", "-f", debs[0], "Package"], capture_output=True,
                           text=True, check=True).stdout.strip()
     assert info == f"linux-image-{rel}"
+
+
+def test_findings_say_where_rt_wins_and_what_it_costs():
+    row = analyse.row
+    rows = [row("cyclictest loaded", "max", "us", 1000, 50, 10, 5),
+            row("cyclictest loaded", "p999", "us", 800, 40, 10, 5),
+            row("cyclictest loaded", "avg", "us", 10, 12, 0.1, 0.1),
+            row("perf stat sortsum unsorted", "task-clock", "ms", 100, 102, 5, 5),
+            row("calibration", "getppid intercept", "ns", 600, 660)]
+    f = analyse.findings(rows, ["stock", "rt"], emulated=False)
+    assert f[0].startswith("Tail latency") and "x0.05, beyond the spread" in f[0]
+    assert "rt holds the tail here" in f[0]
+    assert "x1.20, beyond the spread" in f[1] and "dearer on rt" in f[1]
+    assert "task-clock stock 100 -> rt 102 ms (x1.02, within the spread)" in f[2]
+    assert "stock 600 -> rt 660 ns (x1.10)" in f[3]
+    assert not any("TCG" in s for s in f)
+    rows[1] = row("cyclictest loaded", "p999", "us", 800, 900, 10, 5)
+    assert "rt does not hold the tail better here" in analyse.findings(rows, ["stock", "rt"],
+                                                                        True)[0]

@@ -428,6 +428,13 @@ def report(d, kernels, rows, names):
             lines.append(f"  {r['measurement'][:50]:<50}{r['unit']:>8}{fmt(r['base']):>12}"
                          f"{fmt(r['other']):>12}{fmt(r['ratio']):>8}"
                          f"{fmt(r['beyond_spread']):>8}")
+    if len(names) == 2:
+        emulated = any(get(k, "meta", "machine", "accelerator") == "tcg"
+                       for k in kernels.values())
+        found = findings(rows, names, emulated)
+        if found:
+            lines += ["", f"What {names[1]} wins and what it costs here:"]
+            lines += [f"- {f}" for f in found]
     for v, k in kernels.items():
         for order, p in (get(k, "perfstat") or {}).items():
             if p.get("unsupported"):
@@ -440,6 +447,70 @@ def report(d, kernels, rows, names):
                          f"load/unload cycles under syscall load, kernel problems logged: "
                          f"{un['kernel_problems']}")
     return "\n".join(lines) + "\n"
+
+
+def _find(rows, group, measurement):
+    for r in rows:
+        if r["group"] == group and r["measurement"] == measurement and r["ratio"]:
+            return r
+    return None
+
+
+def _said(r, names, better_low=True):
+    """'stock 1,234 -> rt 567 us (x0.46, beyond the spread)'."""
+    spread = {True: ", beyond the spread", False: ", within the spread",
+              None: ""}[r["beyond_spread"]]
+    return (f"{names[0]} {fmt(r['base'])} -> {names[1]} {fmt(r['other'])} {r['unit']} "
+            f"(x{r['ratio']:.2f}{spread})")
+
+
+def findings(rows, names, emulated):
+    """Where the second kernel wins and what it costs, in sentences made
+    from the comparison rows (the reference's claims: RT holds the tail
+    latency of a high-priority task under load, and costs normal tasks a
+    little throughput and every system call and wake-up a little time)."""
+    out = []
+    a, b = names
+    tail = [r for r in (_find(rows, "cyclictest loaded", "max"),
+                        _find(rows, "cyclictest loaded", "p999")) if r]
+    if tail:
+        won = all(r["ratio"] < 1 for r in tail)
+        out.append(f"Tail latency of a FIFO 90 thread under load (cyclictest loaded): max "
+                   f"{_said(tail[0], names)}" + (f"; p99.9 {_said(tail[1], names)}"
+                                                  if len(tail) > 1 else "") +
+                   (f". {b} {'holds the tail' if won else 'does not hold the tail better'}"
+                    " here."))
+    typical = _find(rows, "cyclictest loaded", "avg")
+    if typical:
+        out.append(f"Typical latency under load (cyclictest avg): {_said(typical, names)}: "
+                   f"{'dearer' if typical['ratio'] > 1 else 'cheaper'} on {b}, where "
+                   "interrupts and softirqs run in threads that must be scheduled.")
+    for order in ("unsorted", "sorted"):
+        r = _find(rows, f"perf stat sortsum {order}", "task-clock")
+        cs = _find(rows, f"perf stat sortsum {order}", "context-switches")
+        if r:
+            out.append(f"A CPU-bound program at normal priority ({order} sort-and-sum): "
+                       f"task-clock {_said(r, names)}"
+                       + (f"; context switches {_said(cs, names)}" if cs else "") + ".")
+    for sc in ("getppid", "close"):
+        r = _find(rows, "calibration", f"{sc} intercept")
+        s = _find(rows, "calibration", f"{sc} slope")
+        if r:
+            out.append(f"A system call with the delay module loaded at 0 ({sc}, the "
+                       f"calibration's intercept): {_said(r, names)}"
+                       + (f"; the delay loop's cost per iteration {_said(s, names)}"
+                          if s else "") + ".")
+    for cell in ("16-normal", "16-rt"):
+        r = _find(rows, "wake-up (irqhook)", f"{cell} wake-up p99")
+        if r:
+            out.append(f"Wake-up p99 of a {'SCHED_RR' if cell.endswith('rt') else 'normal'} "
+                       f"reader with 16 load tasks (/dev/irqhook): {_said(r, names)}.")
+    if emulated and out:
+        out.append("Under TCG the emulator sets the scale: a timer interrupt costs ~200 us "
+                   "and an emulated CPU can lose its host CPU for milliseconds, so "
+                   "idle and p99 latencies are the emulator's on both kernels; only "
+                   "what differs beyond the spread inside one run is the kernel's.")
+    return out
 
 
 def plot_cyclictest(d, kernels, load):

@@ -168,8 +168,8 @@ if [ "$deb" -eq 1 ]; then
 	[ -n "$moddir" ] || die "$image has no modules/$rel folder"
 	mkdir -p "$moddir/extra"
 	cp "$LAB_BUILD/modules/$rel"/*.ko "$moddir/extra/"
-	depmod -b "$root${moddir%/lib/modules/*}" "$rel" 2>/dev/null ||
-		depmod -b "$root" "$rel"
+	# depmod's base is what holds lib/modules: the package root, or its usr/.
+	depmod -b "${moddir%/lib/modules/*}" "$rel"
 	if [ -f "$root/DEBIAN/md5sums" ]; then
 		(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' |
 			xargs -0r md5sum >DEBIAN/md5sums)

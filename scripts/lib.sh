@@ -52,6 +52,19 @@ lab_help() {
 	esac
 }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+# lab_skip CSV WHAT... REASON: say that WHAT is not measured and why, and
+# append the row WHAT...,"REASON" to CSV (its header is the caller's).
+# Example:  lab_skip "$dir/skipped.csv" perf-bench "perf is not installed"
+lab_skip() {
+	local csv=$1 reason=${*: -1}
+	local what=("${@:2:$#-2}")
+	if [ ${#what[@]} -gt 1 ]; then
+		log "skipping ${what[0]} (${what[*]:1}): $reason"
+	else
+		log "skipping ${what[0]}: $reason"
+	fi
+	printf '%s,"%s"\n' "$(IFS=,; printf '%s' "${what[*]}")" "${reason//\"/\'}" >>"$csv"
+}
 # A bad option or value: one line and exit status 2 (the lab's convention).
 bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 

@@ -49,10 +49,7 @@ unload
 
 mkdir -p "$dir/runs" "$dir/perf" "$dir/profile" "$dir/guest" "$dir/warmup"
 [ -f "$dir/skipped.csv" ] || echo "what,reason" >"$dir/skipped.csv"
-skip() {
-	log "skipping $1: $2"
-	printf '%s,"%s"\n' "$1" "${2//\"/\'}" >>"$dir/skipped.csv"
-}
+skip() { lab_skip "$dir/skipped.csv" "$@"; }
 
 command -v perf >/dev/null || die "perf is missing; run 'make deps' (Debian: linux-perf)"
 events=()

@@ -42,10 +42,7 @@ unload
 mkdir -p "$dir/runs" "$dir/tools"
 [ -f "$dir/skipped.csv" ] || echo "case,syscall,reason" >"$dir/skipped.csv"
 # skip CASE SYSCALL|all REASON: a case not measured, and why.
-skip() {
-	log "skipping $1 ($2): $3"
-	printf '%s,%s,"%s"\n' "$1" "$2" "${3//\"/\'}" >>"$dir/skipped.csv"
-}
+skip() { lab_skip "$dir/skipped.csv" "$@"; }
 
 # measure CASE SYSCALL [TOOL ARGS... --]: percall under the tool, if any.
 # The tool's own arguments end with '--' as strace's and perf's do.

@@ -77,10 +77,7 @@ dir=$top/$variant
 [ ! -e "$dir" ] || die "$dir exists: one folder per kernel"
 mkdir -p "$dir"
 echo "member,reason" >"$dir/skipped.csv"
-skip() {
-	log "skipping $1: $2"
-	printf '%s,"%s"\n' "$1" "${2//\"/\'}" >>"$dir/skipped.csv"
-}
+skip() { lab_skip "$dir/skipped.csv" "$@"; }
 have() { command -v "$1" >/dev/null; }
 ncpu=$(nproc)
 

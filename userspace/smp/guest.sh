@@ -32,10 +32,7 @@ ncpu=$(nproc)
 
 mkdir -p "$dir/runs" "$dir/tools" "$dir/guest"
 [ -f "$dir/skipped.csv" ] || echo "case,reason" >"$dir/skipped.csv"
-skip() {
-	log "skipping $1: $2"
-	printf '%s,"%s"\n' "$1" "${2//\"/\'}" >>"$dir/skipped.csv"
-}
+skip() { lab_skip "$dir/skipped.csv" "$@"; }
 have() { command -v "$1" >/dev/null; }
 
 # One smp run: bench CASE ROUND BENCH [OPTIONS...]

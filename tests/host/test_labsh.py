@@ -1,0 +1,20 @@
+"""scripts/lib.sh, the shell scripts' shared helpers."""
+import csv
+import subprocess
+
+
+def test_lab_skip_logs_and_appends_one_csv_row(root, tmp_path):
+    """scripts/lib.sh's lab_skip, which every guest script's skipped.csv
+    goes through: fields as they are, the reason quoted, its quotes made
+    single so the row stays one CSV row."""
+    csv_path = tmp_path / "skipped.csv"
+    csv_path.write_text("case,syscall,reason\n")
+    script = (f'. {root}/scripts/lib.sh; lab_skip {csv_path} perf-bench all '
+              f'\'no "perf", here\'; lab_skip {csv_path} tun "no /dev/net/tun"')
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines() == ["bash: skipping perf-bench (all): no \"perf\", here",
+                                       "bash: skipping tun: no /dev/net/tun"]
+    assert list(csv.reader(open(csv_path))) == [["case", "syscall", "reason"],
+                                                 ["perf-bench", "all", "no 'perf', here"],
+                                                 ["tun", "no /dev/net/tun"]]

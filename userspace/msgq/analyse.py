@@ -256,6 +256,8 @@ def read_profile(d):
 
 
 def summarise_profile(d):
+    """(summary, {strategy: pooled queueing series}) of profile folder @d:
+    the series, every message of every round, only feed the plot."""
     runs = read_profile(d)
     summary = {"folder": str(d), "strategies": {}, "comparison": {},
                "perf_not_counted": sorted({e for r in runs.values() for v in r.values()
@@ -267,25 +269,24 @@ def summarise_profile(d):
         summary["perf_events_asked"] = results.settings(gm).get("wanted")
     skipped = d / "skipped.csv"
     summary["skipped"] = results.read_csv(skipped) if skipped.is_file() else []
-    per = {}
+    pooled = {}
     for strat, rounds in runs.items():
         figs = [round_figures(s, counted) for s, _, counted, _ in rounds.values()]
         keys = [m for m, _ in METRICS] + sorted({k for f in figs for k in f
                                                   if k.startswith("perf:")})
-        per[strat] = {k: spread([f.get(k) for f in figs]) for k in keys}
-        pooled = {q: {"ns": [v for r in rounds.values() for v in r[1][q]["ns"]],
-                      "cycles": [v for r in rounds.values() for v in r[1][q]["cycles"]]}
-                  for q in (*QUEUES, "end_to_end")}
+        pooled[strat] = {q: {"ns": [v for r in rounds.values() for v in r[1][q]["ns"]],
+                             "cycles": [v for r in rounds.values() for v in r[1][q]["cycles"]]}
+                         for q in (*QUEUES, "end_to_end")}
         summary["strategies"][strat] = {
-            "rounds": sorted(rounds), "per_round": figs, "figures": per[strat],
-            "queueing": {q: _times(v) for q, v in pooled.items()},
+            "rounds": sorted(rounds), "per_round": figs,
+            "figures": {k: spread([f.get(k) for f in figs]) for k in keys},
+            "queueing": {q: _times(v) for q, v in pooled[strat].items()},
             "hot_kernel_symbols": hot_symbols(d / "profile" / f"{strat}-symbols.txt")}
-        summary["strategies"][strat]["_pooled"] = pooled
-    if all(s in per for s in STRATEGIES):
-        a, b = per["dynamic"], per["static"]
+    if all(s in summary["strategies"] for s in STRATEGIES):
+        a, b = (summary["strategies"][s]["figures"] for s in STRATEGIES)
         summary["comparison"] = {k: compare(a.get(k), b.get(k)) for k in a if k in b}
         summary["verdict"] = verdict(summary)
-    return summary
+    return summary, pooled
 
 
 def fmt(v, unit=""):
@@ -370,8 +371,7 @@ def profile_text(summary):
 
 def work_profile(args):
     d = pathlib.Path(args.dir)
-    summary = summarise_profile(d)
-    pooled = {s: v.pop("_pooled") for s, v in summary["strategies"].items()}
+    summary, pooled = summarise_profile(d)
     text = profile_text(summary)
     rows = []
     for s, v in summary["strategies"].items():

@@ -52,6 +52,27 @@ lab_help() {
 	esac
 }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+# A runner's result folder.  lab_begin PARENT EXPERIMENT makes
+# PARENT/EXPERIMENT-<date>-<time>.incomplete/ and sets LAB_DIR to it; until
+# lab_commit EXPERIMENT gives it its final name (and LAB_DIR with it), a
+# runner that stops says where what it measured is.
+lab_begin() {
+	LAB_DIR=$("$LAB_TOOL" begin "$1" "$2")
+	trap 'log "stopped; what was measured is in $LAB_DIR"' EXIT
+}
+lab_commit() {
+	trap - EXIT
+	LAB_DIR=$("$LAB_TOOL" commit "$LAB_DIR" "$1")
+}
+# lab_analyse 1|0 ANALYSER: run ANALYSER on LAB_DIR with the lab's Python,
+# or, for 0 (a runner's --no-analysis), say how to later.
+lab_analyse() {
+	if [ "$1" -eq 1 ]; then
+		"$LAB_VENV/bin/python" "$2" "$LAB_DIR"
+	else
+		log "analyse with: ${2#"$LAB_ROOT"/} $LAB_DIR"
+	fi
+}
 # lab_skip CSV WHAT... REASON: say that WHAT is not measured and why, and
 # append the row WHAT...,"REASON" to CSV (its header is the caller's).
 # Example:  lab_skip "$dir/skipped.csv" perf-bench "perf is not installed"

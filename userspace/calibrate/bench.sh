@@ -20,17 +20,15 @@ want_uint RUNS "$RUNS" 2
 want_uint BOOTS "$BOOTS" 1
 [ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
 
-dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" calibrate-bench)
-trap 'log "stopped; what was measured is in $dir"' EXIT
-"$LAB_TOOL" meta "$dir" calibrate-bench runs:="$RUNS" boots:="$BOOTS" -- "$0" "$@"
+lab_begin "$LAB_ROOT/results" calibrate-bench
+"$LAB_TOOL" meta "$LAB_DIR" calibrate-bench runs:="$RUNS" boots:="$BOOTS" -- "$0" "$@"
 for boot in $(seq "$BOOTS"); do
-	mkdir "$dir/boot-$boot"
+	mkdir "$LAB_DIR/boot-$boot"
 	log "boot $boot/$BOOTS: $RUNS calibrations"
-	"$LAB_ROOT/scripts/vm.sh" -- "$here/run.sh" --runs "$RUNS" -q -o "$dir/boot-$boot" "$@"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/run.sh" --runs "$RUNS" -q -o "$LAB_DIR/boot-$boot" "$@"
 done
-trap - EXIT
-dir=$("$LAB_TOOL" commit "$dir" calibrate-bench)
-for run in "$dir"/boot-*/run-*/; do
+lab_commit calibrate-bench
+for run in "$LAB_DIR"/boot-*/run-*/; do
 	"$LAB_VENV/bin/python" "$here/analyse.py" --no-plot "$run" >/dev/null
 done
-"$LAB_VENV/bin/python" "$here/bench_report.py" "$dir"
+"$LAB_VENV/bin/python" "$here/bench_report.py" "$LAB_DIR"

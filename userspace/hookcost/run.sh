@@ -26,20 +26,18 @@ want_uint BOOTS "$BOOTS" 1
 log "building the comparison kernel without the hook (VARIANT=nohook)"
 VARIANT=nohook KOBJ=$(kobj_of nohook) "$LAB_ROOT/scripts/build-kernel.sh"
 
-dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" hookcost)
-trap 'log "stopped; what was measured is in $dir"' EXIT
-"$LAB_TOOL" meta "$dir" hookcost boots:="$BOOTS" rounds:="$ROUNDS" syscall=getppid \
+lab_begin "$LAB_ROOT/results" hookcost
+"$LAB_TOOL" meta "$LAB_DIR" hookcost boots:="$BOOTS" rounds:="$ROUNDS" syscall=getppid \
 	calls_per_batch:=1000 batches:=301 cpu:=0 -- "$0" "$@"
-echo "case,boot,round,ns_per_call" >"$dir/raw.csv"
-mkdir "$dir/boots"
+echo "case,boot,round,ns_per_call" >"$LAB_DIR/raw.csv"
+mkdir "$LAB_DIR/boots"
 # The two kernels boot in turn, BOOTS times each, so that the host's slow
 # spells fall on both sides instead of on whichever ran second.
 for boot in $(seq "$BOOTS"); do
 	log "boot $boot/$BOOTS, a: hook compiled out ($ROUNDS rounds)"
-	VARIANT=nohook "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" a "$ROUNDS" "$boot" "$dir"
+	VARIANT=nohook "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" a "$ROUNDS" "$boot" "$LAB_DIR"
 	log "boot $boot/$BOOTS, b, c, d: lab kernel ($ROUNDS rounds)"
-	VARIANT=stock "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" bcd "$ROUNDS" "$boot" "$dir"
+	VARIANT=stock "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" bcd "$ROUNDS" "$boot" "$LAB_DIR"
 done
-trap - EXIT
-dir=$("$LAB_TOOL" commit "$dir" hookcost)
-"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
+lab_commit hookcost
+"$LAB_VENV/bin/python" "$here/analyse.py" "$LAB_DIR"

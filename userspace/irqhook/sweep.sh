@@ -69,9 +69,8 @@ done
 [ -e /dev/irqhook ] || die "no /dev/irqhook: boot the lab kernel (make vm)"
 [ "$(id -u)" -eq 0 ] || die "must run as root"
 
-dir=$("$LAB_TOOL" begin "$out" irqhook-sweep)
-trap 'log "stopped; what was measured is in $dir"' EXIT
-"$LAB_TOOL" meta "$dir" irqhook-sweep events:="$n" period_us:="$period" \
+lab_begin "$out" irqhook-sweep
+"$LAB_TOOL" meta "$LAB_DIR" irqhook-sweep events:="$n" period_us:="$period" \
 	loads:="[${load_list// /,}]" cpu="$cpu" \
 	trace_cells:="[$(printf '"%s",' "${cells_traced[@]}" | sed 's/,$//')]" -- "$0" "$@"
 
@@ -87,7 +86,7 @@ for class in normal rt; do
 		eta=$((i > 1 ? elapsed * (ncells - i + 1) / (i - 1) : 0))
 		log "[$i/$ncells] $l load tasks, $class (${elapsed} s elapsed, ~${eta} s left)"
 		"$here/irqhook" -q -n "$n" --period-us "$period" --loads "$l" "${flag[@]}" \
-			"${place[@]}" -o "$dir" --name "$l-$class" >"$dir/$l-$class.log"
+			"${place[@]}" -o "$LAB_DIR" --name "$l-$class" >"$LAB_DIR/$l-$class.log"
 	done
 done
 
@@ -98,17 +97,16 @@ for c in "${cells_traced[@]}"; do
 	[ "$class" = rt ] && flag=(--rt)
 	log "tracing $l load tasks, $class ($tn events)"
 	"$here/irqhook" -q --trace -n "$tn" --period-us "$period" --loads "$l" "${flag[@]}" \
-		"${place[@]}" -o "$dir" --name "traced-$l-$class" >"$dir/traced-$l-$class.log"
+		"${place[@]}" -o "$LAB_DIR" --name "traced-$l-$class" >"$LAB_DIR/traced-$l-$class.log"
 done
 
-trap - EXIT
-dir=$("$LAB_TOOL" commit "$dir" irqhook-sweep)
+lab_commit irqhook-sweep
 if [ "$analyse" -eq 1 ]; then
 	py=$LAB_VENV/bin/python
 	[ -x "$py" ] || py=python3
 	for c in "${cells_traced[@]}"; do
-		"$py" "$here/trace_report.py" "$dir/traced-${c%%:*}-${c#*:}"
+		"$py" "$here/trace_report.py" "$LAB_DIR/traced-${c%%:*}-${c#*:}"
 	done
-	"$py" "$here/sweep_report.py" "$dir"
+	"$py" "$here/sweep_report.py" "$LAB_DIR"
 fi
-log "results in $dir"
+log "results in $LAB_DIR"

@@ -44,23 +44,17 @@ if [ "$vm" -eq 0 ]; then
 	lab_ko msgq >/dev/null
 fi
 
-dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" msgq-profile)
-trap 'log "stopped; what was measured is in $dir"' EXIT
-"$LAB_TOOL" meta "$dir" msgq-profile runs:="$RUNS" n:="$N" \
+lab_begin "$LAB_ROOT/results" msgq-profile
+"$LAB_TOOL" meta "$LAB_DIR" msgq-profile runs:="$RUNS" n:="$N" \
 	vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" msgq_options="$*" -- "$0" "$@"
 start=$(date +%s)
 if [ "$vm" -eq 1 ]; then
-	log "booting the ${VARIANT:-stock} kernel: $dir"
-	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "$RUNS" "$N" "$@"
+	log "booting the ${VARIANT:-stock} kernel: $LAB_DIR"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
 else
-	log "measuring the running kernel $(uname -r): $dir"
-	"$here/guest.sh" "$dir" "$RUNS" "$N" "$@"
+	log "measuring the running kernel $(uname -r): $LAB_DIR"
+	"$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
 fi
-trap - EXIT
-dir=$("$LAB_TOOL" commit "$dir" msgq-profile)
+lab_commit msgq-profile
 log "measured in $(($(date +%s) - start)) s"
-if [ "$analysis" -eq 1 ]; then
-	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
-else
-	log "analyse with: userspace/msgq/analyse.py $dir"
-fi
+lab_analyse "$analysis" "$here/analyse.py"

@@ -36,18 +36,12 @@ done
 [ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
 [ -x "$here/percall" ] || die "$here/percall is not built; run 'make userspace'"
 
-dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" peers)
-trap 'log "stopped; what was measured is in $dir"' EXIT
-"$LAB_TOOL" meta "$dir" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
+lab_begin "$LAB_ROOT/results" peers
+"$LAB_TOOL" meta "$LAB_DIR" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
 	syscalls:='["getppid", "read"]' -- "$0" "$@"
 start=$(date +%s)
-log "one boot, every case, $N calls each: $dir"
-"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "$N" "$WARMUP"
-trap - EXIT
-dir=$("$LAB_TOOL" commit "$dir" peers)
+log "one boot, every case, $N calls each: $LAB_DIR"
+"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$N" "$WARMUP"
+lab_commit peers
 log "measured in $(($(date +%s) - start)) s"
-if [ "$analysis" -eq 1 ]; then
-	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
-else
-	log "analyse with: userspace/peers/analyse.py $dir"
-fi
+lab_analyse "$analysis" "$here/analyse.py"

@@ -55,11 +55,10 @@ fi
 
 if [ -n "$into" ]; then
 	[ -d "$into" ] || bad_arg "--into: no folder $into"
-	dir=$into
+	LAB_DIR=$into
 else
-	dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" rt-compare)
-	trap 'log "stopped; what was measured is in $dir"' EXIT
-	"$LAB_TOOL" meta "$dir" rt-compare variants="$variants" \
+	lab_begin "$LAB_ROOT/results" rt-compare
+	"$LAB_TOOL" meta "$LAB_DIR" rt-compare variants="$variants" \
 		vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" -- "$0" "$@"
 fi
 start=$(date +%s)
@@ -73,20 +72,13 @@ if [ "$vm" -eq 1 ]; then
 		fi
 	done
 	for v in "${vlist[@]}"; do
-		log "booting the $v kernel: $dir/$v"
-		VARIANT=$v "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "${guest_args[@]}"
+		log "booting the $v kernel: $LAB_DIR/$v"
+		VARIANT=$v "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
 	done
 else
-	log "measuring the running kernel $(uname -r): $dir"
-	"$here/guest.sh" "$dir" "${guest_args[@]}"
+	log "measuring the running kernel $(uname -r): $LAB_DIR"
+	"$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
 fi
-trap - EXIT
-if [ -z "$into" ]; then
-	dir=$("$LAB_TOOL" commit "$dir" rt-compare)
-fi
-log "measured in $(($(date +%s) - start)) s: $dir"
-if [ "$analysis" -eq 1 ]; then
-	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
-else
-	log "analyse with: userspace/rtcompare/analyse.py $dir"
-fi
+[ -n "$into" ] || lab_commit rt-compare
+log "measured in $(($(date +%s) - start)) s: $LAB_DIR"
+lab_analyse "$analysis" "$here/analyse.py"

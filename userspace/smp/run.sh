@@ -41,23 +41,17 @@ if [ "$vm" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	die "--here needs root (real-time priorities, tun, mlockall)"
 fi
 
-dir=$("$LAB_TOOL" begin "$LAB_ROOT/results" smp)
-trap 'log "stopped; what was measured is in $dir"' EXIT
-"$LAB_TOOL" meta "$dir" smp runs:="$RUNS" n:="$N" vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" \
+lab_begin "$LAB_ROOT/results" smp
+"$LAB_TOOL" meta "$LAB_DIR" smp runs:="$RUNS" n:="$N" vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" \
 	-- "$0" "$@"
 start=$(date +%s)
 if [ "$vm" -eq 1 ]; then
-	log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $dir"
-	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$dir" "$RUNS" "$N"
+	log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $LAB_DIR"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N"
 else
-	log "measuring the running kernel $(uname -r): $dir"
-	"$here/guest.sh" "$dir" "$RUNS" "$N"
+	log "measuring the running kernel $(uname -r): $LAB_DIR"
+	"$here/guest.sh" "$LAB_DIR" "$RUNS" "$N"
 fi
-trap - EXIT
-dir=$("$LAB_TOOL" commit "$dir" smp)
+lab_commit smp
 log "measured in $(($(date +%s) - start)) s"
-if [ "$analysis" -eq 1 ]; then
-	"$LAB_VENV/bin/python" "$here/analyse.py" "$dir"
-else
-	log "analyse with: userspace/smp/analyse.py $dir"
-fi
+lab_analyse "$analysis" "$here/analyse.py"

@@ -106,8 +106,11 @@ stop_load() {
 	load_pids=()
 }
 tracing=0
+# The null-syscall loops of the unload check (run_lab).
+hammer_pids=()
 cleanup() {
 	stop_load
+	[ ${#hammer_pids[@]} -eq 0 ] || kill "${hammer_pids[@]}" 2>/dev/null || true
 	[ "$tracing" -eq 0 ] || trace-cmd reset >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -181,9 +184,7 @@ run_squarewave() {
 			case $impl in
 			python) python3 "$here/squarewave.py" -q -f "$freqs" -n "$periods" \
 				-o "$sq" --name "$impl-$load" ;;
-			c-nanosleep) "$here/squarewave" -q --mode nanosleep -f "$freqs" -n "$periods" \
-				-o "$sq" --name "$impl-$load" ;;
-			c-rt) "$here/squarewave" -q --mode rt -f "$freqs" -n "$periods" \
+			c-*) "$here/squarewave" -q --mode "${impl#c-}" -f "$freqs" -n "$periods" \
 				-o "$sq" --name "$impl-$load" ;;
 			esac
 		done
@@ -192,7 +193,6 @@ run_squarewave() {
 }
 
 # --- the lab's own experiments --------------------------------------------------
-hammer_pids=()
 run_lab() {
 	local lab=$dir/lab i bad
 	mkdir -p "$lab"

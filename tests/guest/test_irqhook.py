@@ -5,15 +5,18 @@ import ctypes
 import errno
 import json
 import os
+import re
 import select
 import stat
 import struct
 import subprocess
+import threading
 import time
 from multiprocessing import Pool
 
 import pytest
 from conftest import ROOT
+from uffd import HeldPage
 
 DEV = "/dev/irqhook"
 EVENT = struct.Struct("=QQQII")  # seq, write_ns, wake_ns, pending, reserved
@@ -155,6 +158,125 @@ def test_many_writers_and_readers_lose_and_repeat_nothing(dev):
     assert everything == list(range(everything[0], everything[0] + 600))
 
 
+def _flood_writer(n):
+    fd = os.open(DEV, os.O_WRONLY)
+    full = 0
+    try:
+        for _ in range(n):
+            try:
+                os.write(fd, b"x")
+            except OSError as e:
+                assert e.errno == errno.ENOBUFS, e
+                full += 1
+    finally:
+        os.close(fd)
+    return full
+
+
+def _faulting_reader(n):
+    fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+    faults = 0
+    try:
+        for _ in range(n):
+            if libc.read(fd, ctypes.c_void_p(16), ctypes.c_size_t(EVENT.size)) == -1:
+                faults += ctypes.get_errno() == errno.EFAULT
+    finally:
+        os.close(fd)
+    return faults
+
+
+def test_efault_on_a_full_ring_keeps_its_bound_and_order(dev):
+    """Two writers flood the ring while a reader keeps passing a bad buffer:
+    every read faults and must leave the ring as it was.  A read that took
+    the oldest event and put it back after the fault let a writer fill the
+    freed slot in between, and the ring grew past its bound for good."""
+    ops = 20000
+    with Pool(3) as pool:
+        writers = [pool.apply_async(_flood_writer, (ops,)) for _ in range(2)]
+        reader = pool.apply_async(_faulting_reader, (ops,))
+        faults = reader.get(timeout=600)
+        full = [w.get(timeout=600) for w in writers]
+    seqs, pendings = [], []
+    fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while len(seqs) <= 4096:
+            seq, _, _, pending, _ = EVENT.unpack(os.read(fd, EVENT.size))
+            seqs.append(seq)
+            pendings.append(pending)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+    assert len(seqs) == 1024, f"{len(seqs)} events in a ring of 1024"
+    assert seqs == sorted(set(seqs)), "duplicates or events out of order"
+    assert pendings == list(range(1023, -1, -1))
+    assert faults > 0, "no read found an event to fault on"
+    assert all(full), f"a writer never found the ring full: {full}"
+
+
+def test_nonblocking_read_never_waits_for_a_reader_stuck_in_a_fault(dev):
+    """One reader copies the oldest event into a page whose fault does not
+    end (userfaultfd): a non-blocking read meanwhile is EAGAIN at once,
+    and a write still goes in.  Released, the stuck reader gets the oldest
+    event, the next reader the next one."""
+    os.write(dev, b"x")
+    os.write(dev, b"x")
+    with HeldPage() as page:
+        stuck = {}
+
+        def read_into_page():
+            stuck["ret"] = libc.read(dev, ctypes.c_void_p(page.addr), EVENT.size)
+
+        t = threading.Thread(target=read_into_page)
+        t.start()
+        assert page.wait_for_fault(30), "the read did not fault on the held page"
+        quick = {}
+
+        def read_nonblocking():
+            fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                os.read(fd, EVENT.size)
+                quick["errno"] = 0
+            except OSError as e:
+                quick["errno"] = e.errno
+            finally:
+                os.close(fd)
+
+        q = threading.Thread(target=read_nonblocking)
+        q.start()
+        q.join(30)
+        waited = q.is_alive()
+        assert os.write(dev, b"x") == 1
+        page.release()
+        t.join(30)
+        q.join(30)
+        assert not waited, "the O_NONBLOCK read waited for the stuck reader"
+        assert quick["errno"] == errno.EAGAIN
+        assert stuck["ret"] == EVENT.size
+        first = EVENT.unpack(ctypes.string_at(page.addr, EVENT.size))[0]
+    assert [read_event(dev)[0] for _ in range(2)] == [first + 1, first + 2]
+
+
+def test_a_read_from_a_full_ring_wakes_a_writer_polling_for_pollout(dev):
+    for _ in range(1024):
+        os.write(dev, b"x")
+    got = {}
+
+    def wait_writable():
+        p = select.poll()
+        p.register(dev, select.POLLOUT)
+        got["events"] = p.poll(60000)
+
+    t = threading.Thread(target=wait_writable)
+    t.start()
+    time.sleep(0.5)
+    assert t.is_alive(), "a full ring polled writable"
+    read_event(dev)
+    t.join(60)
+    assert not t.is_alive(), "the read that made room woke no poller"
+    assert got["events"] and got["events"][0][1] & select.POLLOUT
+
+
 IRQHOOK = ROOT / "userspace/irqhook/irqhook"
 
 
@@ -246,14 +368,31 @@ def test_interrupted_run_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_run_measures_none_of_the_events_left_queued(tmp_path):
+    fd = os.open(DEV, os.O_WRONLY)
+    for _ in range(3):
+        os.write(fd, b"x")
+    os.close(fd)
+    t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    _, d = run_irqhook(tmp_path, "-n", "50")
+    events = list(csv.DictReader(open(d / "events.csv")))
+    assert len(events) == 50
+    assert all(int(e["write_ns"]) > t0 for e in events), "an earlier event was measured"
+
+
 def test_traced_run_has_the_irqhook_events(tmp_path):
     _, d = run_irqhook(tmp_path, "-n", "200", "--loads", "1", "--trace")
     trace = d / "trace.dat"
     assert trace.exists()
     report = subprocess.run(["trace-cmd", "report", "-i", trace], capture_output=True,
                             text=True, check=True).stdout
-    assert report.count("irqhook_write:") == 200
-    assert report.count("irqhook_read:") == 200
+    # Exactly this run's events, none that an earlier run left queued (the
+    # run drains the device before tracing starts).
+    seqs = {e["seq"] for e in csv.DictReader(open(d / "events.csv"))}
+    assert len(seqs) == 200
+    for event in ("irqhook_write", "irqhook_read"):
+        traced = re.findall(rf"{event}:\s+seq=(\d+)", report)
+        assert len(traced) == 200 and set(traced) == seqs, (event, len(traced))
     assert "sched_switch:" in report and "sched_wakeup:" in report
     # The reader's thread id in tasks.csv is the one the trace shows waking.
     reader = next(t for t in tasks(d) if t["role"] == "read")

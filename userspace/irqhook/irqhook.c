@@ -74,6 +74,8 @@ struct sample {
 static struct options opt;
 static struct sample *samples;
 static int dev_fd = -1;
+/* When this run began: events written before it are not its own. */
+static uint64_t run_start_ns;
 static atomic_int stop;
 static atomic_ulong n_read;
 static atomic_int reader_done;
@@ -267,6 +269,11 @@ static void *read_task(void *arg)
 		}
 		if (n != (ssize_t)sizeof(ev))
 			break;
+		/* Left by an earlier run (written after the drain): not ours. */
+		if (ev.write_ns < run_start_ns) {
+			i--;
+			continue;
+		}
 		samples[i].return_ns = lab_now_ns();
 		samples[i].ev = ev;
 		atomic_store(&n_read, i + 1);
@@ -379,6 +386,12 @@ static int run_under_trace(int argc, char **argv, const char *dir)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/*
+ * Take what an earlier program left queued (an interrupted run leaves an
+ * event): a run measures only the events it wrote.  The reader also
+ * discards anything written before run_start_ns, which a program still
+ * ending may have queued after the drain.
+ */
 static void drain_device(void)
 {
 	struct irqhook_event ev;
@@ -509,6 +522,7 @@ static int measure(const struct lab_result *r)
 		return 1;
 	}
 	drain_device();
+	run_start_ns = lab_now_ns();
 	dev_fd = open(opt.device, O_RDWR);
 	if (dev_fd < 0) {
 		fprintf(stderr, PROG ": cannot open %s: %s\n", opt.device, strerror(errno));
@@ -610,6 +624,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	free(settings);
+	/* Before tracing starts, so that the trace holds no earlier event. */
+	if (opt.trace)
+		drain_device();
 	status = opt.trace ? run_under_trace(argc, argv, res.dir) : measure(&res);
 	if (status == 0 && opt.trace && !got_signal) {
 		/* trace-cmd exits 0 whatever its command did: check what it left. */

@@ -129,13 +129,26 @@
 #define DELAY_CLOCK_TRIES 1000
 
 /*
- * loops and ns: at most one of them is nonzero.  Their setters are
- * serialized by the module's parameter lock, and each clears the other
- * before it publishes its own value; the hook lets loops win, so a call
- * racing with a write runs the old setting or the new one.
+ * The delay in force, loops and ns in one word so that the hook reads a
+ * whole setting, the old one or the new one, never half of each: 0 for
+ * none, the loop count, or DELAY_NS_MODE | the nanoseconds.  Written only
+ * by the parameters' setters, which the module's parameter lock
+ * serializes (at load time, parse_args() calls them one at a time).
  */
-static unsigned int delay_loops;
-static unsigned int delay_ns;
+#define DELAY_NS_MODE BIT(31)
+static u32 delay_setting;
+
+static_assert(DELAY_LOOPS_MAX < DELAY_NS_MODE && DELAY_NS_MAX < DELAY_NS_MODE);
+
+static unsigned int delay_setting_loops(u32 setting)
+{
+	return setting & DELAY_NS_MODE ? 0 : setting;
+}
+
+static unsigned int delay_setting_ns(u32 setting)
+{
+	return setting & DELAY_NS_MODE ? setting & ~DELAY_NS_MODE : 0;
+}
 
 static DEFINE_PER_CPU(unsigned long, delay_calls);
 static DEFINE_PER_CPU(unsigned long, delay_delayed);
@@ -144,23 +157,41 @@ static DEFINE_PER_CPU(unsigned long, delay_spun_ns);
 
 static u64 delay_clock_ns;
 
+/*
+ * A nonzero value replaces the setting; 0 clears it only if it is of this
+ * mode (writing loops=0 leaves an ns delay alone, and the reverse).
+ */
+static void delay_setting_store(u32 mode, unsigned int n)
+{
+	u32 old = READ_ONCE(delay_setting);
+
+	if (n)
+		WRITE_ONCE(delay_setting, mode | n);
+	else if (old && (old & DELAY_NS_MODE) == mode)
+		WRITE_ONCE(delay_setting, 0);
+}
+
 static int delay_loops_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int n;
 
 	if (kstrtouint(val, 0, &n) || n > DELAY_LOOPS_MAX)
 		return -EINVAL;
-	if (n)
-		WRITE_ONCE(delay_ns, 0);
-	WRITE_ONCE(delay_loops, n);
+	delay_setting_store(0, n);
 	return 0;
+}
+
+static int delay_loops_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%u\n",
+			  delay_setting_loops(READ_ONCE(delay_setting)));
 }
 
 static const struct kernel_param_ops delay_loops_ops = {
 	.set = delay_loops_set,
-	.get = param_get_uint,
+	.get = delay_loops_get,
 };
-module_param_cb(loops, &delay_loops_ops, &delay_loops, 0644);
+module_param_cb(loops, &delay_loops_ops, NULL, 0644);
 MODULE_PARM_DESC(loops, "Loop iterations spun per system call (0-"
 		 __stringify(DELAY_LOOPS_MAX) "); nonzero sets ns to 0");
 
@@ -170,17 +201,21 @@ static int delay_ns_set(const char *val, const struct kernel_param *kp)
 
 	if (kstrtouint(val, 0, &n) || n > DELAY_NS_MAX)
 		return -EINVAL;
-	if (n)
-		WRITE_ONCE(delay_loops, 0);
-	WRITE_ONCE(delay_ns, n);
+	delay_setting_store(DELAY_NS_MODE, n);
 	return 0;
+}
+
+static int delay_ns_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%u\n",
+			  delay_setting_ns(READ_ONCE(delay_setting)));
 }
 
 static const struct kernel_param_ops delay_ns_ops = {
 	.set = delay_ns_set,
-	.get = param_get_uint,
+	.get = delay_ns_get,
 };
-module_param_cb(ns, &delay_ns_ops, &delay_ns, 0644);
+module_param_cb(ns, &delay_ns_ops, NULL, 0644);
 MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
 		 __stringify(DELAY_NS_MAX) "); nonzero sets loops to 0");
 
@@ -189,6 +224,12 @@ MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
  * the setter, serialized with the getter by the module's parameter lock,
  * publishes a new one, waits for readers of the old one and drops it.
  * delay_cgroup_path is the path as the user wrote it, for reading back.
+ *
+ * Both belong to the parameter, not to init/exit: a load can take them
+ * (insmod delay.ko cgroup=/x) and then fail, and on unload the parameter
+ * files outlive delay_exit(), so a write can still replace them after it.
+ * delay_cgroup_free() drops them when the module's parameters are
+ * destroyed, after their files are gone, on unload and on a failed load.
  */
 static struct cgroup __rcu *delay_cgrp;
 static char *delay_cgroup_path;
@@ -232,9 +273,21 @@ static int delay_cgroup_get(char *buf, const struct kernel_param *kp)
 	return sysfs_emit(buf, "%s\n", delay_cgroup_path ?: "");
 }
 
+static void delay_cgroup_free(void *arg)
+{
+	struct cgroup *cgrp = rcu_replace_pointer(delay_cgrp, NULL, true);
+
+	/* No hook is registered any more: nobody reads it under RCU. */
+	if (cgrp)
+		cgroup_put(cgrp);
+	kfree(delay_cgroup_path);
+	delay_cgroup_path = NULL;
+}
+
 static const struct kernel_param_ops delay_cgroup_ops = {
 	.set = delay_cgroup_set,
 	.get = delay_cgroup_get,
+	.free = delay_cgroup_free,
 };
 module_param_cb(cgroup, &delay_cgroup_ops, NULL, 0644);
 MODULE_PARM_DESC(cgroup, "Delay only this cgroup v2 and its descendants, e.g. /lab/httpd (empty: every task)");
@@ -243,7 +296,7 @@ MODULE_PARM_DESC(cgroup, "Delay only this cgroup v2 and its descendants, e.g. /l
  * The chosen system calls, NULL for all.  Published and retired as the
  * cgroup is: the hook reads it under RCU, the setter (serialized with the
  * getter by the module's parameter lock) replaces it, waits for readers
- * of the old one and frees it.
+ * of the old one and frees it, and delay_syscalls_free() frees the last.
  */
 struct delay_filter {
 	DECLARE_BITMAP(nrs, NR_syscalls);
@@ -320,9 +373,15 @@ static int delay_syscalls_get(char *buf, const struct kernel_param *kp)
 	return len + sysfs_emit_at(buf, len, "\n");
 }
 
+static void delay_syscalls_free(void *arg)
+{
+	kfree(rcu_replace_pointer(delay_filter, NULL, true));
+}
+
 static const struct kernel_param_ops delay_syscalls_ops = {
 	.set = delay_syscalls_set,
 	.get = delay_syscalls_get,
+	.free = delay_syscalls_free,
 };
 module_param_cb(syscalls, &delay_syscalls_ops, NULL, 0644);
 MODULE_PARM_DESC(syscalls, "Delay only these 64-bit system calls, e.g. 0,1,257 or 0-3 (empty: all)");
@@ -387,15 +446,17 @@ static __always_inline u64 delay_wait(u64 start, unsigned int ns)
 static void delay_hook(struct pt_regs *regs, int nr)
 {
 	unsigned int loops, ns;
+	u32 setting;
 	u64 start, end;
 
 	if (!delay_targets(nr))
 		return;
 	this_cpu_inc(delay_calls);
-	loops = READ_ONCE(delay_loops);
-	ns = loops ? 0 : READ_ONCE(delay_ns);
-	if (!loops && !ns)
+	setting = READ_ONCE(delay_setting);
+	if (!setting)
 		return;
+	loops = delay_setting_loops(setting);
+	ns = delay_setting_ns(setting);
 
 	start = ktime_get_ns();
 	if (loops) {
@@ -415,8 +476,9 @@ static unsigned long delay_sum(unsigned long __percpu *counter)
 	unsigned long sum = 0;
 	int cpu;
 
+	/* Other CPUs add to theirs meanwhile: one load each, never torn. */
 	for_each_possible_cpu(cpu)
-		sum += *per_cpu_ptr(counter, cpu);
+		sum += READ_ONCE(*per_cpu_ptr(counter, cpu));
 	return sum;
 }
 
@@ -498,6 +560,7 @@ static u64 __init delay_measure_clock(void)
 
 static int __init delay_init(void)
 {
+	u32 setting;
 	int ret;
 
 	delay_clock_ns = delay_measure_clock();
@@ -511,9 +574,14 @@ static int __init delay_init(void)
 		pr_err("cannot register the syscall hook: %d\n", ret);
 		goto remove_stats;
 	}
+	/* The parameters' files exist already: a write may race this. */
+	kernel_param_lock(THIS_MODULE);
+	setting = READ_ONCE(delay_setting);
 	pr_info("delaying the system calls of %s by %u loops, %u ns; clock read pair %llu ns\n",
 		delay_cgroup_path && *delay_cgroup_path ? delay_cgroup_path :
-		"every task", delay_loops, delay_ns, delay_clock_ns);
+		"every task", delay_setting_loops(setting),
+		delay_setting_ns(setting), delay_clock_ns);
+	kernel_param_unlock(THIS_MODULE);
 	return 0;
 
 remove_stats:
@@ -521,18 +589,11 @@ remove_stats:
 	return ret;
 }
 
+/* The target and the filter are the parameters' to free (see above). */
 static void __exit delay_exit(void)
 {
-	struct cgroup *cgrp;
-
 	syscall_hook_unregister(delay_hook);
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
-	/* No hook runs any more: nobody can be reading the target or set. */
-	cgrp = rcu_dereference_protected(delay_cgrp, true);
-	if (cgrp)
-		cgroup_put(cgrp);
-	kfree(delay_cgroup_path);
-	kfree(rcu_dereference_protected(delay_filter, true));
 }
 
 module_init(delay_init);

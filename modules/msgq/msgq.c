@@ -34,10 +34,12 @@
  *
  * A signal interrupts a blocked read() or write() (-ERESTARTSYS: EINTR,
  * or a restart under SA_RESTART), and so it does while the call waits
- * for the queue's lock.  Each queue's mutex is held across the copy of a
- * message to userspace, which takes the message off the queue only once
- * it has been copied: with any number of readers and writers, every
- * message is delivered exactly once, in the order the writes queued it.
+ * for the queue's lock.  With O_NONBLOCK a call never waits for the lock
+ * either: while another caller holds it, the call is -EAGAIN.  Each
+ * queue's mutex is held across the copy of a message to userspace,
+ * which takes the message off the queue only once it has been copied:
+ * with any number of readers and writers, every message is delivered
+ * exactly once, in the order the writes queued it.
  * Waiters are not exclusive: every waiter is woken and the first to take
  * the lock wins; the others wait again.
  *
@@ -237,8 +239,17 @@ static int msgq_lock_ready(struct msgq_queue *q, bool for_write, bool nonblock)
 	bool slept = false;
 
 	for (;;) {
-		if (mutex_lock_interruptible(&q->lock))
+		/*
+		 * Another caller may hold the lock across a copy that faults
+		 * (and a fault may wait on I/O or userfaultfd): a non-blocking
+		 * caller must not wait for it.
+		 */
+		if (nonblock) {
+			if (!mutex_trylock(&q->lock))
+				return -EAGAIN;
+		} else if (mutex_lock_interruptible(&q->lock)) {
 			return -ERESTARTSYS;
+		}
 		if (msgq_ready(q, for_write))
 			return 0;
 		if (!nonblock && !slept) {
@@ -281,7 +292,8 @@ static ssize_t msgq_write(struct file *file, const char __user *buf,
 		return -EFAULT;
 
 	if (msgq_alloc == MSGQ_ALLOC_DYNAMIC) {
-		msg = kmalloc(struct_size(msg, payload, len), GFP_KERNEL);
+		msg = kmalloc(struct_size(msg, payload, len),
+			      GFP_KERNEL_ACCOUNT);
 		if (!msg)
 			return -ENOMEM;
 		atomic_inc(&q->allocated);

@@ -2,13 +2,15 @@
 v2 (and its descendants) are delayed and counted; bad paths are refused
 and the old target kept."""
 import errno
+import multiprocessing
 import os
 import pathlib
 import subprocess
+import time
 
 import pytest
 
-from conftest import MODDIR, ROOT, ko, read_int, write_param
+from conftest import MODDIR, ROOT, insmod, kernel_problems, ko, read_int, rmmod, write_param
 
 CGROUP = MODDIR / "parameters/cgroup"
 CALLS = MODDIR / "stats/calls"
@@ -107,3 +109,93 @@ def test_target_survives_rmdir_and_unload(delay, target):
     subprocess.run(["rmmod", "delay"], check=True)
     subprocess.run(["insmod", ko("delay"), f"cgroup={name}"], check=True)
     assert CGROUP.read_text() == name + "\n"
+
+
+def dying_cgroups():
+    stats = dict(line.split() for line in (cgroup2_root() / "cgroup.stat").read_text()
+                 .splitlines())
+    return int(stats["nr_dying_descendants"])
+
+
+def wait_for_dying(expected, timeout=30):
+    """nr_dying_descendants once it reaches @expected, or its last value.
+    A removed cgroup dies after an RCU grace period and its last put."""
+    deadline = time.monotonic() + timeout
+    while (n := dying_cgroups()) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return n
+
+
+@pytest.fixture
+def scratch_cgroups(clean_module):
+    """Fresh cgroups /labtest-<pid>-a and -b (removed after) and the number
+    of dying cgroups before they existed."""
+    before = wait_for_dying(dying_cgroups(), timeout=0)
+    root = cgroup2_root()
+    dirs = [root / f"labtest-{os.getpid()}-{x}" for x in "ab"]
+    for d in dirs:
+        d.mkdir()
+    yield before, dirs
+    for d in dirs:
+        if d.exists():
+            d.rmdir()
+
+
+@pytest.mark.parametrize("how", ["bad loops", "hook taken"])
+def test_a_failed_load_releases_its_cgroup(scratch_cgroups, how):
+    """insmod with a target that then fails must not keep the cgroup: once
+    removed, it must die for good, not linger as a dying descendant."""
+    before, (cg, _) = scratch_cgroups
+    if how == "hook taken":
+        subprocess.run(["insmod", ko("hooktest")], check=True)
+        failed = insmod("delay", f"cgroup=/{cg.name}", check=False)
+        subprocess.run(["rmmod", "hooktest"], check=True)
+    else:
+        failed = insmod("delay", f"cgroup=/{cg.name}", "loops=abc", check=False)
+    assert failed.returncode != 0 and not MODDIR.exists(), failed
+    cg.rmdir()
+    assert wait_for_dying(before) == before, "the failed load kept a reference on the cgroup"
+
+
+def _write_parameters(stop, names):
+    """Replace the target and the set until @stop, whatever each write says
+    (the files go away and come back as the module is unloaded and loaded)."""
+    values = [("cgroup", names[0]), ("syscalls", "0-3,39"), ("cgroup", names[1]),
+              ("syscalls", "\n"), ("cgroup", "")]
+    i = 0
+    while not stop.is_set():
+        name, value = values[i % len(values)]
+        i += 1
+        try:
+            with open(MODDIR / "parameters" / name, "w") as f:
+                f.write(value)
+        except OSError:
+            pass
+
+
+def test_parameter_writes_racing_unload(scratch_cgroups):
+    """Two processes replace the cgroup target and the syscall set while the
+    module is loaded and unloaded 50 times: the target and set belong to
+    whoever holds them last and are freed once, so nothing is freed twice
+    (the kernel log stays clean) and no cgroup reference is lost or kept."""
+    before, dirs = scratch_cgroups
+    names = [f"/{d.name}" for d in dirs]
+    stop = multiprocessing.Event()
+    writers = [multiprocessing.Process(target=_write_parameters, args=(stop, names))
+               for _ in range(2)]
+    for w in writers:
+        w.start()
+    try:
+        for i in range(50):
+            insmod("delay", f"cgroup={names[i % 2]}", "syscalls=110")
+            time.sleep(0.02)
+            rmmod()
+    finally:
+        stop.set()
+        for w in writers:
+            w.join(timeout=60)
+    assert all(w.exitcode == 0 for w in writers)
+    assert kernel_problems() == []
+    for d in dirs:
+        d.rmdir()
+    assert wait_for_dying(before) == before, "a cgroup reference was kept"

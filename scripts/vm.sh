@@ -10,6 +10,11 @@
 #   VM_ACCEL=auto|kvm|tcg  auto (default) probes KVM once and remembers it
 #   VM_TCG_THREAD=multi|single  TCG with a host thread per vCPU (default
 #                          with QEMU >= 8) or one for all; see below
+#   VM_CLOCK=host|virtual  the guest's clock under TCG: the host's (default),
+#                          or QEMU's instruction counter (-icount shift=0:
+#                          one guest instruction is one ns of guest time,
+#                          whatever the host does; single-threaded TCG, the
+#                          guest idles with HLT).  Not with KVM.
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   VM_APPEND='...'        more kernel command-line options
@@ -18,7 +23,8 @@
 #
 # The guest's kernel command line carries what only the host knows, for
 # the meta.json of every result: lab.variant, lab.accel, lab.accel_why,
-# lab.qemu and lab.commit (spaces written as '_').
+# lab.qemu, lab.commit (spaces written as '_'), lab.clock and
+# lab.icount_shift.
 #
 # Example:  VARIANT=rt scripts/vm.sh -- uname -v
 set -euo pipefail
@@ -26,6 +32,13 @@ set -euo pipefail
 lab_help "$@"
 
 VM_ACCEL=${VM_ACCEL:-auto}
+VM_CLOCK=${VM_CLOCK:-host}
+case $VM_CLOCK in
+host | virtual) ;;
+*) bad_arg "VM_CLOCK must be host or virtual, not '$VM_CLOCK'" ;;
+esac
+# QEMU's icount: 2^shift ns of guest time per instruction.
+ICOUNT_SHIFT=0
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
 VM_CPUS=${VM_CPUS:-2}
 VM_MEM=${VM_MEM:-2G}
@@ -95,15 +108,32 @@ if [ -z "${VM_TCG_THREAD:-}" ]; then
 	fi
 fi
 case $VM_TCG_THREAD in
-single | multi) tcg=(--disable-kvm --qemu-opts="-accel tcg,thread=$VM_TCG_THREAD") ;;
+single | multi) ;;
 *) die "VM_TCG_THREAD must be single or multi, not '$VM_TCG_THREAD'" ;;
 esac
+# The virtual clock: guest time advances with the instructions the guest
+# executes (sleep=off: an idle guest skips ahead to its next timer instead
+# of waiting for the host's time; align=off: never slowed to the host's
+# pace).  icount runs every vCPU on one host thread, taking turns.  The
+# RTC follows the same clock.
+if [ "$VM_CLOCK" = virtual ]; then
+	if [ "$VM_ACCEL" = kvm ]; then
+		bad_arg "VM_CLOCK=virtual needs TCG: KVM runs the guest on the host's clock (VM_ACCEL=tcg)"
+	fi
+	VM_TCG_THREAD=single
+	tcg=(--disable-kvm --qemu-opts="-accel tcg,thread=single -icount shift=$ICOUNT_SHIFT,sleep=off,align=off -rtc clock=vm")
+else
+	tcg=(--disable-kvm --qemu-opts="-accel tcg,thread=$VM_TCG_THREAD")
+fi
 
 case $VM_ACCEL in
 kvm) accel=(); log "accelerator: KVM (VM_ACCEL=kvm)" ;;
 tcg) accel=("${tcg[@]}"); log "accelerator: TCG software emulation, thread=$VM_TCG_THREAD (VM_ACCEL=tcg)" ;;
 auto)
-	if kvm_works; then
+	if [ "$VM_CLOCK" = virtual ]; then
+		accel=("${tcg[@]}")
+		log "accelerator: TCG with the virtual clock (icount shift=$ICOUNT_SHIFT, VM_CLOCK=virtual)"
+	elif kvm_works; then
 		accel=()
 		log "accelerator: KVM"
 	else
@@ -121,6 +151,7 @@ if [ ${#accel[@]} -eq 0 ]; then
 else
 	accel_name=tcg accel_why=${kvm_verdict:-VM_ACCEL=tcg}
 	accel_why="$accel_why; TCG thread=$VM_TCG_THREAD"
+	[ "$VM_CLOCK" = host ] || accel_why="$accel_why; virtual clock, icount shift=$ICOUNT_SHIFT"
 fi
 commit=$(git -C "$LAB_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
 git -C "$LAB_ROOT" diff --quiet HEAD 2>/dev/null || commit=$commit-dirty
@@ -135,6 +166,13 @@ lab_args=(lab.variant="$VARIANT" lab.accel="$accel_name"
 # The TSC here is the host's invariant one: tell the kernel to trust it.
 if [ "$accel_name" = tcg ]; then
 	lab_args+=(tsc=reliable)
+fi
+# An idle vCPU in MWAIT keeps executing under icount and so keeps the
+# virtual clock busy: idle with HLT, which QEMU skips over.
+if [ "$VM_CLOCK" = virtual ]; then
+	lab_args+=(lab.clock=virtual lab.icount_shift="$ICOUNT_SHIFT" idle=halt)
+else
+	lab_args+=(lab.clock=host)
 fi
 vng_base+=(--append "${lab_args[*]}")
 

@@ -120,6 +120,11 @@ def describe(meta):
         parts.append(acc)
     if isinstance(machine.get("pmu"), bool):
         parts.append("PMU" if machine["pmu"] else "no PMU")
+    clock = machine.get("clock") or {}
+    if clock.get("kind") == "virtual":
+        parts.append(f"virtual clock (icount shift={clock.get('shift', '?')})")
+    elif clock.get("kind"):
+        parts.append(f"{clock['kind']} clock")
     return ", ".join(parts)
 
 

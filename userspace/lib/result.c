@@ -310,6 +310,27 @@ static void module_json(FILE *f, const char *mod)
 	fputc('}', f);
 }
 
+/*
+ * The guest's clock (scripts/vm.sh puts lab.clock and lab.icount_shift on
+ * its command line): {"kind": "host"}, or {"kind": "virtual", "shift": N}
+ * when QEMU's instruction counter drives it (one instruction = 2^N ns);
+ * null outside a lab VM.
+ */
+static void clock_json(FILE *f)
+{
+	char kind[32], shift[32];
+
+	if (!cmdline_value("lab.clock", kind, sizeof(kind))) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"kind\": ");
+	lab_json_string(f, kind);
+	if (cmdline_value("lab.icount_shift", shift, sizeof(shift)))
+		fprintf(f, ", \"shift\": %d", atoi(shift));
+	fputc('}', f);
+}
+
 int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 		   const char *settings_json)
 {
@@ -358,8 +379,10 @@ int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 	json_or_null(f, cmdline_value("lab.accel_why", why, sizeof(why)));
 	fprintf(f, ", \"qemu\": ");
 	json_or_null(f, cmdline_value("lab.qemu", qemu, sizeof(qemu)));
-	fprintf(f, ", \"pmu\": %s},\n  \"modules\": {",
+	fprintf(f, ", \"pmu\": %s, \"clock\": ",
 		access("/sys/bus/event_source/devices/cpu", F_OK) ? "false" : "true");
+	clock_json(f);
+	fprintf(f, "},\n  \"modules\": {");
 	first = 1;
 	for (m = 0; m < sizeof(lab_modules) / sizeof(lab_modules[0]); m++) {
 		char path[128];

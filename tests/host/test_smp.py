@@ -10,7 +10,11 @@ import sys
 
 import pytest
 
+from conftest import ROOT
 from resultdirs import write_csv, write_meta
+
+sys.path.insert(0, str(ROOT / "userspace"))
+from lablib import stats  # noqa: E402
 
 ANALYSER = "userspace/smp/analyse.py"
 HZ = 2e9                     # 2 cycles a ns
@@ -80,11 +84,16 @@ def test_pooled_rounds_and_tlb(root, tmp_path):
     assert pc["ns"]["n"] == 3 * N and pc["ns"]["mean"] == pytest.approx(11000)
     assert pc["ns"]["min"] == 9980 and pc["ns"]["max"] == 12020
     assert pc["cycles"]["p50"] == pytest.approx(2 * pc["ns"]["p50"])
-    r = pc["round_p50_ns"]
-    assert (r["n"], r["min"], r["max"]) == (3, 10000, 12000)
+    r = pc["round_p50"]
+    assert (r["n"], r["min"], r["max"], r["unit"]) == (3, 10000, 12000, "ns")
     assert r["cv_pct"] == pytest.approx(1000 / 11000 * 100)
-    assert [x["p50_ns"] for x in pc["rounds"]] == [10000, 12000, 11000]
-    assert s["cases"]["pipes-same"]["spans"]["round_trip"]["round_p50_ns"]["cv_pct"] == 0
+    assert [x["ns"]["p50"] for x in pc["rounds"]] == [10000, 12000, 11000]
+    assert [x["cycles"]["p50"] for x in pc["rounds"]] == [20000, 24000, 22000]
+    # Every summary has the lab's keys and says its unit.
+    for block in (pc["ns"], pc["cycles"], r, *(x[u] for x in pc["rounds"]
+                                               for u in ("ns", "cycles"))):
+        assert set(stats.SUMMARY_KEYS) <= set(block) and block["unit"] in ("ns", "cycles")
+    assert s["cases"]["pipes-same"]["spans"]["round_trip"]["round_p50"]["cv_pct"] == 0
     t = s["cases"]
     assert t["tlbflush-p1-remote1"]["tlb_shootdowns_per_record"] == pytest.approx(1.02)
     assert (t["tlbflush-p1-remote1"]["pages"], t["tlbflush-p1-remote1"]["remote"]) == (1, 1)

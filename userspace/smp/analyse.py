@@ -14,16 +14,14 @@ whether they agree; and our means against the reference figures.  Writes
 DIR/summary.json, DIR/summary.csv, DIR/report.txt, DIR/smp.png (every
 case's distribution) and DIR/hist-BENCH.png (log y), and prints the tables.
 """
-import math
 import pathlib
 import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, results, stats  # noqa: E402
+from lablib import cli, perf, results, rttests, stats  # noqa: E402
+from lablib.smp import BENCHES, read_runs, summarise_case  # noqa: E402
 
-BENCHES = ("pipes", "cv", "tlbflush", "timer", "tun")
-CASE = re.compile(r"^(?P<case>[a-z]+(?:-[a-z0-9]+)*)-r(?P<round>\d+)$")
 CSV_COLUMNS = ("case", "span", "bench", "placement", "unit", *stats.SUMMARY_KEYS,
                "rounds", "round_p50_min", "round_p50_max", "round_p50_cv_pct")
 # |ratio - 1| within this: the two figures agree.
@@ -40,100 +38,6 @@ REFERENCE = [
 ]
 
 
-def split_name(name):
-    """(case, round) of a runs/ folder name such as pipes-cross-r3."""
-    m = CASE.match(name)
-    if not m:
-        raise ValueError(f"runs/{name}: not CASE-rK (an smp folder of guest.sh)")
-    return m["case"], int(m["round"])
-
-
-def read_run(folder):
-    """(settings, {span: {"cycles": [...], "ns": [...]}}) of one smp folder."""
-    meta = results.read_meta(folder)
-    s = results.settings(meta)
-    for key in ("bench", "n", "tsc_hz", "spans"):
-        if s.get(key) is None:
-            raise ValueError(f"{folder}/meta.json: settings have no {key!r}")
-    if s["bench"] not in BENCHES:
-        raise ValueError(f"{folder}/meta.json: unknown bench {s['bench']!r}")
-    path = pathlib.Path(folder) / "raw.csv"
-    spans = {sp: {"cycles": [], "ns": []} for sp in s["spans"]}
-    for i, row in enumerate(results.read_csv(path, ("record", "span", "cycles", "ns")), 2):
-        if row["span"] not in spans:
-            raise ValueError(f"{path} line {i}: span {row['span']!r} is not one of "
-                             f"{', '.join(spans)}")
-        try:
-            c, ns = float(row["cycles"]), float(row["ns"])
-        except ValueError:
-            raise ValueError(f"{path} line {i}: cycles and ns must be numbers") from None
-        if not (0 <= c < math.inf and 0 <= ns < math.inf):
-            raise ValueError(f"{path} line {i}: a negative or infinite time")
-        spans[row["span"]]["cycles"].append(c)
-        spans[row["span"]]["ns"].append(ns)
-    for sp, v in spans.items():
-        if len(v["ns"]) != s["n"]:
-            raise ValueError(f"{path}: {len(v['ns'])} records of span {sp}, but meta.json "
-                             f"says n = {s['n']}")
-    return meta, s, spans
-
-
-def read_runs(d):
-    """{case: {round: (meta, settings, spans)}} of result folder @d."""
-    runs_dir = pathlib.Path(d) / "runs"
-    folders = sorted(p for p in runs_dir.glob("*") if p.is_dir()) if runs_dir.is_dir() else []
-    if not folders:
-        raise ValueError(f"{d}: no runs/*/ folders: not an smp result, or nothing measured")
-    out = {}
-    for f in folders:
-        case, rnd = split_name(f.name)
-        out.setdefault(case, {})[rnd] = read_run(f)
-    return out
-
-
-def case_order(case):
-    bench = case.split("-")[0]
-    nums = [int(x) for x in re.findall(r"\d+", case)]
-    return (BENCHES.index(bench) if bench in BENCHES else len(BENCHES), nums, case)
-
-
-def summarise_case(rounds):
-    """The pooled and per-round figures of one case {round: (meta, s, spans)}."""
-    first = rounds[min(rounds)][1]
-    out = {"bench": first["bench"], "placement": first.get("placement"),
-           "cpus": first.get("cpus"), "rounds": sorted(rounds), "spans": {}}
-    for key in ("pages", "remote", "remote_cpus", "interval_ns", "policy"):
-        if key in first:
-            out[key] = first[key]
-    if first["bench"] == "tlbflush":
-        per = [r[1].get("tlb_shootdowns_per_record") for r in rounds.values()]
-        per = [p for p in per if p is not None]
-        out["tlb_shootdowns_per_record"] = sum(per) / len(per) if per else None
-    if first["bench"] == "tun":
-        out["packets_sent"] = sum(r[1].get("packets_sent", 0) for r in rounds.values())
-        out["packets_received"] = sum(r[1].get("packets_received", 0)
-                                      for r in rounds.values())
-    for span in first["spans"]:
-        pooled = {"cycles": [], "ns": []}
-        per_round = []
-        for rnd in sorted(rounds):
-            v = rounds[rnd][2][span]
-            pooled["cycles"] += v["cycles"]
-            pooled["ns"] += v["ns"]
-            ns, cy = stats.summary(v["ns"]), stats.summary(v["cycles"])
-            per_round.append({"round": rnd, "p50_ns": ns["p50"], "p99_ns": ns["p99"],
-                              "mean_ns": ns["mean"], "p50_cycles": cy["p50"],
-                              "mean_cycles": cy["mean"]})
-        meds = stats.summary([r["p50_ns"] for r in per_round])
-        out["spans"][span] = {
-            "cycles": stats.summary(pooled["cycles"]), "ns": stats.summary(pooled["ns"]),
-            "rounds": per_round,
-            "round_p50_ns": {**meds, "cv_pct": meds["stddev"] / meds["mean"] * 100
-                             if meds["mean"] else None},
-        }
-    return out
-
-
 # --- the field's tools ------------------------------------------------------
 
 def _round_of(path):
@@ -141,63 +45,25 @@ def _round_of(path):
     return int(m[1]) if m else None
 
 
-def read_perf_pipe(path):
-    """usecs/op of one 'perf bench sched pipe' output, or ValueError."""
-    m = re.search(r"([\d.]+)\s+usecs/op", path.read_text())
-    if not m:
-        raise ValueError(f"{path}: no 'usecs/op' line: not perf bench sched pipe output")
-    return float(m[1])
-
-
-def hist_percentile(hist, p):
-    """The p-th percentile, in the histogram's unit, of {value: count}."""
-    total = sum(hist.values())
-    if not total:
-        return None
-    want, seen = p / 100 * total, 0
-    for v in sorted(hist):
-        seen += hist[v]
-        if seen >= want:
-            return v
-    return max(hist)
-
-
 def read_cyclictest(path):
-    """{"min", "avg", "max", "p50", "p99", "n"} in us of thread 0 of a
-    cyclictest --json file (the percentiles from its 1 us histogram)."""
-    try:
-        t = results.read_json(path)["thread"]["0"]
-        hist = {int(k): int(v) for k, v in (t.get("histogram") or {}).items()}
-        out = {"min": float(t["min"]), "avg": float(t["avg"]), "max": float(t["max"]),
-               "n": int(t["cycles"])}
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{path}: not a cyclictest --json file with thread 0") from None
-    out["p50"], out["p99"] = hist_percentile(hist, 50), hist_percentile(hist, 99)
-    if not 0 <= out["min"] <= out["avg"] <= out["max"]:
-        # Seen with -x under TCG when wake-ups are later than the interval:
-        # negative latencies, an overflowed average.  No figure, not a wrong one.
-        out["invalid"] = (f"{path.name}: min {out['min']:g}, avg {out['avg']:g}, "
-                          f"max {out['max']:g} us contradict each other")
-        for k in ("min", "avg", "max", "p50", "p99"):
-            out[k] = None
+    """The summary (us) of thread 0 of a cyclictest --json file (guest.sh
+    runs one thread), or, when cyclictest's own figures contradict each
+    other, no figures and "invalid": why."""
+    run = rttests.read_cyclictest(path)
+    out = rttests.summary(run, [0])
+    why = rttests.contradiction(rttests.select(run, [0])[0])
+    if why:
+        # No figure, not a wrong one.
+        out = {**dict.fromkeys(out), "n": out["n"], "unit": "us",
+               "invalid": f"{path.name}: {why}"}
     return out
 
 
-def read_ptsematest(path):
-    """{"min", "avg", "max", "n"} in us of pair 0 of a ptsematest --json file."""
-    try:
-        t = results.read_json(path)["thread"]["0"]
-        r = t["receiver"]
-        return {"min": float(r["min"]), "avg": float(r["avg"]), "max": float(r["max"]),
-                "n": int(t["sender"]["samples"])}
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{path}: not a ptsematest --json file with pair 0") from None
-
-
 def read_tools(d):
-    """{tool case: {round: figures}} of DIR/tools: perf-pipe-MODE-PLACE
-    {"us_per_op"}, cyclictest-nanosleep / cyclictest-posix and ptsematest
-    (as their readers return them)."""
+    """{tool case: {round: figures}} of DIR/tools, each in us under the
+    lab's summary keys: perf-pipe-MODE-PLACE {"mean", "unit"} (perf bench
+    sched pipe's mean round trip), cyclictest-nanosleep / cyclictest-posix
+    (read_cyclictest) and ptsematest (rttests.read_ptsematest)."""
     tools = pathlib.Path(d) / "tools"
     out = {}
     if not tools.is_dir():
@@ -208,11 +74,11 @@ def read_tools(d):
             continue
         name = p.name[:p.name.rindex("-r")]
         if name.startswith("perf-pipe-") and p.suffix == ".txt":
-            out.setdefault(name, {})[rnd] = {"us_per_op": read_perf_pipe(p)}
+            out.setdefault(name, {})[rnd] = {"mean": perf.read_bench_pipe(p), "unit": "us"}
         elif name.startswith("cyclictest-") and p.suffix == ".json":
             out.setdefault(name, {})[rnd] = read_cyclictest(p)
         elif name == "ptsematest" and p.suffix == ".json":
-            out.setdefault(name, {})[rnd] = read_ptsematest(p)
+            out.setdefault(name, {})[rnd] = rttests.read_ptsematest(p)
     return out
 
 
@@ -220,29 +86,29 @@ def read_tools(d):
 # our span, our statistic, tool case, the tool's figure (us), what the two
 # measure, what still differs once the units and directions are equal).
 PAIRS = [
-    ("pipes-cross", "round_trip", "mean", "perf-pipe-threads-cross", "us_per_op",
+    ("pipes-cross", "round_trip", "mean", "perf-pipe-threads-cross", "mean",
      "perf bench sched pipe -T, taskset -c 0,1: mean us per round trip of two threads",
      "perf bench does not pin each end: both threads may share one CPU for a while, "
      "and its op includes the loop around the calls"),
-    ("pipes-cross", "round_trip", "mean", "perf-pipe-process-cross", "us_per_op",
+    ("pipes-cross", "round_trip", "mean", "perf-pipe-process-cross", "mean",
      "perf bench sched pipe (processes), taskset -c 0,1",
      "two processes: a switch between them also changes the address space"),
-    ("pipes-same", "round_trip", "mean", "perf-pipe-threads-same", "us_per_op",
+    ("pipes-same", "round_trip", "mean", "perf-pipe-threads-same", "mean",
      "perf bench sched pipe -T, taskset -c 0: both threads on one CPU",
      "the same definition: two context switches per round trip"),
-    ("pipes-same", "round_trip", "mean", "perf-pipe-process-same", "us_per_op",
+    ("pipes-same", "round_trip", "mean", "perf-pipe-process-same", "mean",
      "perf bench sched pipe (processes), taskset -c 0",
      "processes: every switch also changes the address space"),
-    ("cv-same", "high_to_low", "mean", "ptsematest", "avg",
+    ("cv-same", "high_to_low", "mean", "ptsematest", "mean",
      "ptsematest -t 1 -a -p 99: one-way mutex hand-off between two FIFO 99 threads on "
      "CPU 0, average",
      "a mutex unlock waking a waiter, not a condition variable's signal; 1 us resolution"),
-    ("timer", "nanosleep", "mean", "cyclictest-nanosleep", "avg",
+    ("timer", "nanosleep", "mean", "cyclictest-nanosleep", "mean",
      "cyclictest -m -p 99 -i 1000: clock_nanosleep(TIMER_ABSTIME) wake-up latency, average",
      "the same definition; cyclictest reports whole us"),
     ("timer", "nanosleep", "p50", "cyclictest-nanosleep", "p50",
      "cyclictest's median, from its 1 us histogram", "whole us bins"),
-    ("timer", "sigalrm", "mean", "cyclictest-posix", "avg",
+    ("timer", "sigalrm", "mean", "cyclictest-posix", "mean",
      "cyclictest -x: a POSIX timer's signal taken with sigwait, average",
      "cyclictest's thread returns from sigwait; ours interrupts a spinning thread "
      "and enters a handler"),
@@ -296,7 +162,7 @@ def summarise(d):
     guest = pathlib.Path(d) / "guest"
     some = next(iter(next(iter(runs.values())).values()))
     meta = results.read_meta(guest) if (guest / "meta.json").exists() else some[0]
-    cases = {c: summarise_case(runs[c]) for c in sorted(runs, key=case_order)}
+    cases = {c: summarise_case(rounds) for c, rounds in runs.items()}
     tools = read_tools(d)
     machine = meta.get("machine") or {}
     emulated = machine.get("accelerator") == "tcg"
@@ -323,7 +189,7 @@ def table(s):
              f"{'p99 ns':>12}{'mean ns':>12}{'sd ns':>12}  {'round p50 ns':>15}{'cv':>6}"]
     for case, c in s["cases"].items():
         for span, v in c["spans"].items():
-            r = v["round_p50_ns"]
+            r = v["round_p50"]
             spread = f"{f0(r['min'])}-{f0(r['max'])}" if r["n"] > 1 else f0(r["min"])
             cv = f"{r['cv_pct']:.1f}%" if r["n"] > 1 and r["cv_pct"] is not None else "-"
             lines.append(f"{case:<22}{span:<12}{f0(v['cycles']['p50']):>13}"
@@ -463,7 +329,7 @@ def work(args):
     for case, c in s["cases"].items():
         for span, v in c["spans"].items():
             for unit in ("cycles", "ns"):
-                r = v["round_p50_ns"]
+                r = v["round_p50"]
                 rows.append({"case": case, "span": span, "bench": c["bench"],
                              "placement": c["placement"], "unit": unit, **v[unit],
                              "rounds": r["n"], "round_p50_min": r["min"],
@@ -475,7 +341,6 @@ def work(args):
     files = ["summary.json", "summary.csv", "report.txt"]
     if not args.no_plot:
         runs = read_runs(d)
-        runs = {c: runs[c] for c in sorted(runs, key=case_order)}
         files += plot_hists(s, runs, d)
         plot_overview(s, runs, d)
     cli.show(args, s, text, d, files, picture=None if args.no_plot else "smp.png")

@@ -8,18 +8,22 @@ import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+import plotcheck
 from resultdirs import write_csv, write_meta
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests/host/data"
 _spec = importlib.util.spec_from_file_location("rtcompare_analyse",
                                                ROOT / "userspace/rtcompare/analyse.py")
 analyse = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(analyse)
+cli = analyse.cli
 
 ANALYSER = "userspace/rtcompare/analyse.py"
 
@@ -100,7 +104,7 @@ def test_cyclictest_percentiles_count_overflows_at_the_maximum(tmp_path):
         1000, 5, 10, 25000, 25000)
     assert t1["p99"] == 6 and t1["overflow"] == 0
     assert c["pooled"]["n"] == 2000 and c["pooled"]["max"] == 25000
-    assert c["hist"] == {10: 995, 5: 500, 6: 500}
+    assert c["hist"] == {"us": [5, 6, 10], "count": [500, 500, 995]}
 
 
 def test_cyclictest_thread_stopped_before_its_first_cycle_is_left_out(tmp_path):
@@ -126,33 +130,39 @@ def test_cyclictest_text_output_stands_in_for_malformed_json(tmp_path):
     c = analyse.read_cyclictest(tmp_path / "idle.json")
     assert c["from_text"] is True
     assert [(t["n"], t["min"], t["max"]) for t in c["threads"]] == [(10, 11, 13), (4, 12, 12)]
-    assert c["hist"] == {11: 3, 12: 10, 13: 1}
+    assert c["hist"] == {"us": [11, 12, 13], "count": [3, 10, 1]}
     (tmp_path / "idle.txt").write_text("nothing\n")
     with pytest.raises(ValueError, match="not cyclictest -h output"):
         analyse.read_cyclictest(tmp_path / "idle.json")
 
 
 def test_perf_stat_reads_not_supported_as_missing(tmp_path):
-    p = tmp_path / "unsorted-r1.perf"
-    p.write_text("# started on Mon Nov 23 10:00:00 2026\n\n"
-                 "2210.50,msec,task-clock,2210500000,100.00,0.998,CPUs utilized\n"
-                 "12,,context-switches,2210500000,100.00,5.4,/sec\n"
-                 "0,,cpu-migrations,2210500000,100.00,0,/sec\n"
-                 "80,,page-faults,2210500000,100.00,36,/sec\n"
-                 "<not supported>,,cycles,0,100.00,,\n"
-                 "<not supported>,,branch-misses,0,100.00,,\n")
-    got = analyse.read_perf(p)
-    assert got["task-clock"] == 2210.5 and got["page-faults"] == 80
-    assert got["cycles"] is None and got["branch-misses"] is None
+    """Repeats of perf stat as guest.sh writes them (a real file of perf
+    6.1 without a PMU): the events counted, summarised over the repeats,
+    and those <not supported>."""
+    real = DATA / "perf/stat-no-pmu.csv"
+    for r in (1, 2):
+        (tmp_path / f"unsorted-r{r}.perf").write_text(real.read_text())
+        (tmp_path / f"unsorted-r{r}.json").write_text(json.dumps(
+            {"seconds": 0.02 * r, "user_s": 0.01, "sys_s": 0.0}))
+    got = analyse.read_perfstat(tmp_path)["unsorted"]
+    assert got["runs"] == 2
+    assert got["task-clock"]["mean"] == 19.62 and got["task-clock"]["unit"] == "ms"
+    assert got["page-faults"]["n"] == 2 and got["page-faults"]["unit"] == "count"
+    assert got["seconds"]["max"] == 0.04 and got["values"]["seconds"] == [0.02, 0.04]
+    assert got["unsupported"] == ["branch-misses", "branches", "cycles", "instructions"]
+    assert "cycles" not in got and "cycles" not in got["values"]
 
 
 def test_difference_beyond_spread():
-    r = analyse.row("g", "x", "ms", 100.0, 110.0, 2.0, 3.0)
+    """Beyond the spread: the kernels' ranges over the repeats do not overlap."""
+    r = analyse.row("g", "x", "ms", 100.0, 110.0, [98, 100, 102], [107, 110, 113])
     assert r["ratio"] == pytest.approx(1.1) and r["beyond_spread"] is True
-    r = analyse.row("g", "x", "ms", 100.0, 104.0, 2.0, 3.0)
+    assert (r["base_spread"], r["other_spread"]) == (4, 6)
+    r = analyse.row("g", "x", "ms", 100.0, 104.0, [98, 100, 102], [101, 104, 107])
     assert r["beyond_spread"] is False
     r = analyse.row("g", "x", "Hz", 1000, 2000)
-    assert r["ratio"] == 2 and r["beyond_spread"] is None
+    assert r["ratio"] == 2 and r["beyond_spread"] is None and r["spread_kind"] is None
 
 
 # --- the whole analyser ---------------------------------------------------------------
@@ -285,6 +295,60 @@ def test_squarewave_python_writes_the_same_files(built, tmp_path):
     assert json.loads((tmp_path / "py/meta.json").read_text())["settings"]["impl"] == "python"
 
 
+def captured_kernel_dir(d, variant, capture, built):
+    """A kernel folder of real output: cyclictest runs captured on the
+    build machine (tests/host/data, rt-compare's settings) and square waves
+    the three implementations draw here and now."""
+    write_meta(d, "rt-compare", {"variant": variant})
+    write_csv(d / "skipped.csv", ("member", "reason"), [])
+    (d / "cyclictest").mkdir()
+    for load in ("idle", "loaded"):
+        shutil.copy(DATA / f"rt-tests/cyclictest-h20000-{capture}-{load}.json",
+                    d / "cyclictest" / f"{load}.json")
+        for impl, cmd in (("python", [sys.executable, built / "squarewave.py"]),
+                          ("c-nanosleep", [built / "squarewave"]),
+                          ("c-rt", [built / "squarewave", "--mode", "rt"])):
+            if impl == "c-rt" and os.geteuid() != 0:
+                continue
+            subprocess.run([*cmd, "-q", "-f", "100,1000,5000,20000", "-n", "10", "--seconds",
+                            "1", "-o", d / "squarewave", "--name", f"{impl}-{load}"],
+                           check=True)
+    return d
+
+
+def test_plots_of_real_runs_are_readable(built, tmp_path, monkeypatch):
+    """cyclictest-idle.png, cyclictest-loaded.png and squarewave.png of a
+    run made of real output: numeric axes, few ticks, every series.  (The
+    histograms once came back from comparison.json with their buckets as
+    strings: thousands of categories.)"""
+    d = tmp_path / "rt-compare-20261125-100000"
+    write_meta(d, "rt-compare", {"variants": "stock,rt"})
+    captured_kernel_dir(d / "stock", "stock", "a", built)
+    captured_kernel_dir(d / "rt", "rt", "b", built)
+    figures = plotcheck.record(monkeypatch)
+    assert cli.main("rt-compare", "x", analyse.add_args, analyse.work, [str(d)]) == 0
+    assert sorted(figures) == ["cyclictest-idle.png", "cyclictest-loaded.png",
+                               "squarewave.png"]
+    comparison = json.loads((d / "comparison.json").read_text())
+    for load in ("idle", "loaded"):
+        [ax] = figures[f"cyclictest-{load}.png"]
+        plotcheck.assert_readable([ax])
+        assert (ax["xscale"], ax["yscale"]) == ("log", "log")
+        assert [e.split(":")[0] for e in ax["legend"]] == ["stock", "rt"]
+        assert ax["patches"] == 2
+        for v in ("stock", "rt"):
+            hist = comparison["kernels"][v]["cyclictest"][load]["hist"]
+            assert all(isinstance(b, int) for b in hist["us"]) and hist["us"] == \
+                sorted(hist["us"])
+    impls = 3 if os.geteuid() == 0 else 2
+    axes = figures["squarewave.png"]
+    plotcheck.assert_readable(axes)
+    for ax, load in zip(axes, ("idle", "loaded")):
+        assert ax["title"].startswith(f"square wave, {load}")
+        assert ax["lines"] == 2 * impls and len(ax["legend"]) == 2 * impls, ax["legend"]
+        assert {e.split()[0] for e in ax["legend"]} == {"stock", "rt"}
+
+
 @pytest.mark.parametrize("script,args,word", [
     ("guest.sh", ["-", "--check", "--only", "cyclictest,bogus"], "--only"),
     ("guest.sh", ["-", "--check", "-r", "0"], "--repeats"),
@@ -327,10 +391,11 @@ def test_make_deb_packages_the_kernel_and_the_lab_modules(root):
 
 def test_findings_say_where_rt_wins_and_what_it_costs():
     row = analyse.row
-    rows = [row("cyclictest loaded", "max", "us", 1000, 50, 10, 5),
-            row("cyclictest loaded", "p999", "us", 800, 40, 10, 5),
-            row("cyclictest loaded", "avg", "us", 10, 12, 0.1, 0.1),
-            row("perf stat sortsum unsorted", "task-clock", "ms", 100, 102, 5, 5),
+    rows = [row("cyclictest loaded", "max", "us", 1000, 50, [990, 1000], [45, 50]),
+            row("cyclictest loaded", "p999", "us", 800, 40, [790, 800], [35, 40]),
+            row("cyclictest loaded", "mean", "us", 10, 12, [9.9, 10.1], [11.9, 12.1]),
+            row("perf stat sortsum unsorted", "task-clock", "ms", 100, 102, [95, 100, 105],
+                [97, 102, 107]),
             row("calibration", "getppid intercept", "ns", 600, 660)]
     f = analyse.findings(rows, ["stock", "rt"], emulated=False)
     assert f[0].startswith("Tail latency") and "x0.05, beyond the spread" in f[0]
@@ -339,6 +404,6 @@ def test_findings_say_where_rt_wins_and_what_it_costs():
     assert "task-clock stock 100 -> rt 102 ms (x1.02, within the spread)" in f[2]
     assert "stock 600 -> rt 660 ns (x1.10)" in f[3]
     assert not any("TCG" in s for s in f)
-    rows[1] = row("cyclictest loaded", "p999", "us", 800, 900, 10, 5)
+    rows[1] = row("cyclictest loaded", "p999", "us", 800, 900, [790, 800], [895, 900])
     assert "rt does not hold the tail better here" in analyse.findings(rows, ["stock", "rt"],
                                                                         True)[0]

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Compare the kernels of an rt-compare run (make rt-compare): for each
 kernel folder DIR/<variant>/ that guest.sh wrote, cyclictest idle and
-loaded (histograms, min, avg, p99, p99.9, max per thread and pooled), perf
+loaded (histograms, min, mean, p99, p99.9, max per thread and pooled), perf
 stat of sortsum unsorted and sorted, the square wave's highest frequency
 held within 10 %, and the lab's own experiments (calibration slope,
 wake-up medians, SMP medians, unloads under load).  Then, for every
 measurement: stock against RT, their ratio, and whether the difference is
-larger than the spread the run itself shows (repeats, or threads).
+beyond the spread the run itself shows: the two kernels' ranges over the
+repeats (or threads) do not overlap.
 
 Writes DIR/comparison.json, DIR/comparison.csv, DIR/report.txt,
 DIR/cyclictest-idle.png, DIR/cyclictest-loaded.png (both kernels' log
@@ -14,18 +15,15 @@ histograms), DIR/squarewave.png, and DIR/<variant>/cyclictest/traced/
 worst.txt (the trace's last events before the worst wake-up, when
 trace-cmd is there); prints the report.
 """
-import importlib.util
 import math
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import calibration, cli, irqhook, plot, results, stats  # noqa: E402
+from lablib import calibration, cli, irqhook, perf, plot, results, rttests, smp, stats  # noqa: E402
 
-HERE = pathlib.Path(__file__).resolve().parent
 # The square wave holds a frequency when its mean period is within this of
 # the requested one (the reference's criterion, read off a logic analyser).
 HOLD = 0.10
@@ -33,89 +31,26 @@ LOADS = ("idle", "loaded")
 IMPLS = ("python", "c-nanosleep", "c-rt")
 PERF_KEEP = ("task-clock", "context-switches", "cpu-migrations", "page-faults", "cycles",
              "instructions", "branches", "branch-misses")
+UNITS = {"task-clock": "ms", "seconds": "s", "user_s": "s", "sys_s": "s"}
 COLUMNS = ("group", "measurement", "unit", "base", "other", "ratio", "base_spread",
            "other_spread", "spread_kind", "beyond_spread")
 
 
 # --- cyclictest ------------------------------------------------------------
 
-def hist_values(hist, overflow):
-    """The latencies (us) a histogram stands for, bucket by bucket, and
-    @overflow samples past its end counted at the end."""
-    out = []
-    for b in sorted(hist):
-        out += [float(b)] * hist[b]
-    return out
-
-
-def cyclictest_text(path):
-    """The --json dict rebuilt from cyclictest -h's text output: the
-    histogram lines (bucket, a count per thread) and the '# Total', '# Min
-    Latencies', '# Avg', '# Max' lines."""
-    hist, tail = {}, {}
-    for line in pathlib.Path(path).read_text().splitlines():
-        if line.startswith("#"):
-            key, sep, vals = line[1:].partition(":")
-            if sep and vals.split() and all(v.isdigit() for v in vals.split()):
-                tail[key.strip()] = [int(v) for v in vals.split()]
-            continue
-        f = line.split()
-        if len(f) >= 2 and all(v.isdigit() for v in f):
-            for t, c in enumerate(f[1:]):
-                if int(c):
-                    hist.setdefault(t, {})[f[0].lstrip("0") or "0"] = int(c)
-    need = ("Total", "Min Latencies", "Avg Latencies", "Max Latencies")
-    if not all(k in tail for k in need):
-        raise ValueError(f"{path}: not cyclictest -h output (no {', '.join(need)} lines)")
-    return {"thread": {str(t): {"histogram": hist.get(t, {}), "cycles": tail["Total"][t],
-                                "min": tail["Min Latencies"][t],
-                                "avg": tail["Avg Latencies"][t],
-                                "max": tail["Max Latencies"][t], "cpu": None}
-                       for t in range(len(tail["Total"]))}, "from_text": True}
-
-
 def read_cyclictest(path):
-    """{"threads": [{cpu, n, min, avg, max, p99, p999, overflow}], "pooled":
-    summary, "hist": {us: count} of all threads} of one --json file, or of
-    the text output beside it (.txt) when the JSON is malformed: rt-tests
-    2.4 has been seen to write a histogram entry without its value."""
-    try:
-        j = results.read_json(path)
-    except ValueError as e:
-        txt = pathlib.Path(path).with_suffix(".txt")
-        if not txt.exists():
-            raise
-        j = cyclictest_text(txt)
-        j["json_error"] = str(e)
-    threads, pooled_hist, pooled, unstarted = [], {}, [], []
-    for key, t in sorted((j.get("thread") or {}).items(), key=lambda kv: int(kv[0])):
-        hist = {int(b): int(c) for b, c in (t.get("histogram") or {}).items()}
-        n = int(t.get("cycles", sum(hist.values())))
-        if n == 0:
-            # Stopped before its first cycle (-b ends every thread at once):
-            # cyclictest writes min 1000000, max 0; there is nothing to count.
-            unstarted.append(int(key))
-            continue
-        overflow = max(0, n - sum(hist.values()))
-        vals = hist_values(hist, overflow)
-        top = float(t["max"])
-        vals += [top] * overflow
-        vals.sort()
-        threads.append({"thread": int(key), "cpu": t.get("cpu"), "n": n,
-                        "min": float(t["min"]), "avg": float(t["avg"]), "max": top,
-                        "p99": stats.percentile(vals, 99), "p999": stats.percentile(vals, 99.9),
-                        "overflow": overflow})
-        for b, c in hist.items():
-            pooled_hist[b] = pooled_hist.get(b, 0) + c
-        pooled += vals
-    if not threads:
-        raise ValueError(f"{path}: no thread results (did cyclictest run?)")
-    s = stats.summary(pooled)
-    # The mean of what cyclictest averaged itself, not of 1 us buckets.
-    s["mean"] = sum(t["avg"] * t["n"] for t in threads) / sum(t["n"] for t in threads)
-    return {"threads": threads, "unstarted": unstarted, "pooled": s, "hist": pooled_hist,
-            "unit": "us",
-            "return_code": j.get("return_code"), "from_text": j.get("from_text", False)}
+    """One cyclictest run, every thread (lablib.rttests): "threads", each
+    {thread, cpu, overflow} and its summary; "pooled": the summary of all
+    threads; "hist": their histograms added up, {"us": [...], "count":
+    [...]} (numbers as lists: JSON has no numeric keys), in us."""
+    run = rttests.read_cyclictest(path)
+    threads = [{"thread": t["thread"], "cpu": t["cpu"], "overflow": t["overflow"],
+                **rttests.summary(run, [t["thread"]])} for t in run["threads"]]
+    hist = rttests.histogram(run)
+    return {"threads": threads, "unstarted": run["unstarted"],
+            "pooled": rttests.summary(run),
+            "hist": {"us": list(hist), "count": list(hist.values())}, "unit": "us",
+            "return_code": run["return_code"], "from_text": run["from_text"]}
 
 
 def worst_trace(folder):
@@ -136,44 +71,26 @@ def worst_trace(folder):
 
 # --- perf stat ---------------------------------------------------------------
 
-def read_perf(path):
-    """{event: value or None (not supported/counted)} of a perf stat -x, file."""
-    out = {}
-    for line in pathlib.Path(path).read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        f = line.split(",")
-        if len(f) < 3:
-            continue
-        event = re.sub(r"[:/].*$", "", f[2]) or f[2]
-        try:
-            out[event] = float(f[0])
-        except ValueError:
-            out[event] = None
-    return out
-
-
 def read_perfstat(folder):
-    """{order: {"runs": n, event: summary, "unsupported": [...]}}."""
+    """{order: {"runs": n, "unsupported": [...], FIGURE: summary, "values":
+    {FIGURE: [one a repeat]}}}: perf stat's events (lablib.perf) and
+    sortsum's rusage (seconds, user_s, sys_s) over the repeats."""
     out = {}
     for order in ("unsorted", "sorted"):
         runs = sorted(folder.glob(f"{order}-r*.perf"))
         if not runs:
             continue
-        per = [read_perf(p) for p in runs]
+        per = [perf.read_stat(p) for p in runs]
         rus = [results.read_json(p.with_suffix(".json")) for p in runs
                if p.with_suffix(".json").exists()]
-        entry = {"runs": len(per), "unsupported": sorted(
-            {e for p in per for e, v in p.items() if v is None})}
-        for e in PERF_KEEP:
-            vals = [p[e] for p in per if p.get(e) is not None]
-            if vals:
-                entry[e] = stats.summary(vals)
-        for key in ("seconds", "user_s", "sys_s"):
-            vals = [r[key] for r in rus if key in r]
-            if vals:
-                entry[key] = stats.summary(vals)
-        out[order] = entry
+        values = {e: [p[e] for p in per if p.get(e) is not None] for e in PERF_KEEP}
+        values |= {k: [r[k] for r in rus if k in r] for k in ("seconds", "user_s", "sys_s")}
+        values = {k: v for k, v in values.items() if v}
+        out[order] = {"runs": len(per),
+                      "unsupported": sorted({e for p in per for e in perf.not_counted(p)}),
+                      **{k: {**stats.summary(v), "unit": UNITS.get(k, "count")}
+                         for k, v in values.items()},
+                      "values": values}
     return out
 
 
@@ -209,16 +126,6 @@ def highest_held(wave, key="mean_err"):
 
 # --- the lab's own experiments -------------------------------------------------
 
-def load_smp_module():
-    path = HERE.parent / "smp" / "analyse.py"
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("smp_analyse", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def read_lab(folder):
     out = {}
     cal = folder / "calibrate"
@@ -234,18 +141,13 @@ def read_lab(folder):
         for cell in sorted(p for p in ih.iterdir() if (p / "events.csv").exists()):
             _, _, s = irqhook.load(cell)
             a = s["after_first"]
-            cells[cell.name] = {k: {"p50": a[k]["p50"], "p99": a[k]["p99"], "n": a[k]["n"]}
-                                for k in ("wakeup", "switching")}
+            cells[cell.name] = {k: {"p50": a[k]["p50"], "p99": a[k]["p99"], "n": a[k]["n"],
+                                    "unit": "ns"} for k in ("wakeup", "switching")}
         out["irqhook"] = cells
-    smp = folder / "smp"
-    mod = load_smp_module() if (smp / "runs").is_dir() else None
-    if mod:
-        cases = {}
-        for case, rounds in mod.read_runs(smp).items():
-            c = mod.summarise_case(rounds)
-            cases[case] = {sp: {"p50_ns": v["ns"]["p50"], "p99_ns": v["ns"]["p99"]}
-                           for sp, v in c["spans"].items()}
-        out["smp"] = cases
+    if (folder / "smp" / "runs").is_dir():
+        out["smp"] = {case: {sp: {"p50": v["ns"]["p50"], "p99": v["ns"]["p99"], "unit": "ns"}
+                             for sp, v in smp.summarise_case(rounds)["spans"].items()}
+                      for case, rounds in smp.read_runs(folder / "smp").items()}
     un = folder / "unload.csv"
     if un.exists():
         r = results.read_csv(un, ("cycles", "completed", "kernel_problems"))[0]
@@ -298,14 +200,20 @@ def kernels_of(d):
     return {v: read_kernel(found[v]) for v in order}
 
 
-def row(group, name, unit, a, b, sa=None, sb=None, kind=None):
+def _range(values):
+    return max(values) - min(values) if values and len(values) > 1 else None
+
+
+def row(group, name, unit, a, b, runs_a=(), runs_b=(), kind=None):
+    """One comparison row: figure @a of the base kernel against @b of the
+    other, their ratio, and, where the figure was measured several times
+    on each kernel (@runs_a, @runs_b: perf stat's repeats, or cyclictest's
+    threads, as @kind says), the range of each and stats.beyond_spread."""
     ratio = b / a if a not in (None, 0) and b is not None else None
-    beyond = None
-    if a is not None and b is not None and sa is not None and sb is not None:
-        beyond = abs(b - a) > 2 * max(sa, sb)
     return {"group": group, "measurement": name, "unit": unit, "base": a, "other": b,
-            "ratio": ratio, "base_spread": sa, "other_spread": sb, "spread_kind": kind,
-            "beyond_spread": beyond}
+            "ratio": ratio, "base_spread": _range(runs_a), "other_spread": _range(runs_b),
+            "spread_kind": kind if runs_a and runs_b else None,
+            "beyond_spread": stats.beyond_spread(runs_a, runs_b)}
 
 
 def get(d, *path):
@@ -324,12 +232,9 @@ def compare(base, other):
         if not a or not b:
             continue
         for key in ("min", "mean", "p99", "p999", "max"):
-            ta = [t["avg" if key == "mean" else key] for t in a["threads"]]
-            tb = [t["avg" if key == "mean" else key] for t in b["threads"]]
-            sa = stats.summary(ta)["stddev"] if len(ta) > 1 else None
-            sb = stats.summary(tb)["stddev"] if len(tb) > 1 else None
-            rows.append(row(f"cyclictest {load}", key.replace("mean", "avg"), "us",
-                            a["pooled"][key], b["pooled"][key], sa, sb, "threads"))
+            rows.append(row(f"cyclictest {load}", key, "us", a["pooled"][key],
+                            b["pooled"][key], [t[key] for t in a["threads"]],
+                            [t[key] for t in b["threads"]], "threads"))
     for order in ("unsorted", "sorted"):
         pa, pb = get(base, "perfstat", order), get(other, "perfstat", order)
         if not pa or not pb:
@@ -337,10 +242,8 @@ def compare(base, other):
         for e in ("task-clock", "seconds", "user_s", "sys_s", "context-switches",
                   "cpu-migrations", "page-faults", "cycles", "branch-misses"):
             if e in pa and e in pb:
-                unit = {"task-clock": "ms", "seconds": "s", "user_s": "s", "sys_s": "s"}.get(
-                    e, "count")
-                rows.append(row(f"perf stat sortsum {order}", e, unit, pa[e]["mean"],
-                                pb[e]["mean"], pa[e]["stddev"], pb[e]["stddev"], "repeats"))
+                rows.append(row(f"perf stat sortsum {order}", e, pa[e]["unit"], pa[e]["mean"],
+                                pb[e]["mean"], pa["values"][e], pb["values"][e], "repeats"))
     for w in sorted(set(get(base, "squarewave") or {}) & set(get(other, "squarewave") or {})):
         for key, what in (("highest_held_mean", "mean period"), ("highest_held_p99",
                                                                   "p99 period")):
@@ -361,8 +264,8 @@ def compare(base, other):
     for case in sorted(set(sa_ or {}) & set(sb_ or {})):
         for span in sa_[case]:
             if span in sb_[case]:
-                rows.append(row("smp", f"{case} {span} p50", "ns", sa_[case][span]["p50_ns"],
-                                sb_[case][span]["p50_ns"]))
+                rows.append(row("smp", f"{case} {span} p50", "ns", sa_[case][span]["p50"],
+                                sb_[case][span]["p50"]))
     return rows
 
 
@@ -402,11 +305,11 @@ def report(d, kernels, rows, names):
             c = get(k, "cyclictest", load)
             if not c:
                 continue
-            lines.append(f"cyclictest {load}, {v} (us): thread cpu n min avg p99 p99.9 max "
+            lines.append(f"cyclictest {load}, {v} (us): thread cpu n min mean p99 p99.9 max "
                          f"overflow")
             for t in c["threads"]:
                 lines.append(f"  {t['thread']:>3} {t['cpu']!s:>3} {t['n']:>7} "
-                             f"{fmt(t['min']):>6} {t['avg']:>8.1f} {fmt(t['p99']):>7} "
+                             f"{fmt(t['min']):>6} {t['mean']:>8.1f} {fmt(t['p99']):>7} "
                              f"{fmt(t['p999']):>7} {fmt(t['max']):>7} {t['overflow']:>5}")
         tr = get(k, "cyclictest", "traced")
         if tr:
@@ -416,8 +319,8 @@ def report(d, kernels, rows, names):
                          f"before it in worst.txt")
     if len(names) == 2:
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "
-                  f"'beyond' = the difference is more than twice the larger spread "
-                  f"(spread: sd over repeats, or over cyclictest's threads)"]
+                  f"'beyond' = the two kernels' ranges do not overlap (over perf stat's "
+                  f"repeats, or over cyclictest's threads): more than run-to-run noise"]
         lines.append(f"{'measurement':<52}{'unit':>8}{names[0]:>12}{names[1]:>12}"
                      f"{'ratio':>8}{'beyond':>8}")
         group = None
@@ -480,9 +383,9 @@ def findings(rows, names, emulated):
                                                   if len(tail) > 1 else "") +
                    (f". {b} {'holds the tail' if won else 'does not hold the tail better'}"
                     " here."))
-    typical = _find(rows, "cyclictest loaded", "avg")
+    typical = _find(rows, "cyclictest loaded", "mean")
     if typical:
-        out.append(f"Typical latency under load (cyclictest avg): {_said(typical, names)}: "
+        out.append(f"Typical latency under load (cyclictest mean): {_said(typical, names)}: "
                    f"{'dearer' if typical['ratio'] > 1 else 'cheaper'} on {b}, where "
                    "interrupts and softirqs run in threads that must be scheduled.")
     for order in ("unsorted", "sorted"):
@@ -514,18 +417,28 @@ def findings(rows, names, emulated):
 
 
 def plot_cyclictest(d, kernels, load):
+    """cyclictest-LOAD.png: each kernel's histogram of all threads on
+    log-log axes, the 1 us buckets (drawn at their middle) added up into
+    log-spaced bins so that the body and a tail of milliseconds both show;
+    the legend gives the maximum and the samples past the histogram."""
     have = {v: k["cyclictest"][load] for v, k in kernels.items()
             if get(k, "cyclictest", load)}
     if not have:
         return None
+    lo = max(0.5, min(c["pooled"]["min"] for c in have.values()))
+    top = max(c["pooled"]["max"] for c in have.values()) + 1
+    bins = [lo * (top / lo) ** (i / 60) for i in range(61)]
     fig, ax = plot.figure()
     for v, c in have.items():
-        xs = sorted(c["hist"])
-        ax.step(xs, [c["hist"][x] for x in xs], where="mid", label=f"{v} (max "
-                f"{fmt(c['pooled']['max'])} us)")
+        over = sum(t["overflow"] for t in c["threads"])
+        ax.hist([u + 0.5 for u in c["hist"]["us"]], bins=bins, weights=c["hist"]["count"],
+                histtype="step", linewidth=1.5,
+                label=f"{v}: max {fmt(c['pooled']['max'])} us" +
+                (f", {over:,} past the histogram" if over else ""))
+    ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("latency (us), 1 us buckets")
-    ax.set_ylabel("samples (all threads)")
+    ax.set_xlabel("wake-up latency (us, log)")
+    ax.set_ylabel("samples per bin (all threads, log)")
     ax.set_title(f"cyclictest, {load}")
     name = f"cyclictest-{load}.png"
     plot.save(fig, ax, d / name)
@@ -542,9 +455,12 @@ def plot_squarewave(d, kernels):
         for v, w, s in waves:
             if not w.endswith(load):
                 continue
+            impl = w[:-len(load) - 1]
             fs = sorted(int(f) for f in s["freqs"])
+            # One colour an implementation, one line style a kernel.
             ax.plot(fs, [100 * s["freqs"][str(f)]["mean_err"] for f in fs], marker="o",
-                    linestyle="-" if v == "stock" else "--", label=f"{v} {w[:-len(load)-1]}")
+                    color=f"C{IMPLS.index(impl)}" if impl in IMPLS else None,
+                    linestyle="-" if v == "stock" else "--", label=f"{v} {impl}")
         ax.axhspan(-100 * HOLD, 100 * HOLD, color="green", alpha=0.1)
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=10)
@@ -577,10 +493,6 @@ def work(args):
     summary = {"experiment": "rt-compare", "kernels": {
         v: {key: val for key, val in k.items() if key != "meta"} for v, k in kernels.items()},
         "base": names[0], "other": names[1] if len(names) > 1 else None, "rows": rows}
-    for k in summary["kernels"].values():
-        for c in k.get("cyclictest", {}).values():
-            if isinstance(c, dict) and "hist" in c:
-                c["hist"] = {str(b): n for b, n in sorted(c["hist"].items())}
     summary = _finite(summary)
     results.write_json(d / "comparison.json", summary)
     results.write_csv(d / "comparison.csv", COLUMNS, rows)

@@ -1,0 +1,96 @@
+"""What a reader needs of the lab's plots, checked on the figures the
+analysers draw: lablib.plot.save is wrapped so that each figure is
+described (axes, scales, the tick labels a reader sees, legend, lines)
+before it is closed."""
+import itertools
+import pathlib
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "userspace"))
+from lablib import plot  # noqa: E402
+
+# More labelled ticks than this on one axis is a wall of text.
+MAX_TICKS = 25
+
+
+def _labels(ax, axis):
+    """The tick labels of @axis ("x" or "y") of @ax a reader sees: drawn,
+    not empty, at a tick inside the view."""
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    lo, hi = sorted(ax.get_xlim() if axis == "x" else ax.get_ylim())
+    out = []
+    for label in [*a.get_majorticklabels(), *a.get_minorticklabels()]:
+        pos = label.get_position()[0 if axis == "x" else 1]
+        if label.get_visible() and label.get_text() and lo <= pos <= hi:
+            out.append(label)
+    return out
+
+
+def _overlaps(labels, renderer):
+    """Pairs of tick labels whose boxes overlap (unreadable)."""
+    boxes = [(lb.get_text(), lb.get_window_extent(renderer)) for lb in labels]
+    return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
+            if ba.overlaps(bb) and ba.width > 0 and bb.width > 0]
+
+
+def describe(fig):
+    """Per Axes of @fig: title, labels, scales, whether an axis is
+    categorical (strings as data), the tick labels seen, their overlaps,
+    the legend's entries and how many lines and patches were drawn."""
+    import matplotlib.category
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        d = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+             "lines": len(ax.lines), "patches": len(ax.patches)}
+        for axis, a in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = _labels(ax, axis)
+            d[f"{axis}scale"] = a.get_scale()
+            d[f"{axis}_categorical"] = isinstance(a.get_units(), matplotlib.category.UnitData)
+            d[f"{axis}ticks"] = [lb.get_text() for lb in labels]
+            d[f"{axis}_overlaps"] = (_overlaps(labels, renderer)
+                                     if len(labels) <= 4 * MAX_TICKS else ["too many"])
+        legend = ax.get_legend()
+        d["legend"] = [t.get_text() for t in legend.get_texts()] if legend else []
+        out.append(d)
+    return out
+
+
+def record(monkeypatch):
+    """{file name: describe(figure)} of every figure lablib.plot.save
+    writes from now on in this test (the files are still written)."""
+    figures = {}
+    real_save, plt = plot.save, plot.pyplot()
+    real_close = plt.close
+
+    def save(fig, ax, path):
+        monkeypatch.setattr(plt, "close", lambda *a, **k: None)
+        try:
+            real_save(fig, ax, path)
+        finally:
+            monkeypatch.setattr(plt, "close", real_close)
+        figures[pathlib.Path(path).name] = describe(fig)
+        real_close(fig)
+
+    monkeypatch.setattr(plot, "save", save)
+    return figures
+
+
+def assert_readable(axes):
+    """Every Axes described in @axes: numbers on both axes (no category
+    per value), between 2 and MAX_TICKS labelled ticks on each, no two
+    tick labels on top of each other, axis labels, something drawn."""
+    for i, d in enumerate(axes):
+        where = f"axes {i} ({d['title']!r})"
+        for axis in ("x", "y"):
+            assert not d[f"{axis}_categorical"], f"{where}: {axis} is categorical"
+            n = len(d[f"{axis}ticks"])
+            assert 2 <= n <= MAX_TICKS, f"{where}: {n} labelled {axis} ticks"
+            assert not d[f"{axis}_overlaps"], f"{where}: {axis} labels overlap: " \
+                f"{d[f'{axis}_overlaps'][:3]}"
+        assert d["ylabel"] or i > 0, f"{where}: no y label"
+        assert d["xlabel"] or d["xticks"], f"{where}: no x label"
+        assert d["lines"] + d["patches"] > 0, f"{where}: nothing drawn"

@@ -3,6 +3,7 @@ analysers draw: lablib.plot.save is wrapped so that each figure is
 described (axes, scales, the tick labels a reader sees, legend, lines)
 before it is closed."""
 import itertools
+import math
 import pathlib
 import sys
 
@@ -28,8 +29,16 @@ def _labels(ax, axis):
     return out
 
 
-def _overlaps(labels, renderer):
-    """Pairs of tick labels whose boxes overlap (unreadable)."""
+def _overlaps(labels, renderer, dpi):
+    """Pairs of tick labels on top of each other (unreadable): level ones
+    whose boxes overlap; slanted ones (rotated x labels, whose boxes
+    overlap anyway) closer along the axis than their line height allows."""
+    slanted = [lb for lb in labels if lb.get_rotation() % 180]
+    if slanted:
+        xs = sorted((lb.get_window_extent(renderer).x1, lb) for lb in slanted)
+        return [(a.get_text(), b.get_text()) for (xa, a), (xb, b) in zip(xs, xs[1:])
+                if xb - xa < a.get_fontsize() * dpi / 72
+                / math.sin(math.radians(a.get_rotation() % 180))]
     boxes = [(lb.get_text(), lb.get_window_extent(renderer)) for lb in labels]
     return [(a, b) for (a, ba), (b, bb) in itertools.combinations(boxes, 2)
             if ba.overlaps(bb) and ba.width > 0 and bb.width > 0]
@@ -51,7 +60,7 @@ def describe(fig):
             d[f"{axis}scale"] = a.get_scale()
             d[f"{axis}_categorical"] = isinstance(a.get_units(), matplotlib.category.UnitData)
             d[f"{axis}ticks"] = [lb.get_text() for lb in labels]
-            d[f"{axis}_overlaps"] = (_overlaps(labels, renderer)
+            d[f"{axis}_overlaps"] = (_overlaps(labels, renderer, fig.dpi)
                                      if len(labels) <= 4 * MAX_TICKS else ["too many"])
         legend = ax.get_legend()
         d["legend"] = [t.get_text() for t in legend.get_texts()] if legend else []

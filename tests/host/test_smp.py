@@ -4,12 +4,15 @@ TLB shoot-downs per record, the pairing with perf bench, cyclictest and
 ptsematest (units and directions made equal, the verdict), the reference
 table, and one-line errors on bad folders."""
 import csv
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+import plotcheck
 from conftest import ROOT
 from resultdirs import write_csv, write_meta
 
@@ -234,3 +237,39 @@ def test_contradictory_cyclictest_is_left_out(root, tmp_path):
     s = json.loads((d / "summary.json").read_text())
     assert not [p for p in s["pairs"] if p["tool"] == "cyclictest-posix"]
     assert "left out: cyclictest-posix round 1" in (d / "report.txt").read_text()
+
+
+def smp_module(root):
+    spec = importlib.util.spec_from_file_location("smp_analyse", root / ANALYSER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_plots_are_readable(root, smp, tmp_path, monkeypatch):
+    """smp.png and hist-BENCH.png of a real run: guest.sh itself on this
+    machine (2 rounds of 100 records, perf bench and rt-tests beside) when
+    it can run here (root, 2 CPUs), else the made-up run.  Numeric axes,
+    few ticks, every case and span drawn and named."""
+    d = write_meta(tmp_path / "s", "smp", {"runs": 2, "n": 100})
+    if os.geteuid() == 0 and os.cpu_count() >= 2:
+        out = subprocess.run([root / "userspace/smp/guest.sh", d, "2", "100"],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+    else:
+        smp_dir(d)
+    mod = smp_module(root)
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("smp", "x", mod.add_args, mod.work, [str(d)]) == 0
+    cases = json.loads((d / "summary.json").read_text())["cases"]
+    benches = {c["bench"] for c in cases.values()}
+    assert sorted(figures) == sorted(["smp.png", *(f"hist-{b}.png" for b in benches)])
+    for name, axes in figures.items():
+        plotcheck.assert_readable(axes)
+    [ax] = figures["smp.png"]
+    spans = [f"{case} {span}" for case, c in cases.items() for span in c["spans"]]
+    assert ax["xticks"] == spans and ax["yscale"] == "log"
+    for b in benches:
+        [ax] = figures[f"hist-{b}.png"]
+        assert ax["legend"] == [s for s in spans if s.split("-")[0].split()[0] == b][:12]
+        assert (ax["xscale"], ax["yscale"]) == ("log", "log")

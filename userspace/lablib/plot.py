@@ -1,6 +1,7 @@
 """The lab's plot style.  matplotlib is imported on the first call, with
 the Agg backend and, unless MPLCONFIGDIR is set, a cache folder that is
 writable even for root in a VM or a read-only home."""
+import math
 import os
 import pathlib
 import tempfile
@@ -28,6 +29,34 @@ def figure(ncols=1, width=7.0, height=4.5, **kwargs):
                                   squeeze=False, **kwargs)
     axes = list(axes[0])
     return fig, axes[0] if ncols == 1 else axes
+
+
+def log_bins(lo, hi, n=60):
+    """@n + 1 histogram bin edges evenly spaced on a log scale from @lo to
+    @hi (both > 0; one bin around @lo if @hi is not above it): for times
+    with a long tail, drawn on a log x axis."""
+    if hi <= lo:
+        lo, hi = lo / 1.1, lo * 1.1
+    return [lo * (hi / lo) ** (i / n) for i in range(n + 1)]
+
+
+def log_axis(ax, axis="x", lo=None, hi=None):
+    """Put @axis ("x" or "y") of @ax on a log scale whose ticks a reader
+    can read: plain numbers (20, 5,000), at 1, 2 and 5 of each decade over
+    up to three decades, at each decade over more, at most about eight.
+    With @lo and @hi (> 0, the data's range) the axis spans them with a
+    margin, and at least a factor 6.25, so that two ticks are labelled."""
+    from matplotlib import ticker
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    decades = math.log10(hi / lo) if lo and hi else 3
+    a.set_major_locator(ticker.LogLocator(subs=(1, 2, 5) if decades <= 3 else (1,),
+                                          numticks=8))
+    a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    a.set_minor_formatter(ticker.NullFormatter())
+    if lo and hi:
+        mid, half = math.sqrt(lo * hi), max(1.05 * math.sqrt(hi / lo), 2.5)
+        (ax.set_xlim if axis == "x" else ax.set_ylim)(mid / half, mid * half)
 
 
 def save(fig, ax, path):

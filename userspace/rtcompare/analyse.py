@@ -427,7 +427,7 @@ def plot_cyclictest(d, kernels, load):
         return None
     lo = max(0.5, min(c["pooled"]["min"] for c in have.values()))
     top = max(c["pooled"]["max"] for c in have.values()) + 1
-    bins = [lo * (top / lo) ** (i / 60) for i in range(61)]
+    bins = plot.log_bins(lo, top)
     fig, ax = plot.figure()
     for v, c in have.items():
         over = sum(t["overflow"] for t in c["threads"])
@@ -435,7 +435,7 @@ def plot_cyclictest(d, kernels, load):
                 histtype="step", linewidth=1.5,
                 label=f"{v}: max {fmt(c['pooled']['max'])} us" +
                 (f", {over:,} past the histogram" if over else ""))
-    ax.set_xscale("log")
+    plot.log_axis(ax, "x", bins[0], bins[-1])
     ax.set_yscale("log")
     ax.set_xlabel("wake-up latency (us, log)")
     ax.set_ylabel("samples per bin (all threads, log)")

@@ -283,12 +283,11 @@ def plot_hists(s, runs, d):
         if not series:
             continue
         fig, ax = lplot.figure(width=8, height=4.5)
-        lo = max(1.0, min(min(v) for _, v in series))
-        hi = max(max(v) for _, v in series)
-        bins = [lo * (hi / lo) ** (i / 60) for i in range(61)] if hi > lo else 30
+        bins = lplot.log_bins(max(1.0, min(min(v) for _, v in series)),
+                              max(max(v) for _, v in series) * 1.01)
         for label, v in series[:12]:
-            ax.hist(v, bins=bins, histtype="step", label=label)
-        ax.set_xscale("log")
+            ax.hist([max(x, bins[0]) for x in v], bins=bins, histtype="step", label=label)
+        lplot.log_axis(ax, "x", bins[0], bins[-1])
         ax.set_yscale("log")
         ax.set_xlabel("ns per record (log)")
         ax.set_ylabel("records (log)")
@@ -310,8 +309,9 @@ def plot_overview(s, runs, d):
     ax.boxplot(data, whis=(1, 99), showfliers=False)
     ax.set_xticks(range(1, len(labels) + 1))
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("ns per record (log); box: quartiles, whiskers: p1-p99")
+    ends = [stats.percentile(sorted(v), p) for v in data for p in (1, 99)]
+    lplot.log_axis(ax, "y", max(1.0, min(ends)), max(ends))
+    ax.set_ylabel("ns per record (log)\nbox: quartiles, whiskers: p1-p99")
     ax.set_title(f"SMP micro-benchmarks, every round pooled\n{s['kernel']}", fontsize=9)
     lplot.save(fig, ax, d / "smp.png")
 

@@ -3,12 +3,16 @@ program run (counts, per-queue queueing time in ns and cycles) and a
 profile of both strategies (per-round figures from rusage and perf stat,
 the ratio and whether it exceeds the rounds' spread, events perf could not
 count, the hottest kernel symbols), and one-line errors on bad input."""
+import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
+import plotcheck
+from conftest import ROOT
+from lablib import cli
 from resultdirs import write_csv, write_meta
 
 ANALYSER = "userspace/msgq/analyse.py"
@@ -53,8 +57,12 @@ def test_one_run(tmp_path):
     s = json.loads((d / "summary.json").read_text())
     assert s["matched"] is True and s["messages"] == 10 and s["alloc"] == "dynamic"
     q_in, q1 = s["queueing"]["bus_in_q"], s["queueing"]["bus_out_q1"]
-    assert q_in["ns"] == {"n": 10, "min": 1000, "mean": 5500, "p50": 5500,
-                          "p90": pytest.approx(9100), "p99": pytest.approx(9910), "max": 10000}
+    assert q_in["ns"] == {"n": 10, "min": 1000, "mean": 5500,
+                          "stddev": pytest.approx(3027.6503540974917), "p50": 5500,
+                          "p90": pytest.approx(9100), "p99": pytest.approx(9910),
+                          "p999": pytest.approx(9991), "max": 10000, "unit": "ns"}
+    assert q_in["cycles"]["unit"] == "cycles" and q_in["cycles"]["p999"] == \
+        pytest.approx(3 * 9991)
     assert q1["ns"]["mean"] == 11000 and q1["cycles"]["max"] == 60000
     assert s["queueing"]["bus_out_q2"]["ns"]["n"] == 0
     assert s["queueing"]["end_to_end"]["ns"]["p50"] == 5000
@@ -108,8 +116,11 @@ def test_profile_compares_the_strategies(tmp_path):
     assert out.returncode == 0, out.stderr
     s = json.loads((d / "summary.json").read_text())
     dyn, sta = s["strategies"]["dynamic"]["figures"], s["strategies"]["static"]["figures"]
-    assert dyn["messages_per_s"] == {"n": 3, "p50": 1000, "min": 1000, "max": 1000,
-                                     "rel_range_pct": 0}
+    assert dyn["messages_per_s"] == {"n": 3, "min": 1000, "mean": 1000, "stddev": 0,
+                                     "p50": 1000, "p90": 1000, "p99": 1000, "p999": 1000,
+                                     "max": 1000, "unit": "msgs/s", "rel_range_pct": 0}
+    assert dyn["perf:task-clock"]["unit"] == "ms"
+    assert dyn["perf:context-switches"]["unit"] == "count"
     assert sta["messages_per_s"]["p50"] == 1250
     assert sta["system_per_user"]["p50"] == pytest.approx(2.0)
     assert dyn["cpu_us_per_msg"]["p50"] == pytest.approx(0.4 / 10 * 1e6)
@@ -160,3 +171,25 @@ def test_not_a_msgq_folder(tmp_path):
     out = analyse(tmp_path)
     assert out.returncode == 1
     assert "neither a msgq run" in out.stderr
+
+
+def test_plots_are_readable(tmp_path, monkeypatch):
+    """queueing.png of a run and msgq.png of a profile: one panel a queue
+    that has messages, numeric axes, few ticks, both strategies in the
+    profile's legend."""
+    spec = importlib.util.spec_from_file_location("msgq_analyse", ROOT / ANALYSER)
+    msgq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(msgq)
+    figures = plotcheck.record(monkeypatch)
+    run = run_dir(tmp_path / "run")
+    assert cli.main("msgq", "x", msgq.add_args, msgq.work, [str(run)]) == 0
+    prof = profile_dir(tmp_path / "p")
+    assert cli.main("msgq", "x", msgq.add_args, msgq.work, [str(prof)]) == 0
+    assert sorted(figures) == ["msgq.png", "queueing.png"]
+    for name, legend in (("queueing.png", []), ("msgq.png", ["dynamic", "static"])):
+        axes = figures[name]
+        plotcheck.assert_readable(axes)
+        assert [a["title"] for a in axes] == ["bus_in_q", "bus_out_q1", "end_to_end"]
+        assert axes[0]["legend"] == legend and all(a["legend"] == [] for a in axes[1:])
+        assert all((a["xscale"], a["yscale"]) == ("log", "log") for a in axes)
+        assert all(a["patches"] == max(1, len(legend)) for a in axes)

@@ -5,16 +5,18 @@ or a profile of both buffer strategies made by run.sh (make msgq).
 A run folder (messages.csv, meta.json, as the msgq program writes it):
 the counts (sent, routed, received per receiver: they must match), the
 messages per second, and the queueing time the driver reported for each
-queue (bus_in_q, bus_out_q1..3) and from send to receipt: n, min, mean,
-p50, p90, p99, max in ns and TSC cycles.  Writes DIR/summary.json,
-DIR/summary.csv and DIR/queueing.png (log y histograms).
+queue (bus_in_q, bus_out_q1..3) and from send to receipt: the lab's
+summary (n, min, mean, stddev, p50, p90, p99, p999, max) in ns and TSC
+cycles.  Writes DIR/summary.json, DIR/summary.csv and DIR/queueing.png
+(log y histograms).
 
 A profile folder (runs/STRATEGY-rK/, perf/STRATEGY-rK.csv, profile/):
-per strategy, over the rounds, the median and range of messages per
-second, user and kernel CPU time (rusage), task-clock, context switches,
-migrations, page faults and every other event perf counted; which events
-perf could not count here; static against dynamic as a ratio and whether
-the difference is larger than the rounds' spread; the pooled queueing
+per strategy, the summary over the rounds (the median, p50, and the range
+foremost) of messages per second, user and kernel CPU time (rusage),
+task-clock, context switches, migrations, page faults and every other
+event perf counted; which events perf could not count here; static
+against dynamic as the ratio of the medians and whether the difference is
+beyond the rounds' spread (stats.beyond_spread); the pooled queueing
 times; the kernel functions perf record found hottest.  Writes
 DIR/summary.json, DIR/summary.csv, DIR/report.txt, DIR/msgq.png.
 """
@@ -24,18 +26,21 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, plot, results, stats  # noqa: E402
+from lablib import cli, perf, plot, results, stats  # noqa: E402
 
 QUEUES = ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")
 MESSAGE_COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns",
                    "in_queued_ns", "in_queued_cycles", "out_seq", "out_queued_ns",
                    "out_queued_cycles", "received_ns", "end_to_end_ns")
-TIME_KEYS = ("n", "min", "mean", "p50", "p90", "p99", "max")
 STRATEGIES = ("dynamic", "static")
 RUN_NAME = re.compile(r"^(?P<strategy>[a-z]+)-r(?P<round>\d+)$")
 # The per-round figures compared between strategies: name, where, unit.
 METRICS = (("messages_per_s", "msgs/s"), ("user_s", "s"), ("system_s", "s"),
            ("system_per_user", ""), ("cpu_us_per_msg", "us"))
+# The units of perf's events that are not counts.
+PERF_UNITS = {"perf:task-clock": "ms", "perf:cpu-clock": "ms"}
+FIGURE_COLUMNS = ("strategy", "figure", *stats.SUMMARY_KEYS, "unit", "rel_range_pct",
+                  "static_over_dynamic", "beyond_spread")
 
 
 # --- one run ------------------------------------------------------------
@@ -71,9 +76,11 @@ def read_messages(folder):
 
 
 def _times(series):
-    ns, cy = stats.summary(series["ns"]), stats.summary(series["cycles"])
-    return {"ns": {k: ns[k] for k in TIME_KEYS},
-            "cycles": {k: cy[k] for k in TIME_KEYS} if series["cycles"] else None}
+    """The summaries of one queue's times in ns and in cycles (None
+    without cycles)."""
+    return {"ns": {**stats.summary(series["ns"]), "unit": "ns"},
+            "cycles": {**stats.summary(series["cycles"]), "unit": "cycles"}
+            if series["cycles"] else None}
 
 
 def read_run(folder):
@@ -101,39 +108,42 @@ def summarise_run(folder):
 
 
 def times_table(queueing, title):
-    lines = [title, f"{'queue':<12}" + "".join(f"{k:>10}" for k in TIME_KEYS)]
+    keys = stats.SUMMARY_KEYS
+    lines = [title, f"{'queue':<12}" + "".join(f"{k:>10}" for k in keys)]
     for q, t in queueing.items():
         ns = t["ns"]
         cells = [f"{ns['n']:>10}"] + [f"{ns[k] / 1000:>10.1f}" if ns[k] is not None
-                                      else f"{'-':>10}" for k in TIME_KEYS[1:]]
+                                      else f"{'-':>10}" for k in keys[1:]]
         lines.append(f"{q:<12}" + "".join(cells))
     lines.append("(times in us; n = messages)")
     return "\n".join(lines) + "\n"
 
 
 def plot_queueing(series_by_label, path, title):
-    """Log-y histograms of the queueing time, one panel per queue."""
+    """Histograms of the time queued, one panel per queue that has
+    messages, log-spaced bins on log-log axes (a body of tens of us, a
+    tail of ms); one line per label, named in the first panel's legend
+    when there is more than one."""
     names = [q for q in (*QUEUES, "end_to_end")
              if any(s[q]["ns"] for s in series_by_label.values())]
     fig, axes = plot.figure(ncols=len(names), width=3.2 * len(names), height=3.6)
     axes = axes if isinstance(axes, list) else [axes]
     for ax, q in zip(axes, names):
-        vals = [v for s in series_by_label.values() for v in s[q]["ns"]]
-        hi = max(vals) / 1000 if vals else 1
-        bins = [hi * i / 60 for i in range(61)] if hi > 0 else 10
+        vals = [v / 1000 for s in series_by_label.values() for v in s[q]["ns"]]
+        bins = plot.log_bins(max(min(vals), 0.01), max(vals) * 1.01)
         for label, s in series_by_label.items():
             if s[q]["ns"]:
-                ax.hist([v / 1000 for v in s[q]["ns"]], bins=bins, histtype="step",
-                        label=label, log=True)
+                ax.hist([max(v / 1000, bins[0]) for v in s[q]["ns"]], bins=bins,
+                        histtype="step", log=True,
+                        label=label if len(series_by_label) > 1 else None)
+        plot.log_axis(ax, "x", bins[0], bins[-1])
         ax.set_title(q, fontsize=9)
-        ax.set_xlabel("queued (us)")
+        ax.set_xlabel("queued (us, log)")
         if ax is axes[0]:
-            ax.set_ylabel("messages")
+            ax.set_ylabel("messages (log)")
         ax.grid(True, which="both", alpha=0.3)
-        if len(series_by_label) > 1 and ax is axes[0]:
-            ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
-    plot.save(fig, axes[-1], path)
+    plot.save(fig, axes[0], path)
 
 
 def work_run(args):
@@ -150,7 +160,7 @@ def work_run(args):
     results.write_json(d / "summary.json", summary)
     rows = [{"queue": q, "unit": u, **(t[u] or {})} for q, t in summary["queueing"].items()
             for u in ("ns", "cycles") if t[u]]
-    results.write_csv(d / "summary.csv", ("queue", "unit", *TIME_KEYS), rows)
+    results.write_csv(d / "summary.csv", ("queue", "unit", *stats.SUMMARY_KEYS), rows)
     if not args.no_plot:
         plot_queueing({summary["alloc"] or "run": series}, d / "queueing.png",
                       f"msgq: time queued ({summary['alloc']} buffers)")
@@ -160,27 +170,6 @@ def work_run(args):
 
 
 # --- a profile: both strategies, several rounds ----------------------------
-
-def read_perf_stat(path):
-    """({event: value}, [events not counted]) of a perf stat -x, file.
-    task-clock is in ms, as perf writes it."""
-    counted, missing = {}, []
-    for line in pathlib.Path(path).read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        f = line.split(",")
-        if len(f) < 3:
-            raise ValueError(f"{path}: not perf stat -x, output: {line!r}")
-        value, event = f[0], f[2]
-        if value.startswith("<"):
-            missing.append(event)
-            continue
-        try:
-            counted[event] = float(value)
-        except ValueError:
-            raise ValueError(f"{path}: {event}: {value!r} is not a number") from None
-    return counted, missing
-
 
 def round_figures(s, counted):
     """The per-round figures of one run's settings and perf counts."""
@@ -196,24 +185,25 @@ def round_figures(s, counted):
     return out
 
 
-def spread(values):
-    """The rounds of one figure: n, p50 (their median), min, max and the
-    range relative to the median, in % (Nones dropped)."""
-    v = sorted(x for x in values if x is not None)
+def spread(values, unit):
+    """The rounds of one figure: their summary in @unit and the range
+    relative to the median, in % (Nones dropped; None without values)."""
+    v = [x for x in values if x is not None]
     if not v:
         return None
-    med = stats.percentile(v, 50)
-    return {"n": len(v), "p50": med, "min": v[0], "max": v[-1],
-            "rel_range_pct": (v[-1] - v[0]) / med * 100 if med else None}
+    s = stats.summary(v)
+    return {**s, "unit": unit,
+            "rel_range_pct": (s["max"] - s["min"]) / s["p50"] * 100 if s["p50"] else None}
 
 
 def compare(a, b):
-    """static (@b) against dynamic (@a): ratio of medians and whether the
-    ranges of the rounds are apart (the difference beyond the spread)."""
-    if not a or not b or not a["p50"]:
+    """static (rounds @b) against dynamic (rounds @a) of one figure: the
+    ratio of the medians and stats.beyond_spread of the rounds; None when
+    a side has no value or a median of 0."""
+    ma, mb = (stats.percentile(sorted(x for x in v if x is not None), 50) for v in (a, b))
+    if not ma or mb is None:
         return None
-    apart = b["min"] > a["max"] or b["max"] < a["min"]
-    return {"ratio": b["p50"] / a["p50"], "beyond_spread": apart}
+    return {"ratio": mb / ma, "beyond_spread": stats.beyond_spread(a, b)}
 
 
 def hot_symbols(path, limit=8):
@@ -249,9 +239,10 @@ def read_profile(d):
         if not s["counts"].get("matched"):
             raise ValueError(f"runs/{f.name}: the counts did not match: "
                              f"{s['counts'].get('problem')}")
-        perf = d / "perf" / f"{f.name}.csv"
-        counted, missing = read_perf_stat(perf) if perf.is_file() else ({}, [])
-        out.setdefault(m["strategy"], {})[int(m["round"])] = (s, series, counted, missing)
+        path = d / "perf" / f"{f.name}.csv"
+        stat = perf.read_stat(path) if path.is_file() else {}
+        out.setdefault(m["strategy"], {})[int(m["round"])] = (
+            s, series, perf.counted(stat), perf.not_counted(stat))
     return out
 
 
@@ -269,7 +260,7 @@ def summarise_profile(d):
         summary["perf_events_asked"] = results.settings(gm).get("wanted")
     skipped = d / "skipped.csv"
     summary["skipped"] = results.read_csv(skipped) if skipped.is_file() else []
-    pooled = {}
+    pooled, units = {}, dict(METRICS) | PERF_UNITS
     for strat, rounds in runs.items():
         figs = [round_figures(s, counted) for s, _, counted, _ in rounds.values()]
         keys = [m for m, _ in METRICS] + sorted({k for f in figs for k in f
@@ -279,12 +270,15 @@ def summarise_profile(d):
                          for q in (*QUEUES, "end_to_end")}
         summary["strategies"][strat] = {
             "rounds": sorted(rounds), "per_round": figs,
-            "figures": {k: spread([f.get(k) for f in figs]) for k in keys},
+            "figures": {k: spread([f.get(k) for f in figs], units.get(k, "count"))
+                        for k in keys},
             "queueing": {q: _times(v) for q, v in pooled[strat].items()},
             "hot_kernel_symbols": hot_symbols(d / "profile" / f"{strat}-symbols.txt")}
     if all(s in summary["strategies"] for s in STRATEGIES):
-        a, b = (summary["strategies"][s]["figures"] for s in STRATEGIES)
-        summary["comparison"] = {k: compare(a.get(k), b.get(k)) for k in a if k in b}
+        a, b = (summary["strategies"][s] for s in STRATEGIES)
+        summary["comparison"] = {
+            k: compare([f.get(k) for f in a["per_round"]], [f.get(k) for f in b["per_round"]])
+            for k in a["figures"] if a["figures"][k] and b["figures"].get(k)}
         summary["verdict"] = verdict(summary)
     return summary, pooled
 
@@ -382,9 +376,7 @@ def work_profile(args):
                              "static_over_dynamic": c.get("ratio"),
                              "beyond_spread": c.get("beyond_spread")})
     results.write_json(d / "summary.json", summary)
-    results.write_csv(d / "summary.csv", ("strategy", "figure", "n", "p50", "min", "max",
-                                          "rel_range_pct", "static_over_dynamic",
-                                          "beyond_spread"), rows)
+    results.write_csv(d / "summary.csv", FIGURE_COLUMNS, rows)
     results.write_text(d / "report.txt", text)
     if not args.no_plot:
         plot_queueing(pooled, d / "msgq.png", "msgq: time queued, dynamic against static "

@@ -3,12 +3,15 @@
 errors, the smallest delay of each tool), its errors, and percall's
 options (built here; --help and bad input need no lab kernel)."""
 import csv
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
 
+import plotcheck
 from resultdirs import write_csv, write_meta
 
 ANALYSER = "userspace/peers/analyse.py"
@@ -210,3 +213,49 @@ def test_percall_writes_its_folder(percall, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "r/raw.csv")))
     assert [int(r["call"]) for r in rows] == list(range(200))
     assert all(int(r["ns"]) > 0 for r in rows)
+
+
+def host_peers_dir(d, percall):
+    """A peers result folder whose cases without the lab kernel are real
+    (percall on this machine, alone, under strace with and without seccomp
+    and delay injection, under perf stat, as guest.sh runs them) and whose
+    module cases, which need the lab kernel, are made up."""
+    peers_dir(d, {k: v for k, v in MEDIANS.items() if k.startswith("module")})
+    for sc in ("getppid", "read"):
+        st = ["strace", "-f", "-qq", "-o", "/dev/null", "-e", f"trace={sc}"]
+        cases = [("baseline", []), ("strace-0", [*st, "--"]),
+                 ("strace-seccomp-0", [st[0], "--seccomp-bpf", *st[1:], "--"])]
+        cases += [(f"strace-{t}", [*st, "-e", f"inject={sc}:delay_enter={t}", "--"])
+                  for t in ("1ns", "1us", "10us")]
+        cases += [("perf-tracepoint", ["perf", "stat", "-x,", "-o", d / f"tools/perf-{sc}.csv",
+                                       "-e", "raw_syscalls:sys_enter", "--"]),
+                  ("baseline-end", [])]
+        (d / "tools").mkdir(exist_ok=True)
+        for case, tool in cases:
+            if tool and not shutil.which(tool[0]):
+                continue
+            out = subprocess.run([*tool, percall, "-n", "300", "--warmup", "30", "-C", "0",
+                                  "--syscall", sc, "--case", case, "-o", d / "runs",
+                                  "--name", f"{case}-{sc}", "-q"], capture_output=True,
+                                 text=True)
+            assert out.returncode == 0 or tool, out.stderr
+    return d
+
+
+def test_plot_is_readable(root, percall, tmp_path, monkeypatch):
+    """peers.png of a run measured here as far as the host allows: every
+    case a named tick, a bar a case and system call, a legend naming both
+    system calls and p99, numbers on a log y axis."""
+    d = host_peers_dir(tmp_path / "p", percall)
+    spec = importlib.util.spec_from_file_location("peers_analyse", root / ANALYSER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("peers", "x", mod.add_args, mod.work, [str(d)]) == 0
+    [ax] = figures["peers.png"]
+    plotcheck.assert_readable([ax])
+    s = json.loads((d / "summary.json").read_text())["syscalls"]
+    names = list(s["getppid"]["cases"])
+    assert ax["xticks"] == names and ax["yscale"] == "log"
+    assert ax["patches"] == sum(len(v["cases"]) for v in s.values())
+    assert sorted(ax["legend"]) == ["getppid: median", "p99", "read: median"]

@@ -18,7 +18,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, results, stats  # noqa: E402
+from lablib import cli, perf, results, stats  # noqa: E402
 
 SYSCALLS = ("getppid", "read")
 TOOLS = {"none": "no tool", "module": "the delay module", "strace": "strace",
@@ -116,18 +116,13 @@ def read_skipped(d):
 
 
 def read_perf(d, sc):
-    """The count of raw_syscalls:sys_enter that perf stat -x, wrote, or None."""
+    """The count of raw_syscalls:sys_enter in DIR/tools/perf-SC.csv (perf
+    stat -x,), or None without the file or the count."""
     path = pathlib.Path(d) / "tools" / f"perf-{sc}.csv"
     if not path.exists():
         return None
-    for line in path.read_text().splitlines():
-        fields = line.split(",")
-        if len(fields) > 2 and fields[2] == "raw_syscalls:sys_enter":
-            try:
-                return int(fields[0])
-            except ValueError:
-                return None
-    return None
+    count = perf.read_stat(path).get("raw_syscalls:sys_enter")
+    return None if count is None else int(count)
 
 
 def pct(a, b):
@@ -299,6 +294,7 @@ def plot(s, path):
         names += [n for n in s["syscalls"][sc]["cases"] if n not in names]
     names.sort(key=lambda n: case_info(n)["order"])
     width = 0.8 / len(scs)
+    shown = []
     for k, sc in enumerate(scs):
         cases = s["syscalls"][sc]["cases"]
         xs = [i + (k - (len(scs) - 1) / 2) * width for i, n in enumerate(names) if n in cases]
@@ -307,7 +303,9 @@ def plot(s, path):
         ax.bar(xs, med, width * 0.95, label=f"{sc}: median", color=f"C{k}")
         ax.plot(xs, p99, "_", color="black", markersize=12, markeredgewidth=2,
                 label="p99" if k == 0 else None)
-    ax.set_yscale("log")
+        shown += med + p99
+    # Bars on a log axis start at its bottom: a third of the least median.
+    lplot.log_axis(ax, "y", min(shown) / 3, max(shown))
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("ns per call (log)")

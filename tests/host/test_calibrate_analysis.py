@@ -2,13 +2,16 @@
 summary, fits and plot of the format spec, and a refusal of anything that
 is not a calibrate folder."""
 import csv
+import importlib.util
 import json
+import random
 import subprocess
 import sys
 
 import pytest
 
-from resultdirs import ANALYSERS, calibrate_dir, write_meta
+import plotcheck
+from resultdirs import ANALYSERS, calibrate_dir, write_csv, write_meta
 
 LINES = {"close": (590, 1.5), "getppid": (650, 4.1)}
 
@@ -214,3 +217,40 @@ def test_the_modules_measure_stands_beside_the_calibrated_latency(root, tmp_path
     assert pts[100]["measured_vs_calibrated"] == pytest.approx(0.05)
     assert pts[200]["measured_vs_calibrated"] == pytest.approx(-0.05)
     assert "100 loops: measured     210.0 ns, calibrated     200.0 ns (+5.0 %)" in text
+
+
+def realistic_calibrate_dir(d, seed=1):
+    """A calibration shaped like the README's (getppid and close, 0..700
+    loops in steps of 50, 20 batches a point, a few per cent of noise and
+    now and then a batch slowed by an interrupt): the lab kernel is needed
+    for a real one."""
+    rng = random.Random(seed)
+    loops = list(range(0, 701, 50))
+    write_meta(d, "calibrate", {"loops": loops, "calls": 1000, "batches": 20, "rounds": 1,
+                                "warmup": 100, "cpu": 0, "syscalls": ["getppid", "close"]})
+    rows = []
+    for name, a, b in (("getppid", 620, 1.38), ("close", 700, 1.39)):
+        for n in loops:
+            for i in range(20):
+                slow = 1.5 if rng.random() < 0.05 else 1.0
+                rows.append((name, n, 0, i, 1000, (a + b * n) * rng.lognormvariate(0, 0.03)
+                             * slow))
+    write_csv(d / "raw.csv", ("syscall", "loops", "round", "batch", "calls", "ns_per_call"),
+              rows)
+    return d
+
+
+def test_plot_is_readable(root, tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("calibrate_analyse",
+                                                  root / ANALYSERS["calibrate"])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    d = realistic_calibrate_dir(tmp_path / "c")
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("calibrate", "x", mod.add_args, mod.work, [str(d)]) == 0
+    [ax] = figures["calibration.png"]
+    plotcheck.assert_readable([ax])
+    assert ax["xscale"] == ax["yscale"] == "linear"
+    for name in ("close", "getppid"):
+        entries = [e for e in ax["legend"] if e.startswith(name)]
+        assert len(entries) == 3, ax["legend"]      # medians, p10s, the fit

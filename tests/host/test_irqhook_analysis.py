@@ -6,11 +6,13 @@ import csv
 import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
 
 import pytest
 
+import plotcheck
 from resultdirs import ANALYSERS, irqhook_dir, write_meta
 
 
@@ -200,3 +202,64 @@ def test_trace_report_without_trace(root, tmp_path):
     d = irqhook_dir(tmp_path / "run", SWITCHING, WAKEUP)
     out = run(root, "trace", d)
     assert out.returncode == 1 and "trace.dat does not exist" in out.stderr
+
+
+def realistic_times(rng, n, fast_us, slow_us, slow_share):
+    """@n times (ns) as a loaded run shows them: most near @fast_us, a
+    share near @slow_us, a few far out; the first event slow."""
+    out = [slow_us * 3000]
+    for _ in range(n - 1):
+        base = slow_us if rng.random() < slow_share else fast_us
+        out.append(base * 1000 * rng.lognormvariate(0, 0.25))
+    return out
+
+
+def cell(d, rng, loads, cls):
+    slow = 0.02 if loads == 0 else 0.1 if cls == "rt" else 0.4
+    return irqhook_dir(d, realistic_times(rng, 2000, 18 + loads, 150 + 4 * loads, slow),
+                       realistic_times(rng, 2000, 10 + loads, 140 + 4 * loads, slow),
+                       loads=loads, **{"class": cls})
+
+
+@pytest.mark.parametrize("shape, xscale", [("idle", "linear"), ("loaded", "log"),
+                                           ("outlier", "log")])
+def test_histogram_plot_is_readable(root, tmp_path, monkeypatch, shape, xscale):
+    """histogram.png of runs shaped like real ones (2,000 events; made up:
+    a real one needs /dev/irqhook): idle, all within tens of us (1 us
+    buckets); loaded, a fast and a slow group; and with a 20 ms outlier
+    (log-spaced buckets for both)."""
+    rng = random.Random(2)
+    if shape == "idle":
+        d = irqhook_dir(tmp_path / "run", realistic_times(rng, 2000, 18, 30, 0.02),
+                        realistic_times(rng, 2000, 10, 25, 0.02), loads=0)
+    else:
+        d = cell(tmp_path / "run", rng, 16, "normal")
+    if shape == "outlier":
+        rows = (d / "events.csv").read_text().splitlines()
+        f = rows[5].split(",")
+        f[-2:] = ["20000000", "19000000"]
+        (d / "events.csv").write_text("\n".join([*rows[:5], ",".join(f), *rows[6:]]) + "\n")
+    mod = load(root, "analyse")
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("irqhook", "x", mod.add_args, mod.work, [str(d)]) == 0
+    [ax] = figures["histogram.png"]
+    plotcheck.assert_readable([ax])
+    assert (ax["xscale"], ax["yscale"]) == (xscale, "log")
+    assert len(ax["legend"]) == 2 and ax["patches"] == 2
+
+
+def test_sweep_plot_is_readable(root, tmp_path, monkeypatch):
+    rng = random.Random(3)
+    write_meta(tmp_path, "irqhook-sweep", {"events": 2000, "period_us": 16000,
+                                           "loads": [0, 4, 16], "cpu": 0, "trace_cells": []})
+    for loads in (0, 4, 16):
+        for cls in ("normal", "rt"):
+            cell(tmp_path / f"{loads}-{cls}", rng, loads, cls)
+    mod = load(root, "sweep_report")
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("sweep", "x", mod.add_args, mod.work, [str(tmp_path)]) == 0
+    axes = figures["sweep.png"]
+    plotcheck.assert_readable(axes)
+    for ax in axes:
+        assert ax["xticks"] == ["0", "4", "16"] and ax["lines"] == 4
+    assert axes[0]["legend"] == ["normal mean", "normal p99", "rt mean", "rt p99"]

@@ -57,8 +57,8 @@ def draw(meta, summary, events, path):
     # a log axis (histogram.txt keeps the 1 us buckets).
     wide = hi > 50 * max(lo, 1)
     if wide:
-        bins = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-        ax.set_xscale("log")
+        bins = plot.log_bins(lo, hi, 200)
+        plot.log_axis(ax, "x", lo, hi)
     else:
         bins = list(range(0, int(hi) + 2))
     for name, color, us in series:

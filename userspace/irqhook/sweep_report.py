@@ -92,13 +92,16 @@ def draw(rows, path):
             ax.plot(x, [r[f"{key}_p99_us"] for r in sel], "s--", color=color,
                     label=f"{cls} p99", alpha=0.7)
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
         loads = sorted({r["loads"] for r in rows})
         ax.set_xticks([max(v, 0.5) for v in loads], [str(v) for v in loads])
         ax.set_xlabel("load tasks (log scale; 0 drawn at 0.5)")
         ax.set_title(title, fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("us")
+    shown = [r[f"{k}_{s}_us"] for r in rows for k in ("switching", "wakeup")
+             for s in ("mean", "p99") if r[f"{k}_{s}_us"]]
+    if shown:
+        plot.log_axis(axes[0], "y", min(shown), max(shown))    # both: sharey
+    axes[0].set_ylabel("us (log)")
     plot.save(fig, axes[0], path)
 
 

@@ -20,7 +20,6 @@ beyond the rounds' spread (stats.beyond_spread); the pooled queueing
 times; the kernel functions perf record found hottest.  Writes
 DIR/summary.json, DIR/summary.csv, DIR/report.txt, DIR/msgq.png.
 """
-import math
 import pathlib
 import re
 import sys

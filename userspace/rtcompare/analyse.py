@@ -22,7 +22,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import calibration, cli, irqhook, perf, plot, results, rttests, smp, stats  # noqa: E402
+from lablib import (calibration, cli, irqhook, perf, plot, results, rttests,  # noqa: E402
+                    smp, stats)
 
 # The square wave holds a frequency when its mean period is within this of
 # the requested one (the reference's criterion, read off a logic analyser).

@@ -14,6 +14,12 @@ MODDIR = pathlib.Path("/sys/module/delay")
 LOOPS = MODDIR / "parameters/loops"
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "timing: asserts a time; make test runs it under the virtual clock, "
+        "make test-timing runs these alone, again and again, in one boot")
+
+
 def on_lab_kernel():
     try:
         return " syscall_hook_register\n" in open("/proc/kallsyms").read()

@@ -52,6 +52,7 @@ def nullcall(cgroup_dir=None):
     return float(out.stdout)
 
 
+@pytest.mark.timing
 def test_only_the_target_cgroup_is_delayed(delay, target):
     cg, name, child = target
     assert CGROUP.read_text() == "\n"
@@ -74,6 +75,7 @@ def test_only_the_target_cgroup_is_delayed(delay, target):
     assert calls_outside < 1000, calls_outside
 
 
+@pytest.mark.timing
 def test_empty_target_means_every_task(delay, target):
     cg, name, _ = target
     assert write_param(name, CGROUP) == 0

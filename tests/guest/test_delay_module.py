@@ -263,6 +263,7 @@ def call_ns(call, n):
     return out
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("target", [1000, 10000])
 def test_ns_mode_adds_what_it_is_asked(clean_module, on_cpu0, target):
     """Calls timed one by one at ns=0, ns=1 and ns=target in turns, and the
@@ -315,6 +316,7 @@ def test_ns_mode_adds_what_it_is_asked(clean_module, on_cpu0, target):
     assert stat("mean_ns") >= target
 
 
+@pytest.mark.timing
 def test_syscalls_filter_delays_and_counts_only_those(delay, on_cpu0):
     assert write_param(str(GETPPID), SYSCALLS) == 0
     calls = 2000
@@ -351,6 +353,7 @@ def nullcall32(mode):
     return float(out.stdout)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", ["int80", "fast"])
 def test_compat_calls_not_delayed_with_a_filter(delay, mode):
     # 64 is the 32-bit getppid's number: the filter must not match it by

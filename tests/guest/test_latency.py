@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import time
 
+import pytest
 from conftest import LOOPS, MODDIR, ROOT, cycle_under_load, insmod, kernel_problems, \
     read_int, rmmod, write_param
 
@@ -28,6 +29,7 @@ def fit(rows, syscall):
     return slope, 1 - ss_res / ss_tot
 
 
+@pytest.mark.timing
 def test_latency_rises_linearly_with_loops(delay, tmp_path):
     out = subprocess.run([ROOT / "userspace/calibrate/calibrate", "-l", "0:4000:1000",
                           "-n", "10", "--calls", "5000", "-C", "0", "-o", tmp_path, "-q"],
@@ -49,6 +51,7 @@ def nullcall32(mode):
     return float(out.stdout)
 
 
+@pytest.mark.timing
 def test_compat_syscalls_are_delayed(delay):
     for mode in ("int80", "fast"):
         write_param("0")

@@ -7,6 +7,7 @@ import pathlib
 import re
 import time
 
+import pytest
 from conftest import MODDIR, cycle_under_load, insmod, kernel_problems, read_int, rmmod, \
     write_param
 
@@ -27,6 +28,7 @@ def test_kernel_is_the_variant_it_was_booted_as():
         assert "PREEMPT_RT" not in version and release.endswith("-lab"), (release, version)
 
 
+@pytest.mark.timing
 def test_delay_loads_delays_and_unloads(clean_module):
     insmod("delay", "loops=0")
     t0 = time.perf_counter_ns()

@@ -16,7 +16,7 @@ from multiprocessing import Pool
 
 import pytest
 from conftest import ROOT
-from uffd import HeldPage
+from uffd import HeldPage, errno_of_call, run_briefly
 
 DEV = "/dev/irqhook"
 EVENT = struct.Struct("=QQQII")  # seq, write_ns, wake_ns, pending, reserved
@@ -222,38 +222,21 @@ def test_nonblocking_read_never_waits_for_a_reader_stuck_in_a_fault(dev):
     os.write(dev, b"x")
     os.write(dev, b"x")
     with HeldPage() as page:
-        stuck = {}
-
-        def read_into_page():
-            stuck["ret"] = libc.read(dev, ctypes.c_void_p(page.addr), EVENT.size)
-
-        t = threading.Thread(target=read_into_page)
-        t.start()
-        assert page.wait_for_fault(30), "the read did not fault on the held page"
-        quick = {}
+        stuck = page.read_into(dev, EVENT.size)
 
         def read_nonblocking():
             fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
             try:
-                os.read(fd, EVENT.size)
-                quick["errno"] = 0
-            except OSError as e:
-                quick["errno"] = e.errno
+                return errno_of_call(os.read, fd, EVENT.size)
             finally:
                 os.close(fd)
 
-        q = threading.Thread(target=read_nonblocking)
-        q.start()
-        q.join(30)
-        waited = q.is_alive()
+        quick = run_briefly(read_nonblocking)
         assert os.write(dev, b"x") == 1
         page.release()
-        t.join(30)
-        q.join(30)
-        assert not waited, "the O_NONBLOCK read waited for the stuck reader"
-        assert quick["errno"] == errno.EAGAIN
-        assert stuck["ret"] == EVENT.size
-        first = EVENT.unpack(ctypes.string_at(page.addr, EVENT.size))[0]
+        assert quick == errno.EAGAIN, "the O_NONBLOCK read waited for the stuck reader"
+        assert stuck.result(30) == EVENT.size
+        first = EVENT.unpack(page.bytes(EVENT.size))[0]
     assert [read_event(dev)[0] for _ in range(2)] == [first + 1, first + 2]
 
 

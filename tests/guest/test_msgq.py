@@ -21,7 +21,7 @@ import time
 
 import pytest
 from conftest import ROOT, insmod, kernel_problems, rmmod
-from uffd import HeldPage
+from uffd import PAGE, HeldPage, errno_of_call, run_briefly
 
 MODULE = pathlib.Path("/sys/module/msgq")
 QUEUES = ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")
@@ -181,55 +181,28 @@ def test_nonblocking_calls_never_wait_for_a_reader_stuck_in_a_fault(msgq):
     try:
         send(fd, b"first")
         with HeldPage() as page:
-            stuck = {}
-
-            def read_into_page():
-                stuck["ret"] = libc.read(fd, ctypes.c_void_p(page.addr), page_size())
-
-            t = threading.Thread(target=read_into_page)
-            t.start()
-            assert page.wait_for_fault(30), "the read did not fault on the held page"
-            quick = {}
+            stuck = page.read_into(fd, PAGE)
 
             def nonblocking_calls():
                 nfd = os.open(dev(), os.O_RDWR | os.O_NONBLOCK)
                 try:
-                    quick["read"] = errno_of_call(os.read, nfd, 4096)
-                    quick["write"] = errno_of_call(send, nfd, b"second")
+                    return (errno_of_call(os.read, nfd, 4096),
+                            errno_of_call(send, nfd, b"second"))
                 finally:
                     os.close(nfd)
 
-            q = threading.Thread(target=nonblocking_calls)
-            q.start()
-            q.join(30)
-            waited = q.is_alive()
+            quick = run_briefly(nonblocking_calls)
             page.release()
-            t.join(30)
-            q.join(30)
-            assert not waited, "an O_NONBLOCK call waited for the stuck reader"
-            assert quick == {"read": errno.EAGAIN, "write": errno.EAGAIN}
-            assert stuck["ret"] == REC.size + 5
-            rec = REC.unpack_from(ctypes.string_at(page.addr, REC.size))
-            assert rec[0] == 1 and ctypes.string_at(page.addr + REC.size, 5) == b"first"
+            assert quick == (errno.EAGAIN, errno.EAGAIN), quick
+            assert stuck.result(30) == REC.size + 5
+            assert REC.unpack_from(page.bytes(REC.size))[0] == 1
+            assert page.bytes(REC.size + 5)[REC.size:] == b"first"
         assert stat("bus_out_q1", "depth") == 0
         assert stat("bus_out_q1", "enqueued") == 1
         if msgq == "dynamic":
             assert stat("bus_out_q1", "allocated") == 0
     finally:
         os.close(fd)
-
-
-def page_size():
-    return os.sysconf("SC_PAGE_SIZE")
-
-
-def errno_of_call(call, *args):
-    """0 if the call succeeds, else its errno."""
-    try:
-        call(*args)
-        return 0
-    except OSError as e:
-        return e.errno
 
 
 def test_poll_both_directions(msgq):

@@ -4,6 +4,7 @@ test releases it: userfaultfd(2) on an anonymous page, from ctypes.
 A driver that copies to or from such a page stays inside that copy, and
 holds whatever lock it holds across it, for as long as the test likes: the
 way to check that a non-blocking caller never waits for that lock."""
+import concurrent.futures
 import ctypes
 import fcntl
 import os
@@ -49,6 +50,16 @@ class HeldPage:
         """True once something faulted on the page (and now waits in it)."""
         return bool(select.select([self.uffd], [], [], timeout)[0])
 
+    def read_into(self, fd, size):
+        """Start read(@fd) into the page in a thread and wait until it is
+        stuck in the fault; returns its future (the read's return value)."""
+        future = _threads.submit(libc.read, fd, ctypes.c_void_p(self.addr), size)
+        assert self.wait_for_fault(30), "the read did not fault on the held page"
+        return future
+
+    def bytes(self, size):
+        return ctypes.string_at(self.addr, size)
+
     def release(self):
         """Map a zero page: the blocked copy goes on."""
         try:
@@ -67,3 +78,26 @@ class HeldPage:
 
     def __exit__(self, *exc):
         self.close()
+
+
+_threads = concurrent.futures.ThreadPoolExecutor(4)
+WAITED = "still waiting"
+
+
+def run_briefly(fn, timeout=30):
+    """fn()'s result, or WAITED if it has not returned after @timeout s (it
+    goes on in its thread until whatever holds it lets go)."""
+    future = _threads.submit(fn)
+    try:
+        return future.result(timeout)
+    except concurrent.futures.TimeoutError:
+        return WAITED
+
+
+def errno_of_call(call, *args):
+    """0 if call(*args) succeeds, else its errno."""
+    try:
+        call(*args)
+        return 0
+    except OSError as e:
+        return e.errno

@@ -108,37 +108,6 @@ static int cmd_commit(int argc, char **argv)
 	return 0;
 }
 
-/* Append @s to the growing buffer *@buf. */
-static int append(char **buf, size_t *len, const char *s)
-{
-	size_t n = strlen(s);
-	char *nb = realloc(*buf, *len + n + 1);
-
-	if (!nb)
-		return -1;
-	memcpy(nb + *len, s, n + 1);
-	*buf = nb;
-	*len += n;
-	return 0;
-}
-
-/* Append @s as a JSON string literal. */
-static int append_string(char **buf, size_t *len, const char *s)
-{
-	char *text = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&text, &size);
-	int ret;
-
-	if (!f)
-		return -1;
-	lab_json_string(f, s);
-	fclose(f);
-	ret = append(buf, len, text);
-	free(text);
-	return ret;
-}
-
 /*
  * The settings object of 'lab meta' from KEY=TEXT and KEY:=JSON pairs.  A
  * key GROUP.NAME puts NAME into the object GROUP (pairs of one group given
@@ -146,12 +115,13 @@ static int append_string(char **buf, size_t *len, const char *s)
  */
 static char *settings_from_pairs(int argc, char **argv)
 {
-	char *settings = NULL, *eq, *key, *dot, group[128] = "";
-	size_t len = 0;
-	int i, first = 1, first_in_group = 1;
+	char *eq, *key, *dot, group[128] = "";
+	struct lab_json j;
+	int i, n = 0;
 
-	if (append(&settings, &len, "{"))
+	if (lab_json_mem(&j, 1))
 		return NULL;
+	lab_json_object(&j, NULL);
 	for (i = 0; i < argc; i++) {
 		eq = strchr(argv[i], '=');
 		if (!eq || eq == argv[i] || (eq[-1] == ':' && eq - 1 == argv[i])) {
@@ -165,34 +135,29 @@ static char *settings_from_pairs(int argc, char **argv)
 		dot = strchr(key, '.');
 		if (group[0] && (!dot || strncmp(key, group, (size_t)(dot - key)) ||
 				 group[dot - key])) {
-			if (append(&settings, &len, "}"))
-				return NULL;
+			lab_json_end(&j);
 			group[0] = '\0';
 		}
 		if (dot && !group[0]) {
 			snprintf(group, sizeof(group), "%.*s", (int)(dot - key), key);
-			if (append(&settings, &len, first ? "\n    " : ",\n    ") ||
-			    append_string(&settings, &len, group) || append(&settings, &len, ": {"))
-				return NULL;
-			first = 0;
-			first_in_group = 1;
+			lab_json_break(&j);
+			lab_json_object(&j, group);
 		}
-		if (append(&settings, &len, dot ? (first_in_group ? "" : ", ") :
-						  (first ? "\n    " : ",\n    ")) ||
-		    append_string(&settings, &len, dot ? dot + 1 : key) ||
-		    append(&settings, &len, ": ") ||
-		    (eq[-1] == ':' ? append(&settings, &len, eq + 1) :
-				     append_string(&settings, &len, eq + 1)))
-			return NULL;
-		if (dot)
-			first_in_group = 0;
-		first = 0;
+		if (!dot)
+			lab_json_break(&j);
+		if (eq[-1] == ':')
+			lab_json_raw(&j, dot ? dot + 1 : key, eq + 1);
+		else
+			lab_json_str(&j, dot ? dot + 1 : key, eq + 1);
 		free(key);
+		n++;
 	}
-	if ((group[0] && append(&settings, &len, "}")) ||
-	    append(&settings, &len, first ? "}" : "\n  }"))
-		return NULL;
-	return settings;
+	if (group[0])
+		lab_json_end(&j);
+	if (n)
+		lab_json_break(&j);
+	lab_json_end(&j);
+	return lab_json_text(&j);
 }
 
 static int cmd_meta(int argc, char **argv)

@@ -146,6 +146,58 @@ int lab_write_ulong(const char *path, unsigned long val);
 /* mkdir -p.  Returns 0 or -1 with errno set. */
 int lab_mkdirs(const char *path);
 
+/* --- JSON ------------------------------------------------------------- */
+
+/*
+ * The one JSON writer of the C tools (json.c).  Open a writer on a FILE
+ * or on memory, then write values in order: lab_json_object() and
+ * lab_json_array() open a container, lab_json_end() closes the innermost.
+ * Every call takes @key: the member's name inside an object, NULL inside
+ * an array and for the top-level value.  Members are separated by ", ";
+ * lab_json_break() puts the next member (or closing bracket) on a line of
+ * its own, indented two spaces per level, @indent levels deeper than the
+ * text's first line.  A misuse (a key in an array, none in an object, an
+ * end too many, nesting deeper than LAB_JSON_DEPTH) is remembered and
+ * makes lab_json_text() fail.
+ */
+#define LAB_JSON_DEPTH 16
+
+struct lab_json {
+	FILE *f;
+	char *text;		/* lab_json_mem(): the text being built */
+	size_t size;
+	int indent;
+	int depth;		/* open containers */
+	char kind[LAB_JSON_DEPTH];	/* '{' or '[' at each depth */
+	int count[LAB_JSON_DEPTH];	/* values written so far at each depth */
+	int brk;		/* the next member starts a new line */
+	int err;		/* errno of the first failure, 0 if none */
+};
+
+void lab_json_file(struct lab_json *j, FILE *f, int indent);
+/* Returns 0, or -1 with errno set. */
+int lab_json_mem(struct lab_json *j, int indent);
+/*
+ * End a lab_json_mem() writer: the text (malloc'ed, the caller frees it),
+ * or NULL with errno set if writing failed or the value is unfinished.
+ */
+char *lab_json_text(struct lab_json *j);
+
+void lab_json_object(struct lab_json *j, const char *key);
+void lab_json_array(struct lab_json *j, const char *key);
+void lab_json_end(struct lab_json *j);
+void lab_json_break(struct lab_json *j);
+/* A string, escaped; NULL writes null. */
+void lab_json_str(struct lab_json *j, const char *key, const char *s);
+void lab_json_int(struct lab_json *j, const char *key, long long v);
+void lab_json_uint(struct lab_json *j, const char *key, unsigned long long v);
+/* @decimals after the point (< 0: all 17 significant digits); NaN, inf: null. */
+void lab_json_double(struct lab_json *j, const char *key, double v, int decimals);
+void lab_json_bool(struct lab_json *j, const char *key, int v);
+void lab_json_null(struct lab_json *j, const char *key);
+/* @json, a finished JSON value, as it is. */
+void lab_json_raw(struct lab_json *j, const char *key, const char *json);
+
 /* Write @s as a JSON string literal, with quotes and escapes. */
 void lab_json_string(FILE *f, const char *s);
 
@@ -187,5 +239,15 @@ FILE *lab_result_file(const struct lab_result *r, const char *name);
  */
 int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 		   const char *settings_json);
+
+/*
+ * The start of every tool's result folder: lab_result_begin(), then, if
+ * @argv is not NULL, lab_meta_write() with @settings_json.  If either
+ * fails it removes the folder, says "PROG: cannot create a result folder
+ * in PARENT: REASON" on stderr and returns -1 (errno kept).
+ */
+int lab_result_open(struct lab_result *r, const char *prog, const char *parent,
+		    const char *experiment, const char *name, int argc, char *const argv[],
+		    const char *settings_json);
 
 #endif /* LAB_H */

@@ -211,14 +211,6 @@ static char *git_commit(char *buf, size_t size)
 	return buf[0] ? buf : NULL;
 }
 
-static void json_or_null(FILE *f, const char *s)
-{
-	if (s)
-		lab_json_string(f, s);
-	else
-		fputs("null", f);
-}
-
 /* The value of "key : value" in /proc/cpuinfo, first CPU. */
 static char *cpuinfo(const char *key, char *buf, size_t size)
 {
@@ -281,33 +273,30 @@ static const char *preemption_of(const char *version, char *buf, size_t size)
 }
 
 /* "name": {"parameters": {...}, "stats": {...}} of a loaded module. */
-static void module_json(FILE *f, const char *mod)
+static void module_json(struct lab_json *j, const char *mod)
 {
 	static const char *const groups[] = { "parameters", "stats" };
 	char path[512], file[1024], val[512];
 	struct dirent *de;
-	int g, first;
 	DIR *d;
+	int g;
 
-	fprintf(f, "\"%s\": {", mod);
+	lab_json_object(j, mod);
 	for (g = 0; g < 2; g++) {
-		fprintf(f, "%s\"%s\": {", g ? ", " : "", groups[g]);
+		lab_json_object(j, groups[g]);
 		snprintf(path, sizeof(path), "/sys/module/%s/%s", mod, groups[g]);
 		d = opendir(path);
-		first = 1;
 		while (d && (de = readdir(d))) {
 			if (de->d_name[0] == '.')
 				continue;
 			snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
-			fprintf(f, "%s\"%s\": ", first ? "" : ", ", de->d_name);
-			lab_json_string(f, read_line(file, val, sizeof(val)));
-			first = 0;
+			lab_json_str(j, de->d_name, read_line(file, val, sizeof(val)));
 		}
 		if (d)
 			closedir(d);
-		fputc('}', f);
+		lab_json_end(j);
 	}
-	fputc('}', f);
+	lab_json_end(j);
 }
 
 /*
@@ -316,31 +305,64 @@ static void module_json(FILE *f, const char *mod)
  * when QEMU's instruction counter drives it (one instruction = 2^N ns);
  * null outside a lab VM.
  */
-static void clock_json(FILE *f)
+static void clock_json(struct lab_json *j)
 {
 	char kind[32], shift[32];
 
 	if (!cmdline_value("lab.clock", kind, sizeof(kind))) {
-		fputs("null", f);
+		lab_json_null(j, "clock");
 		return;
 	}
-	fprintf(f, "{\"kind\": ");
-	lab_json_string(f, kind);
+	lab_json_object(j, "clock");
+	lab_json_str(j, "kind", kind);
 	if (cmdline_value("lab.icount_shift", shift, sizeof(shift)))
-		fprintf(f, ", \"shift\": %d", atoi(shift));
-	fputc('}', f);
+		lab_json_int(j, "shift", atoi(shift));
+	lab_json_end(j);
+}
+
+static void kernel_json(struct lab_json *j, const struct utsname *u)
+{
+	char variant[64], preempt[128];
+
+	lab_json_object(j, "kernel");
+	lab_json_str(j, "release", u->release);
+	lab_json_str(j, "version", u->version);
+	lab_json_str(j, "variant", variant_of(u->release, variant, sizeof(variant)));
+	lab_json_str(j, "preemption", preemption_of(u->version, preempt, sizeof(preempt)));
+	lab_json_end(j);
+}
+
+static void machine_json(struct lab_json *j)
+{
+	char model[256], accel[64], why[256], qemu[64];
+	const char *acc;
+	int virt;
+
+	/* TCG does not set the hypervisor flag; scripts/vm.sh names the accelerator. */
+	acc = cmdline_value("lab.accel", accel, sizeof(accel));
+	virt = (cpuinfo("flags", model, sizeof(model)) && strstr(model, "hypervisor")) || acc;
+
+	lab_json_object(j, "machine");
+	lab_json_str(j, "cpu_model", cpuinfo("model name", model, sizeof(model)));
+	lab_json_int(j, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	lab_json_bool(j, "virtual", virt);
+	lab_json_str(j, "accelerator", acc ? acc : virt ? "unknown" : "none");
+	lab_json_str(j, "accelerator_why", cmdline_value("lab.accel_why", why, sizeof(why)));
+	lab_json_str(j, "qemu", cmdline_value("lab.qemu", qemu, sizeof(qemu)));
+	lab_json_bool(j, "pmu", !access("/sys/bus/event_source/devices/cpu", F_OK));
+	clock_json(j);
+	lab_json_end(j);
 }
 
 int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 		   const char *settings_json)
 {
 	static const char *const lab_modules[] = { "delay" };
-	char stamp[32], commit[128], variant[64], preempt[128], model[256];
-	char accel[64], why[256], qemu[64];
-	const char *acc;
+	char stamp[32], commit[128], path[128];
 	struct utsname u;
+	struct lab_json j;
 	time_t now = time(NULL);
-	int i, virt, first;
+	int i, err;
 	size_t m;
 	FILE *f;
 
@@ -349,51 +371,59 @@ int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 		return -1;
 	uname(&u);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-	/* TCG does not set the hypervisor flag; scripts/vm.sh names the accelerator. */
-	acc = cmdline_value("lab.accel", accel, sizeof(accel));
-	virt = (cpuinfo("flags", model, sizeof(model)) && strstr(model, "hypervisor")) || acc;
 
-	fprintf(f, "{\n  \"experiment\": ");
-	lab_json_string(f, r->experiment);
-	fprintf(f, ",\n  \"date\": \"%s\",\n  \"command\": [", stamp);
-	for (i = 0; i < argc; i++) {
-		fputs(i ? ", " : "", f);
-		lab_json_string(f, argv[i]);
-	}
-	fprintf(f, "],\n  \"lab_commit\": ");
-	json_or_null(f, git_commit(commit, sizeof(commit)));
-	fprintf(f, ",\n  \"kernel\": {\"release\": ");
-	lab_json_string(f, u.release);
-	fprintf(f, ", \"version\": ");
-	lab_json_string(f, u.version);
-	fprintf(f, ", \"variant\": ");
-	json_or_null(f, variant_of(u.release, variant, sizeof(variant)));
-	fprintf(f, ", \"preemption\": ");
-	json_or_null(f, preemption_of(u.version, preempt, sizeof(preempt)));
-	fprintf(f, "},\n  \"machine\": {\"cpu_model\": ");
-	json_or_null(f, cpuinfo("model name", model, sizeof(model)));
-	fprintf(f, ", \"cpus\": %ld, \"virtual\": %s, \"accelerator\": ",
-		sysconf(_SC_NPROCESSORS_ONLN), virt ? "true" : "false");
-	json_or_null(f, acc ? acc : virt ? "unknown" : "none");
-	fprintf(f, ", \"accelerator_why\": ");
-	json_or_null(f, cmdline_value("lab.accel_why", why, sizeof(why)));
-	fprintf(f, ", \"qemu\": ");
-	json_or_null(f, cmdline_value("lab.qemu", qemu, sizeof(qemu)));
-	fprintf(f, ", \"pmu\": %s, \"clock\": ",
-		access("/sys/bus/event_source/devices/cpu", F_OK) ? "false" : "true");
-	clock_json(f);
-	fprintf(f, "},\n  \"modules\": {");
-	first = 1;
+	lab_json_file(&j, f, 0);
+	lab_json_object(&j, NULL);
+	lab_json_break(&j);
+	lab_json_str(&j, "experiment", r->experiment);
+	lab_json_break(&j);
+	lab_json_str(&j, "date", stamp);
+	lab_json_break(&j);
+	lab_json_array(&j, "command");
+	for (i = 0; i < argc; i++)
+		lab_json_str(&j, NULL, argv[i]);
+	lab_json_end(&j);
+	lab_json_break(&j);
+	lab_json_str(&j, "lab_commit", git_commit(commit, sizeof(commit)));
+	lab_json_break(&j);
+	kernel_json(&j, &u);
+	lab_json_break(&j);
+	machine_json(&j);
+	lab_json_break(&j);
+	lab_json_object(&j, "modules");
 	for (m = 0; m < sizeof(lab_modules) / sizeof(lab_modules[0]); m++) {
-		char path[128];
-
 		snprintf(path, sizeof(path), "/sys/module/%s", lab_modules[m]);
-		if (access(path, F_OK))
-			continue;
-		fputs(first ? "" : ", ", f);
-		module_json(f, lab_modules[m]);
-		first = 0;
+		if (!access(path, F_OK))
+			module_json(&j, lab_modules[m]);
 	}
-	fprintf(f, "},\n  \"settings\": %s\n}\n", settings_json ? settings_json : "{}");
-	return fclose(f);
+	lab_json_end(&j);
+	lab_json_break(&j);
+	lab_json_raw(&j, "settings", settings_json ? settings_json : "{}");
+	lab_json_break(&j);
+	lab_json_end(&j);
+	fputc('\n', f);
+	err = j.err;
+	if (fclose(f) || err) {
+		if (err)
+			errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+int lab_result_open(struct lab_result *r, const char *prog, const char *parent,
+		    const char *experiment, const char *name, int argc, char *const argv[],
+		    const char *settings_json)
+{
+	int err;
+
+	if (lab_result_begin(r, parent, experiment, name) == 0 &&
+	    (!argv || lab_meta_write(r, argc, argv, settings_json) == 0))
+		return 0;
+	err = errno;
+	fprintf(stderr, "%s: cannot create a result folder in %s: %s\n", prog, parent,
+		strerror(err));
+	lab_result_abort(r);
+	errno = err;
+	return -1;
 }

@@ -189,6 +189,110 @@ static void test_files(void)
 		printf("# could not remove %s\n", dir);
 }
 
+/* @text, then free it; "(null)" for NULL. */
+static int json_is(char *text, const char *want)
+{
+	int ok = text && !strcmp(text, want);
+
+	if (!ok)
+		printf("#   expected %s\n#   got      %s\n", want, text ? text : "(null)");
+	free(text);
+	return ok;
+}
+
+static void test_json(void)
+{
+	struct lab_json j;
+	char *text;
+
+	lab_json_mem(&j, 0);
+	lab_json_object(&j, NULL);
+	lab_json_str(&j, "s", "a\"b\\c\n\t\x01/\xc3\xa9");
+	lab_json_str(&j, "none", NULL);
+	lab_json_int(&j, "i", -42);
+	lab_json_uint(&j, "u", 18446744073709551615ULL);
+	lab_json_double(&j, "d", 2.5, 3);
+	lab_json_double(&j, "g", 0.1, -1);
+	lab_json_double(&j, "nan", NAN, 2);
+	lab_json_double(&j, "inf", -INFINITY, 2);
+	lab_json_bool(&j, "t", 1);
+	lab_json_bool(&j, "f", 0);
+	lab_json_null(&j, "n");
+	lab_json_array(&j, "a");
+	lab_json_int(&j, NULL, 1);
+	lab_json_object(&j, NULL);
+	lab_json_end(&j);
+	lab_json_array(&j, NULL);
+	lab_json_end(&j);
+	lab_json_end(&j);
+	lab_json_raw(&j, "raw", "{\"x\": [1]}");
+	lab_json_end(&j);
+	check(json_is(lab_json_text(&j),
+		      "{\"s\": \"a\\\"b\\\\c\\u000a\\u0009\\u0001/\xc3\xa9\", \"none\": null, "
+		      "\"i\": -42, \"u\": 18446744073709551615, \"d\": 2.500, "
+		      "\"g\": 0.10000000000000001, \"nan\": null, \"inf\": null, \"t\": true, "
+		      "\"f\": false, \"n\": null, \"a\": [1, {}, []], \"raw\": {\"x\": [1]}}"),
+	      "JSON writer: every kind of value, strings escaped, NaN and inf as null");
+
+	lab_json_mem(&j, 1);
+	lab_json_object(&j, NULL);
+	lab_json_break(&j);
+	lab_json_int(&j, "a", 1);
+	lab_json_break(&j);
+	lab_json_object(&j, "b");
+	lab_json_int(&j, "c", 2);
+	lab_json_int(&j, "d", 3);
+	lab_json_end(&j);
+	lab_json_break(&j);
+	lab_json_end(&j);
+	check(json_is(lab_json_text(&j), "{\n    \"a\": 1,\n    \"b\": {\"c\": 2, \"d\": 3}\n  }"),
+	      "JSON writer: line breaks where asked, indented two spaces a level");
+
+	lab_json_mem(&j, 0);
+	lab_json_array(&j, NULL);
+	lab_json_end(&j);
+	check(json_is(lab_json_text(&j), "[]"), "JSON writer: an empty array at the top");
+
+	lab_json_mem(&j, 0);
+	lab_json_array(&j, NULL);
+	lab_json_int(&j, "key", 1);
+	lab_json_end(&j);
+	errno = 0;
+	text = lab_json_text(&j);
+	check(!text && errno == EINVAL, "JSON writer: a key inside an array is EINVAL");
+
+	lab_json_mem(&j, 0);
+	lab_json_object(&j, NULL);
+	lab_json_int(&j, NULL, 1);
+	lab_json_end(&j);
+	check(!lab_json_text(&j), "JSON writer: a member without a key is refused");
+
+	lab_json_mem(&j, 0);
+	lab_json_object(&j, NULL);
+	check(!lab_json_text(&j), "JSON writer: an unclosed object is refused");
+
+	lab_json_mem(&j, 0);
+	lab_json_object(&j, NULL);
+	lab_json_end(&j);
+	lab_json_end(&j);
+	check(!lab_json_text(&j), "JSON writer: an end too many is refused");
+
+	lab_json_mem(&j, 0);
+	lab_json_int(&j, NULL, 1);
+	lab_json_int(&j, NULL, 2);
+	check(!lab_json_text(&j), "JSON writer: a second top-level value is refused");
+
+	lab_json_mem(&j, 0);
+	check(!lab_json_text(&j), "JSON writer: no value at all is refused");
+
+	lab_json_mem(&j, 0);
+	for (int i = 0; i < LAB_JSON_DEPTH + 1; i++)
+		lab_json_array(&j, NULL);
+	for (int i = 0; i < LAB_JSON_DEPTH + 1; i++)
+		lab_json_end(&j);
+	check(!lab_json_text(&j), "JSON writer: nesting deeper than LAB_JSON_DEPTH is refused");
+}
+
 static void test_clock(void)
 {
 	uint64_t a = lab_now_ns(), b;
@@ -206,6 +310,7 @@ int main(void)
 	test_split();
 	test_lists();
 	test_files();
+	test_json();
 	test_clock();
 	printf("1..%d\n", n_tests);
 	return n_failed ? 1 : 0;

@@ -18,10 +18,13 @@ kobj_of() {
 	fi
 }
 KOBJ=${KOBJ:-$(kobj_of "$VARIANT")}
+# check_variant NAME [OPTION]: NAME is a kernel variant, or the script stops
+# with status 2 (a bad value of OPTION, VARIANT by default).
 check_variant() {
 	[ -f "$LAB_ROOT/config/variants/$1.config" ] ||
-		die "no kernel variant '$1': config/variants has $(find "$LAB_ROOT/config/variants" \
-			-name '*.config' -printf '%f\n' | sed 's/\.config$//' | sort | paste -sd, -)"
+		bad_arg "${2:-VARIANT} wants a kernel variant of config/variants ($(find \
+			"$LAB_ROOT/config/variants" -name '*.config' -printf '%f\n' |
+			sed 's/\.config$//' | sort | paste -sd, -)), not '$1'"
 }
 
 # The lab's modules built for the running kernel (make module puts them in
@@ -51,7 +54,24 @@ lab_help() {
 	-h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	esac
 }
+# The README's two failures, one line each: die for a missing tool, module,
+# device or file (status 1), bad_arg for a bad option or value (status 2,
+# before anything is made).
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
+# In an option loop, before taking the value of the option in $1 from $2:
+#   -r) want_value "$@"; RUNS=$2; shift ;;
+want_value() {
+	if [ $# -lt 2 ] || [ -z "$2" ]; then bad_arg "$1 wants a value (see --help)"; fi
+}
+# lab_built PROGRAM...: each is built, or the script stops saying how to.
+#   lab_built "$LAB_TOOL" "$here/smp"
+lab_built() {
+	local p
+	for p in "$@"; do
+		[ -x "$p" ] || die "${p#"$LAB_ROOT"/} is not built; run 'make userspace'"
+	done
+}
 # A runner's result folder.  lab_begin PARENT EXPERIMENT makes
 # PARENT/EXPERIMENT-<date>-<time>.incomplete/ and sets LAB_DIR to it; until
 # lab_commit EXPERIMENT gives it its final name (and LAB_DIR with it), a
@@ -64,11 +84,18 @@ lab_commit() {
 	trap - EXIT
 	LAB_DIR=$("$LAB_TOOL" commit "$LAB_DIR" "$1")
 }
+# lab_python ARG...: the lab's Python (.venv, else the system's), with
+# lablib importable.
+lab_python() {
+	local py=$LAB_VENV/bin/python
+	[ -x "$py" ] || py=python3
+	PYTHONPATH=$LAB_ROOT/userspace${PYTHONPATH:+:$PYTHONPATH} "$py" "$@"
+}
 # lab_analyse 1|0 ANALYSER: run ANALYSER on LAB_DIR with the lab's Python,
 # or, for 0 (a runner's --no-analysis), say how to later.
 lab_analyse() {
 	if [ "$1" -eq 1 ]; then
-		"$LAB_VENV/bin/python" "$2" "$LAB_DIR"
+		lab_python "$2" "$LAB_DIR"
 	else
 		log "analyse with: ${2#"$LAB_ROOT"/} $LAB_DIR"
 	fi
@@ -86,8 +113,6 @@ lab_skip() {
 	fi
 	printf '%s,"%s"\n' "$(IFS=,; printf '%s' "${what[*]}")" "${reason//\"/\'}" >>"$csv"
 }
-# A bad option or value: one line and exit status 2 (the lab's convention).
-bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 
 # QEMU's major version, empty if qemu-system-x86_64 is missing.  Version 8
 # is the first whose multi-threaded TCG the lab trusts (see scripts/vm.sh).
@@ -113,20 +138,23 @@ as_root() {
 }
 
 # want_uint OPTION VALUE [MIN]: VALUE is a whole number >= MIN (default 0),
-# or the script stops saying so.
+# or the script stops with status 2.
 want_uint() {
 	case $2 in
-	'' | *[!0-9]*) die "$1 wants a whole number, not '$2'" ;;
+	'' | *[!0-9]*) bad_arg "$1 wants a whole number, not '$2'" ;;
 	esac
-	[ "$((10#$2))" -ge "${3:-0}" ] || die "$1 wants a whole number >= ${3:-0}, not '$2'"
+	if [ "${#2}" -gt 18 ] || [ "$((10#$2))" -lt "${3:-0}" ]; then
+		bad_arg "$1 wants a whole number >= ${3:-0}, not '$2'"
+	fi
 }
 
 # lab_list OPTION LIST [MAX]: the numbers of LIST ('0,50,100', '0:700:50' or a
-# mix, liblab's one syntax) separated by spaces, or the script stops.
+# mix, liblab's one syntax) separated by spaces, or the script stops with
+# status 2 (under set -e, also from inside  list=$(lab_list ...)).
 lab_list() {
 	local out
-	[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+	lab_built "$LAB_TOOL"
 	out=$("$LAB_TOOL" list "$2" ${3:+"$3"} 2>&1) ||
-		die "$1 wants a list like '0,50,100', '0:700:50' or a mix${3:+ (at most $3)}, not '$2'"
+		bad_arg "$1 wants a list like '0,50,100', '0:700:50' or a mix${3:+ (at most $3)}, not '$2'"
 	printf '%s\n' "$out" | paste -sd' '
 }

@@ -18,7 +18,7 @@ RUNS=${RUNS:-5}
 BOOTS=${BOOTS:-2}
 want_uint RUNS "$RUNS" 2
 want_uint BOOTS "$BOOTS" 1
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+lab_built "$LAB_TOOL"
 
 lab_begin "$LAB_ROOT/results" calibrate-bench
 "$LAB_TOOL" meta "$LAB_DIR" calibrate-bench runs:="$RUNS" boots:="$BOOTS" -- "$0" "$@"

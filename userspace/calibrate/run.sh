@@ -11,9 +11,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
+# --runs N: N calibrations, named run-1..run-N (for bench.sh, with -o).
+runs=0
+if [ "${1:-}" = --runs ]; then
+	want_uint --runs "${2:-}" 1
+	runs=$2
+	shift 2
+fi
 grep -q ' syscall_hook_register$' /proc/kallsyms 2>/dev/null ||
 	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
-[ -x "$here/calibrate" ] || die "$here/calibrate is not built; run 'make userspace'"
+lab_built "$here/calibrate"
 
 loaded_here=0
 if [ ! -d /sys/module/delay ]; then
@@ -27,13 +34,6 @@ log "kernel $(uname -r), $(nproc) CPUs; calibrating on CPU 0 into results/"
 # CPU 0: in the TCG guest the last vCPU shares its host core with QEMU's
 # own threads and its timings wander (getppid: 490-950 ns against 491-508
 # on CPU 0 in the same boot).  A later -C overrides this one.
-# --runs N: N calibrations, named run-1..run-N (for bench.sh, with -o).
-runs=0
-if [ "${1:-}" = --runs ]; then
-	want_uint --runs "${2:-}" 1
-	runs=$2
-	shift 2
-fi
 if [ "$runs" -eq 0 ]; then
 	"$here/calibrate" -C 0 -o "$LAB_ROOT/results" "$@"
 else

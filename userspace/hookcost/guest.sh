@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -eq 4 ] || die "usage: guest.sh a|bcd ROUNDS BOOT DIR"
+[ $# -eq 4 ] || bad_arg "usage: guest.sh a|bcd ROUNDS BOOT DIR"
 which=$1 rounds=$2 boot=$3 dir=$4
 nullcall=$LAB_ROOT/userspace/calibrate/nullcall
 # Many short batches on CPU 0, as calibrate does (see userspace/calibrate/run.sh).

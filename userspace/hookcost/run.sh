@@ -21,7 +21,7 @@ ROUNDS=${ROUNDS:-5}
 BOOTS=${BOOTS:-3}
 want_uint ROUNDS "$ROUNDS" 1
 want_uint BOOTS "$BOOTS" 1
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+lab_built "$LAB_TOOL"
 
 log "building the comparison kernel without the hook (VARIANT=nohook)"
 VARIANT=nohook KOBJ=$(kobj_of nohook) "$LAB_ROOT/scripts/build-kernel.sh"

@@ -35,44 +35,44 @@ EOT
 
 n=2000 period=16000 loads=0,1,2,4,8,16,32 trace_cells=0:normal,16:normal cpu=0
 out=$LAB_ROOT/results analyse=1
-need_arg() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (see --help)"; fi; }
+args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
-	-n | --events) need_arg "$@"; n=$2; shift 2 ;;
-	--period-us) need_arg "$@"; period=$2; shift 2 ;;
-	--loads) need_arg "$@"; loads=$2; shift 2 ;;
-	--trace-cells) need_arg "$@"; trace_cells=$2; shift 2 ;;
-	-C | --cpu) need_arg "$@"; cpu=$2; shift 2 ;;
-	-o | --output) need_arg "$@"; out=$2; shift 2 ;;
+	-n | --events) want_value "$@"; n=$2; shift 2 ;;
+	--period-us) want_value "$@"; period=$2; shift 2 ;;
+	--loads) want_value "$@"; loads=$2; shift 2 ;;
+	--trace-cells) want_value "$@"; trace_cells=$2; shift 2 ;;
+	-C | --cpu) want_value "$@"; cpu=$2; shift 2 ;;
+	-o | --output) want_value "$@"; out=$2; shift 2 ;;
 	--no-analysis) analyse=0; shift ;;
-	*) die "unknown argument '$1' (see --help)" ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
 	esac
 done
 
-[ -x "$here/irqhook" ] || die "$here/irqhook is not built (make userspace)"
 load_list=$(lab_list --loads "$loads" 1024)
 want_uint --events "$n" 1
 want_uint --period-us "$period"
 place=()
 if [ "$cpu" != none ]; then
 	if ! [[ $cpu =~ ^[0-9]+$ ]] || [ ! -d "/sys/devices/system/cpu/cpu$cpu" ]; then
-		die "--cpu wants a CPU of this machine or 'none', not '$cpu'"
+		bad_arg "--cpu wants a CPU of this machine or 'none', not '$cpu'"
 	fi
 	place=(--read-cpu "$cpu" --write-cpu "$cpu" --load-cpus "$cpu")
 fi
 [ "$trace_cells" = none ] && trace_cells=
 IFS=, read -r -a cells_traced <<<"$trace_cells"
 for c in "${cells_traced[@]}"; do
-	[[ $c =~ ^[0-9]+:(normal|rt)$ ]] || die "--trace-cells wants LOADS:normal or LOADS:rt, not '$c'"
+	[[ $c =~ ^[0-9]+:(normal|rt)$ ]] || bad_arg "--trace-cells wants LOADS:normal or LOADS:rt, not '$c'"
 done
+lab_built "$LAB_TOOL" "$here/irqhook"
 [ -e /dev/irqhook ] || die "no /dev/irqhook: boot the lab kernel (make vm)"
 [ "$(id -u)" -eq 0 ] || die "must run as root"
 
 lab_begin "$out" irqhook-sweep
 "$LAB_TOOL" meta "$LAB_DIR" irqhook-sweep events:="$n" period_us:="$period" \
 	loads:="[${load_list// /,}]" cpu="$cpu" \
-	trace_cells:="[$(printf '"%s",' "${cells_traced[@]}" | sed 's/,$//')]" -- "$0" "$@"
+	trace_cells:="[$(printf '"%s",' "${cells_traced[@]}" | sed 's/,$//')]" -- "$0" "${args[@]}"
 
 ncells=0
 for l in $load_list; do ncells=$((ncells + 2)); done
@@ -102,11 +102,9 @@ done
 
 lab_commit irqhook-sweep
 if [ "$analyse" -eq 1 ]; then
-	py=$LAB_VENV/bin/python
-	[ -x "$py" ] || py=python3
 	for c in "${cells_traced[@]}"; do
-		"$py" "$here/trace_report.py" "$LAB_DIR/traced-${c%%:*}-${c#*:}"
+		lab_python "$here/trace_report.py" "$LAB_DIR/traced-${c%%:*}-${c#*:}"
 	done
-	"$py" "$here/sweep_report.py" "$LAB_DIR"
+	lab_python "$here/sweep_report.py" "$LAB_DIR"
 fi
 log "results in $LAB_DIR"

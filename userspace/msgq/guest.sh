@@ -25,14 +25,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -ge 1 ] || die "usage: guest.sh DIR [RUNS [N [MSGQ-OPTIONS...]]]"
+[ $# -ge 1 ] || bad_arg "usage: guest.sh DIR [RUNS [N [MSGQ-OPTIONS...]]]"
 dir=$1 runs=${2:-5} n=${3:-30000}
 shift $(($# < 3 ? $# : 3))
 want_uint RUNS "$runs" 1
 want_uint N "$n" 1
 [ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
 msgq=$here/msgq
-[ -x "$msgq" ] || die "$msgq is not built; run 'make userspace'"
+lab_built "$LAB_TOOL" "$msgq"
 [ "$(id -u)" -eq 0 ] || die "needs root (insmod, perf -a)"
 ko=$(lab_ko msgq)
 strategies=(dynamic static)

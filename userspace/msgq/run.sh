@@ -8,7 +8,8 @@
 # (userspace/msgq/README.md).
 #
 #   run.sh [-r RUNS] [-n N] [--here] [--no-analysis] [-- MSGQ-OPTIONS...]
-#   -r RUNS         rounds of each strategy (default $RUNS or 5)
+#   -r, --repeats RUNS
+#                   rounds of each strategy (default $RUNS or 5)
 #   -n N            messages a run (default $N or 30000)
 #   --here          no VM: measure the running kernel
 #   --no-analysis   record only; analyse later with analyse.py DIR
@@ -23,10 +24,11 @@ lab_help "$@"
 RUNS=${RUNS:-5}
 N=${N:-30000}
 analysis=1 vm=1
+args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
-	-r) [ $# -ge 2 ] || bad_arg "-r wants a value"; RUNS=$2; shift ;;
-	-n) [ $# -ge 2 ] || bad_arg "-n wants a value"; N=$2; shift ;;
+	-r | --repeats) want_value "$@"; RUNS=$2; shift ;;
+	-n) want_value "$@"; N=$2; shift ;;
 	--here) vm=0 ;;
 	--no-analysis) analysis=0 ;;
 	--) shift; break ;;
@@ -34,11 +36,9 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-# A bad value is one line and status 2, before anything is made.
-(want_uint RUNS "$RUNS" 1) || exit 2
-(want_uint N "$N" 1) || exit 2
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
-[ -x "$here/msgq" ] || die "$here/msgq is not built; run 'make userspace'"
+want_uint --repeats "$RUNS" 1
+want_uint -n "$N" 1
+lab_built "$LAB_TOOL" "$here/msgq"
 if [ "$vm" -eq 0 ]; then
 	[ "$(id -u)" -eq 0 ] || die "--here needs root (insmod, perf -a)"
 	lab_ko msgq >/dev/null
@@ -46,7 +46,7 @@ fi
 
 lab_begin "$LAB_ROOT/results" msgq-profile
 "$LAB_TOOL" meta "$LAB_DIR" msgq-profile runs:="$RUNS" n:="$N" \
-	vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" msgq_options="$*" -- "$0" "$@"
+	vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" msgq_options="$*" -- "$0" "${args[@]}"
 start=$(date +%s)
 if [ "$vm" -eq 1 ]; then
 	log "booting the ${VARIANT:-stock} kernel: $LAB_DIR"

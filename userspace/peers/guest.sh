@@ -18,14 +18,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 lab_help "$@"
 
 if [ $# -lt 1 ] || [ $# -gt 3 ]; then
-	die "usage: guest.sh DIR [N [WARMUP]]"
+	bad_arg "usage: guest.sh DIR [N [WARMUP]]"
 fi
 dir=$1 n=${2:-10000} warmup=${3:-1000}
 want_uint N "$n" 1
 want_uint WARMUP "$warmup"
 [ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
 percall=$here/percall
-[ -x "$percall" ] || die "$percall is not built; run 'make userspace'"
+lab_built "$LAB_TOOL" "$percall"
 [ "$(id -u)" -eq 0 ] || die "needs root (insmod, module parameters)"
 grep -q ' syscall_hook_register$' /proc/kallsyms 2>/dev/null ||
 	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"

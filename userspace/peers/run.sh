@@ -21,24 +21,23 @@ lab_help "$@"
 N=${N:-10000}
 WARMUP=${WARMUP:-1000}
 analysis=1
+args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
-	-n) [ $# -ge 2 ] || die "-n wants a value"; N=$2; shift ;;
-	--warmup) [ $# -ge 2 ] || die "--warmup wants a value"; WARMUP=$2; shift ;;
+	-n) want_value "$@"; N=$2; shift ;;
+	--warmup) want_value "$@"; WARMUP=$2; shift ;;
 	--no-analysis) analysis=0 ;;
-	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
 	esac
 	shift
 done
-# A bad value is one line and status 2, before anything is made.
-(want_uint N "$N" 1) || exit 2
-(want_uint WARMUP "$WARMUP") || exit 2
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
-[ -x "$here/percall" ] || die "$here/percall is not built; run 'make userspace'"
+want_uint -n "$N" 1
+want_uint --warmup "$WARMUP"
+lab_built "$LAB_TOOL" "$here/percall"
 
 lab_begin "$LAB_ROOT/results" peers
 "$LAB_TOOL" meta "$LAB_DIR" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
-	syscalls:='["getppid", "read"]' -- "$0" "$@"
+	syscalls:='["getppid", "read"]' -- "$0" "${args[@]}"
 start=$(date +%s)
 log "one boot, every case, $N calls each: $LAB_DIR"
 "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$N" "$WARMUP"

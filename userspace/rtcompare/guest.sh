@@ -28,23 +28,22 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -ge 1 ] || die "usage: guest.sh DIR [options] (see --help)"
+[ $# -ge 1 ] || bad_arg "usage: guest.sh DIR [options] (see --help)"
 top=$1
 shift
 only=cyclictest,perfstat,squarewave,lab
 ct_loops=20000 repeats=5 passes=1000 periods=200 n=300
 freqs=100,200,500,1000,2000,5000,10000,20000 check=0
-need() { [ $# -ge 2 ] || bad_arg "$1 wants a value (see --help)"; }
 while [ $# -gt 0 ]; do
 	case $1 in
-	--only) need "$@"; only=$2; shift ;;
+	--only) want_value "$@"; only=$2; shift ;;
 	--long) ct_loops=300000 ;;
-	--ct-loops) need "$@"; (want_uint --ct-loops "$2" 10) || exit 2; ct_loops=$2; shift ;;
-	-r | --repeats) need "$@"; (want_uint --repeats "$2" 1) || exit 2; repeats=$2; shift ;;
-	--passes) need "$@"; (want_uint --passes "$2" 1) || exit 2; passes=$2; shift ;;
-	--freqs) need "$@"; (lab_list --freqs "$2" 1000000 >/dev/null) || exit 2; freqs=$2; shift ;;
-	--periods) need "$@"; (want_uint --periods "$2" 2) || exit 2; periods=$2; shift ;;
-	-n) need "$@"; (want_uint -n "$2" 10) || exit 2; n=$2; shift ;;
+	--ct-loops) want_value "$@"; want_uint --ct-loops "$2" 10; ct_loops=$2; shift ;;
+	-r | --repeats) want_value "$@"; want_uint --repeats "$2" 1; repeats=$2; shift ;;
+	--passes) want_value "$@"; want_uint --passes "$2" 1; passes=$2; shift ;;
+	--freqs) want_value "$@"; lab_list --freqs "$2" 1000000 >/dev/null; freqs=$2; shift ;;
+	--periods) want_value "$@"; want_uint --periods "$2" 2; periods=$2; shift ;;
+	-n) want_value "$@"; want_uint -n "$2" 10; n=$2; shift ;;
 	--quick) ct_loops=500 repeats=2 passes=50 periods=20 n=20 freqs=200,2000 ;;
 	--check) check=1 ;;
 	*) bad_arg "unknown argument '$1' (see --help)" ;;
@@ -62,9 +61,7 @@ runs() { [[ ",$only," == *",$1,"* ]]; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (real-time priorities, the delay module, tracing)"
 [ -d "$top" ] || die "no result folder $top (run.sh makes it)"
-for tool in sortsum squarewave; do
-	[ -x "$here/$tool" ] || die "$here/$tool is not built; run 'make userspace'"
-done
+lab_built "$LAB_TOOL" "$here/sortsum" "$here/squarewave"
 variant=$(sed -n 's/.*\blab\.variant=\([^ ]*\).*/\1/p' /proc/cmdline)
 if [ -z "$variant" ]; then
 	case $(uname -r) in

@@ -23,11 +23,12 @@ lab_help "$@"
 
 variants=stock,rt vm=1 analysis=1 into=
 guest_args=()
+args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
-	--variants) [ $# -ge 2 ] || bad_arg "--variants wants a list like stock,rt"; variants=$2; shift ;;
+	--variants) want_value "$@"; variants=$2; shift ;;
 	--here) vm=0 ;;
-	--into) [ $# -ge 2 ] || bad_arg "--into wants a folder"; into=$2; shift ;;
+	--into) want_value "$@"; into=$2; shift ;;
 	--no-analysis) analysis=0 ;;
 	--) shift; guest_args=("$@"); break ;;
 	*) bad_arg "unknown argument '$1' (see --help)" ;;
@@ -37,29 +38,26 @@ done
 IFS=, read -r -a vlist <<<"$variants"
 [ ${#vlist[@]} -ge 1 ] || bad_arg "--variants wants a list like stock,rt"
 for v in "${vlist[@]}"; do
-	check_variant "$v"
-	[ "$v" != nohook ] || die "--variants: nohook has no hook, the delay module cannot load there"
+	check_variant "$v" --variants
+	[ "$v" != nohook ] || bad_arg "--variants wants kernels with the hook, not 'nohook'"
 done
 [ -z "$into" ] || [ "$vm" -eq 0 ] || bad_arg "--into goes with --here"
-for tool in sortsum squarewave; do
-	[ -x "$here/$tool" ] || die "$here/$tool is not built; run 'make userspace'"
-done
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+[ -z "$into" ] || [ -d "$into" ] || bad_arg "--into wants an rt-compare folder, not '$into'"
+# guest.sh's options are checked before any kernel is built or booted.
+"$here/guest.sh" - --check "${guest_args[@]}"
+lab_built "$LAB_TOOL" "$here/sortsum" "$here/squarewave"
 if [ "$vm" -eq 0 ]; then
 	[ "$(id -u)" -eq 0 ] || die "--here needs root (real-time priorities, modules, tracing)"
 	command -v cyclictest >/dev/null || die "cyclictest is missing (Debian: rt-tests)"
 	command -v perf >/dev/null || die "perf is missing (Debian: linux-perf)"
 fi
-# guest.sh's options are checked before any kernel is built or booted.
-"$here/guest.sh" - --check "${guest_args[@]}"
 
 if [ -n "$into" ]; then
-	[ -d "$into" ] || bad_arg "--into: no folder $into"
 	LAB_DIR=$into
 else
 	lab_begin "$LAB_ROOT/results" rt-compare
 	"$LAB_TOOL" meta "$LAB_DIR" rt-compare variants="$variants" \
-		vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" -- "$0" "$@"
+		vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" -- "$0" "${args[@]}"
 fi
 start=$(date +%s)
 if [ "$vm" -eq 1 ]; then

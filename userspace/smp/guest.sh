@@ -18,14 +18,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 lab_help "$@"
 
 if [ $# -lt 1 ] || [ $# -gt 3 ]; then
-	die "usage: guest.sh DIR [RUNS [N]]"
+	bad_arg "usage: guest.sh DIR [RUNS [N]]"
 fi
 dir=$1 runs=${2:-5} n=${3:-500}
 want_uint RUNS "$runs" 1
 want_uint N "$n" 1
 [ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
 smp=$here/smp
-[ -x "$smp" ] || die "$smp is not built; run 'make userspace'"
+lab_built "$LAB_TOOL" "$smp"
 [ "$(id -u)" -eq 0 ] || die "needs root (real-time priorities, tun, mlockall)"
 ncpu=$(nproc)
 [ "$ncpu" -ge 2 ] || die "needs 2 CPUs or more, this machine has $ncpu"

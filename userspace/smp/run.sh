@@ -8,7 +8,8 @@
 # (userspace/smp/README.md).
 #
 #   run.sh [-r RUNS] [-n N] [--here] [--no-analysis]
-#   -r RUNS         rounds of every benchmark (default $RUNS or 5)
+#   -r, --repeats RUNS
+#                   rounds of every benchmark (default $RUNS or 5)
 #   -n N            records a benchmark and round (default $N or 500)
 #   --here          no VM: measure the running kernel
 #   --no-analysis   record only; analyse later with analyse.py DIR
@@ -22,28 +23,27 @@ lab_help "$@"
 RUNS=${RUNS:-5}
 N=${N:-500}
 analysis=1 vm=1
+args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
-	-r) [ $# -ge 2 ] || die "-r wants a value"; RUNS=$2; shift ;;
-	-n) [ $# -ge 2 ] || die "-n wants a value"; N=$2; shift ;;
+	-r | --repeats) want_value "$@"; RUNS=$2; shift ;;
+	-n) want_value "$@"; N=$2; shift ;;
 	--here) vm=0 ;;
 	--no-analysis) analysis=0 ;;
-	*) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
 	esac
 	shift
 done
-# A bad value is one line and status 2, before anything is made.
-(want_uint RUNS "$RUNS" 1) || exit 2
-(want_uint N "$N" 1) || exit 2
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
-[ -x "$here/smp" ] || die "$here/smp is not built; run 'make userspace'"
+want_uint --repeats "$RUNS" 1
+want_uint -n "$N" 1
+lab_built "$LAB_TOOL" "$here/smp"
 if [ "$vm" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
 	die "--here needs root (real-time priorities, tun, mlockall)"
 fi
 
 lab_begin "$LAB_ROOT/results" smp
 "$LAB_TOOL" meta "$LAB_DIR" smp runs:="$RUNS" n:="$N" vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" \
-	-- "$0" "$@"
+	-- "$0" "${args[@]}"
 start=$(date +%s)
 if [ "$vm" -eq 1 ]; then
 	log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $LAB_DIR"

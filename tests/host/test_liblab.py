@@ -119,3 +119,19 @@ def test_help_and_unknown_command(lab):
     out = run(lab, "--help")
     assert out.returncode == 0 and "Example" in out.stdout
     assert run(lab, "frobnicate").returncode == 2
+
+
+def test_variant_is_what_meta_json_records(lab, tmp_path):
+    """lab variant, the shell scripts' way to the kernel variant, and
+    meta.json's kernel.variant are one rule: on a lab kernel both name it,
+    on any other kernel meta.json says null and lab variant fails in one
+    line with status 1."""
+    assert run(lab, "meta", tmp_path, "x").returncode == 0
+    recorded = json.loads((tmp_path / "meta.json").read_text())["kernel"]["variant"]
+    out = run(lab, "variant")
+    if recorded is None:
+        assert out.returncode == 1 and out.stdout == "", out
+        assert out.stderr == f"lab: kernel {os.uname().release} is no lab kernel variant\n"
+    else:
+        assert out.returncode == 0 and out.stdout == recorded + "\n", out
+    assert run(lab, "variant", "extra").returncode == 2

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "lab.h"
 
@@ -25,6 +26,8 @@ static void usage(FILE *f)
 "       lab meta DIR EXPERIMENT [KEY=TEXT | KEY:=JSON]... [-- COMMAND...]\n"
 "                                 write DIR/meta.json, settings from the pairs\n"
 "                                 (GROUP.KEY=... nests KEY in the object GROUP)\n"
+"       lab variant               the lab kernel variant running (stock, rt ...),\n"
+"                                 as meta.json records it\n"
 "       lab tsc-hz                the TSC frequency and where it came from\n"
 "\n"
 "LIST is '0,50,100', 'start:stop:step' (stop included) or a mix: '0:200:50,400'.\n"
@@ -188,6 +191,22 @@ static int cmd_meta(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_variant(void)
+{
+	struct utsname u;
+	char buf[64];
+	const char *v;
+
+	uname(&u);
+	v = lab_variant(u.release, buf, sizeof(buf));
+	if (!v) {
+		fprintf(stderr, "lab: kernel %s is no lab kernel variant\n", u.release);
+		return 1;
+	}
+	printf("%s\n", v);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *source;
@@ -209,6 +228,8 @@ int main(int argc, char **argv)
 		return cmd_commit(argc, argv);
 	if (!strcmp(argv[1], "meta"))
 		return cmd_meta(argc, argv);
+	if (!strcmp(argv[1], "variant") && argc == 2)
+		return cmd_variant();
 	if (!strcmp(argv[1], "tsc-hz") && argc == 2) {
 		hz = lab_tsc_hz(&source);
 		printf("%.0f\t%s\n", hz, source);

@@ -237,6 +237,14 @@ FILE *lab_result_file(const struct lab_result *r, const char *name);
  * and counters if it is loaded, and @settings_json: a JSON object text
  * with the tool's own settings (NULL: {}).
  */
+/*
+ * The lab kernel variant running (meta.json's kernel.variant): lab.variant=
+ * on the kernel command line (scripts/vm.sh), else from @release, the
+ * uname -r of a lab kernel (6.12.y-lab is stock, 6.12.y-lab-rt is rt);
+ * NULL for a kernel that is none of the lab's.  The text is @buf's or a
+ * constant.
+ */
+const char *lab_variant(const char *release, char *buf, size_t size);
 int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 		   const char *settings_json);
 

@@ -233,7 +233,7 @@ static char *cpuinfo(const char *key, char *buf, size_t size)
 	return buf[0] ? buf : NULL;
 }
 
-static const char *variant_of(const char *release, char *buf, size_t size)
+const char *lab_variant(const char *release, char *buf, size_t size)
 {
 	const char *lab = strstr(release, "-lab");
 
@@ -327,7 +327,7 @@ static void kernel_json(struct lab_json *j, const struct utsname *u)
 	lab_json_object(j, "kernel");
 	lab_json_str(j, "release", u->release);
 	lab_json_str(j, "version", u->version);
-	lab_json_str(j, "variant", variant_of(u->release, variant, sizeof(variant)));
+	lab_json_str(j, "variant", lab_variant(u->release, variant, sizeof(variant)));
 	lab_json_str(j, "preemption", preemption_of(u->version, preempt, sizeof(preempt)));
 	lab_json_end(j);
 }

@@ -62,14 +62,8 @@ runs() { [[ ",$only," == *",$1,"* ]]; }
 [ "$(id -u)" -eq 0 ] || die "needs root (real-time priorities, the delay module, tracing)"
 [ -d "$top" ] || die "no result folder $top (run.sh makes it)"
 lab_built "$LAB_TOOL" "$here/sortsum" "$here/squarewave"
-variant=$(sed -n 's/.*\blab\.variant=\([^ ]*\).*/\1/p' /proc/cmdline)
-if [ -z "$variant" ]; then
-	case $(uname -r) in
-	*-lab) variant=stock ;;
-	*-lab-*) variant=$(uname -r | sed 's/.*-lab-//') ;;
-	*) variant=$(uname -r) ;;
-	esac
-fi
+# The variant as meta.json records it: one folder per lab kernel.
+variant=$("$LAB_TOOL" variant)
 dir=$top/$variant
 [ ! -e "$dir" ] || die "$dir exists: one folder per kernel"
 mkdir -p "$dir"

@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -eq 3 ] || die "usage: ${0##*/} full|vm|small OBJDIR TREE"
+[ $# -eq 3 ] || bad_arg "usage: ${0##*/} full|vm|small OBJDIR TREE"
 scale=$1 obj=$2 tree=$3
 case $scale in
 full) config=defconfig ;;

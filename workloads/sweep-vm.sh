@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -ge 1 ] || die "usage: ${0##*/} kbuild|grep|apache|all|cmd [sweep.sh options]"
+[ $# -ge 1 ] || bad_arg "usage: ${0##*/} kbuild|grep|apache|all|cmd [sweep.sh options]"
 workload=$1
 scale=vm
 prev=
@@ -32,18 +32,23 @@ esac
 export VM_TIMEOUT=${VM_TIMEOUT:-21600}
 results=$LAB_ROOT/results
 mkdir -p "$results"
-# Result folders only: the latest-* links are not folders to find.
-listing() { find "$results" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort; }
-before=$(listing)
+# A finished sweep points results/latest-<workload> at its folder; an
+# interrupted one leaves <workload>-<time>.incomplete/ and says so itself.
+workloads=$workload
+[ "$workload" != all ] || workloads="kbuild grep apache"
+declare -A before
+for w in $workloads; do before[$w]=$(readlink "$results/latest-$w" || true); done
 status=0
 "$LAB_ROOT/scripts/vm.sh" -- "$LAB_ROOT/workloads/sweep.sh" "$@" --no-analysis -o "$results" ||
 	status=$?
-new=$(comm -13 <(echo "$before") <(listing))
-[ -n "$new" ] || die "the sweep left no result folder (exit status $status)"
-for d in $new; do
-	case $d in
-	*.incomplete) log "incomplete (the sweep stopped): $results/$d" ;;
-	*) "$LAB_VENV/bin/python" "$LAB_ROOT/workloads/report.py" "$results/$d" || status=1 ;;
-	esac
+for w in $workloads; do
+	now=$(readlink "$results/latest-$w" || true)
+	if [ -z "$now" ] || [ "$now" = "${before[$w]}" ]; then
+		log "no new $w sweep (exit status $status)"
+		[ "$status" -ne 0 ] || status=1
+		continue
+	fi
+	LAB_DIR=$results/$now
+	lab_analyse 1 "$LAB_ROOT/workloads/analyse.py" || status=1
 done
 exit "$status"

@@ -62,7 +62,7 @@ Options:
                          (default: /tmp/lab-sweep)
       --step-seconds S   apache: length of one httperf rate step (default 4)
       --no-analysis      leave summary, model and plot to a later
-                         'workloads/report.py DIR' (make sweep runs it on the host)
+                         'workloads/analyse.py DIR' (make sweep runs it on the host)
   -h, --help             this text
 
 Example:
@@ -86,7 +86,8 @@ REPEATS=
 SCALE=
 CALIBRATION=
 OUTPUT=$LAB_ROOT/results
-TREE=$LAB_ROOT/build/src/linux-source-6.12
+DEFAULT_TREE=$LAB_ROOT/build/src/linux-source-6.12
+TREE=$DEFAULT_TREE
 JOBS=$(nproc)
 WORKDIR=/tmp/lab-sweep
 STEP_SECONDS=4
@@ -94,33 +95,32 @@ ANALYSIS=1
 COMMAND=()
 ARGS=("$@")
 
-need_arg() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (see --help)"; fi; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
-	-l | --loops) need_arg "$@"; LOOP_LIST=$2; shift 2 ;;
-	--ns) need_arg "$@"; NS_LIST=$2; shift 2 ;;
-	--syscalls) need_arg "$@"; SYSCALL_NAMES=$2; shift 2 ;;
-	-r | --repeats) need_arg "$@"; REPEATS=$2; shift 2 ;;
-	--scale) need_arg "$@"; SCALE=$2; shift 2 ;;
-	--calibration) need_arg "$@"; CALIBRATION=$2; shift 2 ;;
-	-o | --output) need_arg "$@"; OUTPUT=$2; shift 2 ;;
-	--tree) need_arg "$@"; TREE=$2; shift 2 ;;
-	-j | --jobs) need_arg "$@"; JOBS=$2; shift 2 ;;
-	--workdir) need_arg "$@"; WORKDIR=$2; shift 2 ;;
-	--step-seconds) need_arg "$@"; STEP_SECONDS=$2; shift 2 ;;
+	-l | --loops) want_value "$@"; LOOP_LIST=$2; shift 2 ;;
+	--ns) want_value "$@"; NS_LIST=$2; shift 2 ;;
+	--syscalls) want_value "$@"; SYSCALL_NAMES=$2; shift 2 ;;
+	-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
+	--scale) want_value "$@"; SCALE=$2; shift 2 ;;
+	--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
+	-o | --output) want_value "$@"; OUTPUT=$2; shift 2 ;;
+	--tree) want_value "$@"; TREE=$2; shift 2 ;;
+	-j | --jobs) want_value "$@"; JOBS=$2; shift 2 ;;
+	--workdir) want_value "$@"; WORKDIR=$2; shift 2 ;;
+	--step-seconds) want_value "$@"; STEP_SECONDS=$2; shift 2 ;;
 	--no-analysis) ANALYSIS=0; shift ;;
 	--) shift; COMMAND=("$@"); break ;;
-	-*) die "unknown option '$1' (see --help)" ;;
+	-*) bad_arg "unknown option '$1' (see --help)" ;;
 	*)
-		[ -z "$WORKLOAD" ] || die "one workload at a time: '$WORKLOAD' and '$1' (see --help)"
+		[ -z "$WORKLOAD" ] || bad_arg "one workload at a time: '$WORKLOAD' and '$1' (see --help)"
 		WORKLOAD=$1
 		shift
 		;;
 	esac
 done
 
-[ -n "$WORKLOAD" ] || die "no workload given: kbuild, grep, apache, cmd or all (see --help)"
+[ -n "$WORKLOAD" ] || bad_arg "no workload given: kbuild, grep, apache, cmd or all (see --help)"
 case $WORKLOAD in
 kbuild | grep | apache | cmd) ;;
 all)
@@ -132,7 +132,7 @@ all)
 	done
 	exit 0
 	;;
-*) die "unknown workload '$WORKLOAD': kbuild, grep, apache, cmd or all" ;;
+*) bad_arg "WORKLOAD wants kbuild, grep, apache, cmd or all, not '$WORKLOAD'" ;;
 esac
 
 # One file per workload defines WL_LOOPS, WL_REPEATS and the wl_* steps.
@@ -140,17 +140,19 @@ esac
 . "$SWEEP_DIR/lib/$WORKLOAD.sh"
 
 # --- Check everything before anything is created or changed ---------------
-is_uint() { case $1 in '' | *[!0-9]*) return 1 ;; esac; }
-
-# A list in liblab's one syntax, strictly increasing, 0..MAX, into VALUES.
-expand_list() {
+# want_rising OPTION LIST MAX WHAT: LIST in liblab's one syntax, strictly
+# increasing from 0, at most MAX, into VALUES; or status 2.
+want_rising() {
 	local v prev=-1 list
-	list=$("$LAB_TOOL" list "$1" "$2" 2>/dev/null) || return 1
-	mapfile -t VALUES <<<"$list"
+	list=$(lab_list "$1" "$2" "$3")
+	read -r -a VALUES <<<"$list"
 	for v in "${VALUES[@]}"; do
-		[ "$v" -gt "$prev" ] || return 1
+		[ "$v" -gt "$prev" ] || bad_arg "$1 wants $4 in increasing order, not '$2'"
 		prev=$v
 	done
+	[ "${VALUES[0]}" -eq 0 ] ||
+		bad_arg "$1 wants a list that starts at 0 (the model needs the undelayed run), not '$2'"
+	[ ${#VALUES[@]} -ge 2 ] || bad_arg "$1 wants at least two values, not '$2'"
 }
 
 # The 64-bit numbers of system calls named in $1 (comma-separated), from
@@ -161,9 +163,10 @@ syscall_numbers() {
 	local hdr=/usr/include/x86_64-linux-gnu/asm/unistd_64.h name nr out=()
 	[ -f "$tbl" ] || tbl=$LAB_BUILD/src/linux-source-6.12/arch/x86/entry/syscalls/syscall_64.tbl
 	IFS=, read -r -a names <<<"$1"
-	[ ${#names[@]} -gt 0 ] || die "--syscalls wants names like read,write,openat, not '$1'"
+	[ ${#names[@]} -gt 0 ] || bad_arg "--syscalls wants names like read,write,openat, not '$1'"
 	for name in "${names[@]}"; do
-		[[ $name =~ ^[a-z0-9_]+$ ]] || die "--syscalls: '$name' is not a system-call name"
+		[[ $name =~ ^[a-z0-9_]+$ ]] ||
+			bad_arg "--syscalls wants system-call names, not '$name' (it is not a system-call name)"
 		nr=
 		if [ -f "$tbl" ]; then
 			nr=$(awk -v n="$name" '$2 != "x32" && $3 == n { print $1; exit }' "$tbl")
@@ -172,7 +175,8 @@ syscall_numbers() {
 		else
 			die "--syscalls: no system-call table (neither $tbl nor $hdr)"
 		fi
-		[ -n "$nr" ] || die "--syscalls: no 64-bit system call '$name' in ${tbl##*/}"
+		[ -n "$nr" ] ||
+			bad_arg "--syscalls wants 64-bit system calls, not '$name' (no 64-bit system call '$name' in ${tbl##*/})"
 		out+=("$nr")
 	done
 	(IFS=,; echo "${out[*]}")
@@ -182,46 +186,44 @@ in_vm() { grep -q '^flags.* hypervisor' /proc/cpuinfo; }
 
 REPEATS=${REPEATS:-$WL_REPEATS}
 SCALE=${SCALE:-$(in_vm && echo vm || echo full)}
-[ -x "$LAB_TOOL" ] || die "$LAB_TOOL is not built; run 'make userspace'"
+lab_built "$LAB_TOOL"
 # The knob swept: loops (calibrated into ns) or ns (requested directly).
 if [ -n "$NS_LIST" ]; then
-	[ -z "$LOOP_LIST" ] || die "--loops and --ns exclude each other: one knob at a time"
+	[ -z "$LOOP_LIST" ] || bad_arg "--ns and --loops exclude each other: one knob at a time"
 	KNOB=ns
-	expand_list "$NS_LIST" 5000000 ||
-		die "bad ns list '$NS_LIST': want delays 0..5000000 in increasing order, as '0,1000,5000' or 'start:stop:step'"
+	want_rising --ns "$NS_LIST" 5000000 delays
 else
 	KNOB=loops
 	LOOP_LIST=${LOOP_LIST:-$WL_LOOPS}
-	expand_list "$LOOP_LIST" 1000000 ||
-		die "bad loop list '$LOOP_LIST': want counts 0..1000000 in increasing order, as '0,50,100' or 'start:stop:step'"
+	want_rising --loops "$LOOP_LIST" 1000000 "loop counts"
 fi
-[ "${VALUES[0]}" -eq 0 ] ||
-	die "the $KNOB list must start at 0: the model needs the undelayed run"
-[ ${#VALUES[@]} -ge 2 ] || die "the $KNOB list needs at least two values"
-positive() {
-	if ! is_uint "$2" || [ "$((10#$2))" -lt 1 ]; then
-		die "$1 must be a positive number, not '$2'"
-	fi
-}
-positive --repeats "$REPEATS"
-positive --jobs "$JOBS"
-positive --step-seconds "$STEP_SECONDS"
-case $SCALE in full | vm | small) ;; *) die "unknown scale '$SCALE': full, vm or small" ;; esac
+want_uint --repeats "$REPEATS" 1
+want_uint --jobs "$JOBS" 1
+want_uint --step-seconds "$STEP_SECONDS" 1
+case $SCALE in full | vm | small) ;; *) bad_arg "--scale wants full, vm or small, not '$SCALE'" ;; esac
 if [ "$WORKLOAD" = cmd ]; then
-	[ ${#COMMAND[@]} -gt 0 ] || die "cmd needs a command after '--' (see --help)"
+	[ ${#COMMAND[@]} -gt 0 ] || bad_arg "cmd needs a command after '--' (see --help)"
 elif [ ${#COMMAND[@]} -gt 0 ]; then
-	die "only the cmd workload takes a command after '--'"
+	bad_arg "only the cmd workload takes a command after '--'"
 fi
 
+# The calibration's added latency: ns per loop and the cost of entering the
+# delay, from lablib's fit, the one analyse.py reports.
+calibration_fit() { lab_python "$SWEEP_DIR/progress.py" fit "$1"; }
+if [ -n "$CALIBRATION" ]; then
+	[ -d "$CALIBRATION" ] || bad_arg "--calibration wants a calibrate result folder, not '$CALIBRATION'"
+	if [ ! -f "$CALIBRATION/raw.csv" ] || [ ! -f "$CALIBRATION/summary.json" ]; then
+		bad_arg "--calibration wants an analysed calibrate result (raw.csv, summary.json), not '$CALIBRATION'"
+	fi
+	FIT=$(calibration_fit "$CALIBRATION" 2>&1) ||
+		bad_arg "--calibration wants a calibration with a fit, not '$CALIBRATION' ($FIT)"
+fi
 [ "$(id -u)" -eq 0 ] || die "must run as root (it sets module parameters and drops caches)"
 grep -q ' syscall_hook_register$' /proc/kallsyms ||
 	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
 LOADED_HERE=0
-DELAY_KO=$LAB_BUILD/modules/$(uname -r)/delay.ko
-if [ ! -d "$DELAY_DIR" ]; then
-	[ -f "$DELAY_KO" ] ||
-		die "the delay module is neither loaded nor built for $(uname -r); run 'make module'"
-fi
+DELAY_KO=
+[ -d "$DELAY_DIR" ] || DELAY_KO=$(lab_ko delay)
 # Does the module (loaded, or the one that would be) have parameter $1?
 module_has() {
 	if [ -d "$DELAY_DIR" ]; then
@@ -241,32 +243,24 @@ if [ -n "$SYSCALL_NAMES" ]; then
 fi
 [ ! -d "$DELAY_DIR" ] || module_has cgroup ||
 	die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
-if [ -n "$CALIBRATION" ]; then
-	[ -d "$CALIBRATION" ] || die "no calibration folder '$CALIBRATION'"
-	if [ ! -f "$CALIBRATION/raw.csv" ] || [ ! -f "$CALIBRATION/summary.json" ]; then
-		die "'$CALIBRATION' is not an analysed calibrate result (raw.csv, summary.json)"
-	fi
-	grep -q '"slope"' "$CALIBRATION/summary.json" ||
-		die "'$CALIBRATION/summary.json' has no fit in it"
-elif [ "$KNOB" = loops ]; then
+if [ -z "$CALIBRATION" ] && [ "$KNOB" = loops ]; then
 	[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
 		die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
 fi
 wl_check
 
 # --- Set up: result folder, module, cgroup; undo it all however we end -----
-RUN_DIR=$("$LAB_TOOL" begin "$OUTPUT" "$WORKLOAD") || die "cannot create a result folder in $OUTPUT"
-mkdir "$RUN_DIR/logs"
+lab_begin "$OUTPUT" "$WORKLOAD"
+mkdir "$LAB_DIR/logs"
 mkdir -p "$WORKDIR"
 OLD_LOOPS=
 OLD_NS=
 OLD_SYSCALLS=
 OLD_CGROUP=
-FINISHED=0
 
-cleanup() {
-	local status=$?
-	trap - EXIT INT TERM
+# Put the module and the cgroup back as they were; done before the result
+# folder gets its final name, and by the EXIT trap if the sweep stops first.
+restore() {
 	wl_finish || true
 	if [ -d "$DELAY_DIR" ]; then
 		if [ "$LOADED_HERE" -eq 1 ]; then
@@ -280,12 +274,15 @@ cleanup() {
 		fi
 	fi
 	work_cgroup_remove
-	if [ "$FINISHED" -eq 0 ] && [ -d "$RUN_DIR" ]; then
-		log "stopped; what was measured is in $RUN_DIR"
-	fi
+}
+stopped() {
+	local status=$?
+	trap - EXIT INT TERM
+	restore
+	log "stopped; what was measured is in $LAB_DIR"
 	exit "$status"
 }
-trap cleanup EXIT
+trap stopped EXIT
 trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
 
@@ -314,19 +311,15 @@ meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${VALUES[*]
 	calibration_from="${CALIBRATION:-$([ "$KNOB" = ns ] && echo "none: ns mode" ||
 		echo "calibrated by the sweep")}")
 for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
-"$LAB_TOOL" meta "$RUN_DIR" "$WORKLOAD" "${meta_args[@]}" -- "$0" "${ARGS[@]}" ||
-	die "cannot write $RUN_DIR/meta.json"
+"$LAB_TOOL" meta "$LAB_DIR" "$WORKLOAD" "${meta_args[@]}" -- "$0" "${ARGS[@]}" ||
+	die "cannot write $LAB_DIR/meta.json"
 
 # --- Calibrate (every task delayed, on CPU 0) or take the given file -------
-if [ "$KNOB" = ns ]; then
-	NS_PER_LOOP=
-elif [ -n "$CALIBRATION" ]; then
-	cp -r "$CALIBRATION/." "$RUN_DIR/calibration"
-	NS_PER_LOOP=$(python3 -c '
-import json, sys
-fits = json.load(open(sys.argv[1]))["fits"].values()
-print("%.4f" % (sum(f["slope"] for f in fits) / len(fits)))' "$RUN_DIR/calibration/summary.json")
-else
+NS_PER_LOOP='' ENTRY_NS=''
+if [ -n "$CALIBRATION" ]; then
+	cp -r "$CALIBRATION/." "$LAB_DIR/calibration"
+	read -r NS_PER_LOOP ENTRY_NS <<<"$FIT"
+elif [ "$KNOB" = loops ]; then
 	# 100 batches of 1000 calls a point, fewer when the loop counts are so
 	# large that those would take minutes (2000 calls at 400000 loops under
 	# TCG are 5 s a point).
@@ -334,32 +327,24 @@ else
 	[ "${VALUES[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
 	log "calibrating the added latency of loop counts $LOOP_LIST"
 	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" --rounds 3 \
-		-C 0 -q -o "$RUN_DIR" --name calibration >"$RUN_DIR/logs/calibrate.txt" 2>&1 ||
-		die "calibration failed; see $RUN_DIR/logs/calibrate.txt"
-	# For the progress lines only: the report fits raw.csv again on the host.
-	NS_PER_LOOP=$(awk '/^fit / { for (i = 1; i < NF; i++) if ($(i + 1) == "ns/loop") {
-		s += $i; n++ } } END { if (n) printf "%.4f", s / n }' "$RUN_DIR/logs/calibrate.txt")
-	[ -n "$NS_PER_LOOP" ] || die "calibration gave no fit; see $RUN_DIR/logs/calibrate.txt"
+		-C 0 -q -o "$LAB_DIR" --name calibration >"$LAB_DIR/logs/calibrate.txt" 2>&1 ||
+		die "calibration failed; see $LAB_DIR/logs/calibrate.txt"
+	FIT=$(calibration_fit "$LAB_DIR/calibration" 2>>"$LAB_DIR/logs/calibrate.txt") ||
+		die "calibration gave no fit; see $LAB_DIR/logs/calibrate.txt"
+	read -r NS_PER_LOOP ENTRY_NS <<<"$FIT"
 fi
-[ -z "$NS_PER_LOOP" ] || log "added latency: $NS_PER_LOOP ns per loop"
+[ -z "$NS_PER_LOOP" ] || log "added latency: $ENTRY_NS ns + $NS_PER_LOOP ns per loop"
 
 # From here on only the work cgroup is delayed.
 delay_set cgroup "$WORK_CG_PATH"
-echo "$RAW_HEADER" >"$RUN_DIR/raw.csv"
+echo "$RAW_HEADER" >"$LAB_DIR/raw.csv"
 
 wl_prepare
 
 # --- The sweep: one group of repeats per loop count ------------------------
 # Mean time per unit of work of the rows just recorded for this point, the
 # first measure only, for the progress line.
-point_summary() {
-	awk -F, -v l="$LOOPS" -v ns="$NS" 'NR > 1 && $3 == l && $4 == ns {
-		if (m == "") m = $2
-		if ($2 == m) { t = $7 / $6; s += t; q += t * t; n++ } }
-	END { if (n) { a = s / n; v = n > 1 ? (q - n * a * a) / (n - 1) : 0
-		sd = v > 0 ? sqrt(v) : 0
-		printf "%s %.4f s per unit +- %.4f (n=%d)", m, a, sd, n } }' "$RUN_DIR/raw.csv"
-}
+point_summary() { lab_python "$SWEEP_DIR/progress.py" point "$LAB_DIR/raw.csv" "$LOOPS" "$NS"; }
 
 fmt_duration() {
 	local s=$1
@@ -374,7 +359,7 @@ fmt_duration() {
 # LOOPS or NS, POINT (for messages) and TAG (for log names) are the
 # current point's, for the workload's wl_run.
 stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
-echo "loops,ns,delayed,spun_ns,measured_ns" >"$RUN_DIR/points.csv"
+echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
 
 npoints=${#VALUES[@]}
 started=$SECONDS
@@ -404,24 +389,22 @@ for value in "${VALUES[@]}"; do
 	if [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -gt "$d0" ]; then
 		measured=$(awk -v d=$((d1 - d0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", s / d }')
 	fi
-	echo "$LOOPS,$NS,${d1:+$((d1 - d0))},${s1:+$((s1 - s0))},$measured" >>"$RUN_DIR/points.csv"
+	echo "$LOOPS,$NS,${d1:+$((d1 - d0))},${s1:+$((s1 - s0))},$measured" >>"$LAB_DIR/points.csv"
 	elapsed=$((SECONDS - started))
 	eta=$((elapsed * (npoints - i) / i))
 	if [ "$KNOB" = ns ]; then
 		added="+$value ns requested"
 	else
-		added=$(awk -v l="$value" -v k="$NS_PER_LOOP" 'BEGIN { printf "+%.0f ns calibrated", l * k }')
+		added=$(awk -v l="$value" -v k="$NS_PER_LOOP" -v e="$ENTRY_NS" \
+			'BEGIN { printf "+%.0f ns calibrated", l ? e + l * k : 0 }')
 	fi
 	log "[$i/$npoints] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")"
 done
 
-wl_finish
-RUN_DIR=$("$LAB_TOOL" commit "$RUN_DIR" "$WORKLOAD")
-FINISHED=1
+restore
+lab_commit "$WORKLOAD"
 if [ "$ANALYSIS" -eq 1 ]; then
-	py=$LAB_VENV/bin/python
-	[ -x "$py" ] || py=python3
-	"$py" "$SWEEP_DIR/report.py" "$RUN_DIR" ||
-		die "the analysis failed; the measurements are in $RUN_DIR"
+	lab_python "$SWEEP_DIR/analyse.py" "$LAB_DIR" ||
+		die "the analysis failed; the measurements are in $LAB_DIR"
 fi
-log "results: $RUN_DIR"
+log "results: $LAB_DIR"

@@ -205,21 +205,22 @@ def test_syscalls_limit_the_delay_to_the_named_calls(tmp_path):
     assert all(3000 <= int(r["syscalls"]) < 3100 for r in raw), raw
 
 
+# arguments, the one line's words; every one a bad value: status 2
 BAD = [
-    (["nosuch"], "unknown workload"),
-    (["grep", "-l", "0:abc"], "bad loop list"),
-    (["grep", "-l", "0,100,50"], "bad loop list"),
-    (["grep", "-l", "0,2000000"], "bad loop list"),
-    (["grep", "-l", "50,100"], "must start at 0"),
+    (["nosuch"], "WORKLOAD wants kbuild, grep, apache, cmd or all"),
+    (["grep", "-l", "0:abc"], "--loops wants a list"),
+    (["grep", "-l", "0,100,50"], "--loops wants loop counts in increasing order"),
+    (["grep", "-l", "0,2000000"], "--loops wants a list"),
+    (["grep", "-l", "50,100"], "--loops wants a list that starts at 0"),
     (["grep", "-r", "0"], "--repeats"),
     (["grep", "--bogus"], "unknown option"),
-    (["grep", "--calibration", "/nonexistent"], "no calibration folder"),
-    (["grep", "--calibration", "/tmp"], "not an analysed calibrate result"),
+    (["grep", "--calibration", "/nonexistent"], "--calibration wants a calibrate result folder"),
+    (["grep", "--calibration", "/tmp"], "--calibration wants an analysed calibrate result"),
     (["cmd"], "needs a command"),
-    (["grep", "--tree", "/nonexistent"], "no Linux tree"),
-    (["grep", "--ns", "0,6000000"], "bad ns list"),
+    (["grep", "--tree", "/nonexistent"], "--tree wants a Linux source tree"),
+    (["grep", "--ns", "0,6000000"], "--ns wants a list"),
     (["grep", "--ns", "0,10", "-l", "0,10"], "exclude each other"),
-    (["grep", "--ns", "10,20"], "must start at 0"),
+    (["grep", "--ns", "10,20"], "--ns wants a list that starts at 0"),
     (["grep", "--syscalls", "nosuchcall"], "no 64-bit system call 'nosuchcall'"),
     (["grep", "--syscalls", "read;ls"], "is not a system-call name"),
 ]
@@ -228,9 +229,9 @@ BAD = [
 @pytest.mark.parametrize("args,message", BAD, ids=[" ".join(a) for a, _ in BAD])
 def test_bad_input_fails_cleanly(tmp_path, clean_module, args, message):
     r = sweep(*args, out=tmp_path / "out", check=False)
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "error" in lines[0] and message in lines[0], r.stderr
+    assert len(lines) == 1 and lines[0].startswith("sweep.sh: ") and message in lines[0], r.stderr
     assert not (tmp_path / "out").exists()
     assert not MODDIR.exists()
 
@@ -239,7 +240,7 @@ def test_non_root_is_refused(tmp_path):
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         SWEEP, "cmd", "-o", tmp_path / "out", "--", "true"],
                        capture_output=True, text=True)
-    assert r.returncode != 0 and "must run as root" in r.stderr, r.stderr
+    assert r.returncode == 1 and "must run as root" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -251,7 +252,7 @@ def test_missing_module_is_refused(tmp_path, clean_module):
     shutil.copy(ROOT / "userspace/lib/lab", tmp_path / "userspace/lib/lab")
     r = subprocess.run([tmp_path / "workloads/sweep.sh", "cmd", "-o", tmp_path / "out", "--",
                         "true"], capture_output=True, text=True)
-    assert r.returncode != 0 and "neither loaded nor built" in r.stderr, r.stderr
+    assert r.returncode == 1 and "delay.ko is not built for this kernel" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
 
 

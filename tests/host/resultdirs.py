@@ -16,7 +16,7 @@ ANALYSERS = {"calibrate": "userspace/calibrate/analyse.py",
              "irqhook-sweep": "userspace/irqhook/sweep_report.py",
              "trace": "userspace/irqhook/trace_report.py",
              "hookcost": "userspace/hookcost/analyse.py",
-             "workload": "workloads/report.py"}
+             "workload": "workloads/analyse.py"}
 
 
 def write_meta(d, experiment, settings, **changes):

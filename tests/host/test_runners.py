@@ -45,6 +45,18 @@ BAD = [
     ("userspace/rtcompare/run.sh", ["--variants", "nohook"], {}, "--variants wants kernels"),
     ("userspace/rtcompare/guest.sh", ["-", "--check", "--ct-loops", "9"], {},
      "--ct-loops wants a whole number >= 10"),
+    ("workloads/sweep.sh", ["nosuch"], {}, "WORKLOAD wants kbuild, grep, apache, cmd or all"),
+    ("workloads/sweep.sh", ["grep", "-l", "0:abc"], {}, "--loops wants a list"),
+    ("workloads/sweep.sh", ["grep", "-l", "0,100,50"], {}, "--loops wants loop counts in "
+                                                          "increasing order"),
+    ("workloads/sweep.sh", ["grep", "--ns", "10,20"], {}, "--ns wants a list that starts at 0"),
+    ("workloads/sweep.sh", ["grep", "-r", "0"], {}, "--repeats wants a whole number >= 1"),
+    ("workloads/sweep.sh", ["grep", "-j", "x"], {}, "--jobs wants a whole number"),
+    ("workloads/sweep.sh", ["grep", "--scale", "huge"], {}, "--scale wants full, vm or small"),
+    ("workloads/sweep.sh", ["grep", "--calibration", "/nonexistent"], {},
+     "--calibration wants a calibrate result folder"),
+    ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
+    ("workloads/sweep-vm.sh", [], {}, "usage: sweep-vm.sh"),
 ]
 
 
@@ -66,6 +78,7 @@ def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
 @pytest.mark.parametrize("script,args,message", [
     ("userspace/irqhook/sweep.sh", ["-n", "5"], "no /dev/irqhook"),
     ("userspace/calibrate/run.sh", ["--runs", "2"], "has no syscall hook"),
+    ("workloads/sweep.sh", ["cmd", "-l", "0,10", "--", "true"], "has no syscall hook"),
 ])
 def test_a_missing_kernel_or_device_is_status_1(script, args, message):
     before = listing()

@@ -1,4 +1,4 @@
-"""workloads/report.py on made-up sweep folders: a grep sweep that follows
+"""workloads/analyse.py on made-up sweep folders: a grep sweep that follows
 the model exactly is explained by it, an Apache sweep far below the model
 is put down to the client and overlap, and bad folders fail with one line."""
 import csv
@@ -199,7 +199,7 @@ def test_bad_inputs(root, tmp_path, break_it, message):
 def test_wrong_argument_count(root, tmp_path):
     out = report(root, tmp_path)
     assert out.returncode == 2
-    assert out.stderr.startswith("usage: workloads/report.py") and "RESULT_DIR" in out.stderr
+    assert out.stderr.startswith("usage: workloads/analyse.py") and "RESULT_DIR" in out.stderr
     out = report(root, tmp_path, "--help")
     assert out.returncode == 0 and "Example:" in out.stdout
 

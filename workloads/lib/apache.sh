@@ -61,7 +61,7 @@ wl_prepare() {
 	sed -e "s|@DIR@|$APACHE_DIR|g" -e "s|@PORT@|$APACHE_PORT|g" \
 		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@USER@|$user|g" -e "s|@GROUP@|$group|g" \
 		"$SWEEP_DIR/apache/httpd.conf.in" >"$APACHE_DIR/httpd.conf"
-	cp "$APACHE_DIR/httpd.conf" "$RUN_DIR/httpd.conf"
+	cp "$APACHE_DIR/httpd.conf" "$LAB_DIR/httpd.conf"
 	# The VM may come up with the loopback interface down.
 	ip link set lo up 2>/dev/null || true
 	in_work_cgroup taskset -c "$SERVER_CPU" "$APACHE_BIN" -f "$APACHE_DIR/httpd.conf" -k start ||
@@ -73,7 +73,7 @@ wl_prepare() {
 		sleep 0.1
 	done
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
-	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$RUN_DIR/saturation.csv"
+	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
 	# One untimed run so that the first point does not pay for cold caches.
 	httperf_run 50 100 >/dev/null
 }
@@ -113,8 +113,8 @@ wl_run() {
 	local tag=$TAG-$REPEAT replies duration reply errors cpu calls best best_rate
 	# The reference method.
 	read -r replies duration reply errors cpu calls < <(
-		httperf_measured "$RUN_DIR/logs/reply-$tag.txt" 1 10)
-	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $RUN_DIR/logs/reply-$tag.txt"
+		httperf_measured "$LAB_DIR/logs/reply-$tag.txt" 1 10)
+	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
 	record reply "$replies" "$(awk -v n="$replies" -v ms="$reply" 'BEGIN { printf "%.6f", n * ms / 1e3 }')" \
 		"$calls" "$errors" "reply time ${reply} ms"
 
@@ -144,7 +144,7 @@ wl_run() {
 		rate=$(awk -v r="$rate" -v f="$APACHE_RATE_FACTOR" 'BEGIN { print int(r * f + 0.5) }')
 	done
 	[ -n "$best" ] ||
-		die "Apache kept up with no offered rate down to $rate/s at $POINT; see $RUN_DIR/saturation.csv"
+		die "Apache kept up with no offered rate down to $rate/s at $POINT; see $LAB_DIR/saturation.csv"
 	step=0
 	while [ "$over_rate" -gt 0 ] && [ "$step" -lt "$APACHE_MAX_REFINE_STEPS" ] &&
 		awk -v lo="$ok_rate" -v hi="$over_rate" -v f="$APACHE_REFINE" \
@@ -170,10 +170,10 @@ saturation_step() {
 	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls rr
 	conns=$((rate * STEP_SECONDS))
 	read -r replies duration reply errors cpu calls < <(
-		httperf_measured "$RUN_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
+		httperf_measured "$LAB_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
 	rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
 	STEP_OK=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" 'BEGIN { print (e == 0 && rr >= 0.95 * r) ? 1 : 0 }')
-	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$RUN_DIR/saturation.csv"
+	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$LAB_DIR/saturation.csv"
 	if [ "$STEP_OK" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
 		best_rate=$rr
 		best="$replies $duration $calls $errors $rate $cpu"
@@ -189,6 +189,6 @@ wl_finish() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	[ -f "$APACHE_DIR/error.log" ] && cp "$APACHE_DIR/error.log" "$RUN_DIR/logs/httpd-error.log" 2>/dev/null
+	[ -f "$APACHE_DIR/error.log" ] && cp "$APACHE_DIR/error.log" "$LAB_DIR/logs/httpd-error.log" 2>/dev/null
 	rm -f "$APACHE_DIR/httpd.pid"
 }

@@ -15,13 +15,13 @@ wl_settings() { printf '%s\n' "cwd=$PWD"; }
 # One untimed run, so that the first timed one does not read the
 # command's files from disk alone.
 wl_prepare() {
-	"${COMMAND[@]}" >"$RUN_DIR/logs/cmd-warmup.txt" 2>&1 ||
-		die "the command fails; see $RUN_DIR/logs/cmd-warmup.txt"
+	"${COMMAND[@]}" >"$LAB_DIR/logs/cmd-warmup.txt" 2>&1 ||
+		die "the command fails; see $LAB_DIR/logs/cmd-warmup.txt"
 }
 wl_point_begin() { :; }
 
 wl_run() {
-	timed cmd "$RUN_DIR/logs/cmd-$TAG-$REPEAT.txt" "${COMMAND[@]}"
+	timed cmd "$LAB_DIR/logs/cmd-$TAG-$REPEAT.txt" "${COMMAND[@]}"
 }
 
 wl_finish() { :; }

@@ -70,11 +70,13 @@ delay_set() {
 	delay_write "$1" "$2" || die "the delay module refused $1='$2'"
 }
 
-# The Linux tree kbuild and grep work on.
+# The Linux tree kbuild and grep work on: a bad --tree, or a missing
+# default one.
 check_tree() {
-	if [ ! -f "$TREE/Makefile" ] || [ ! -d "$TREE/kernel" ]; then
+	[ ! -f "$TREE/Makefile" ] || [ ! -d "$TREE/kernel" ] || return 0
+	[ "$TREE" != "$DEFAULT_TREE" ] ||
 		die "no Linux tree at '$TREE' (give one with --tree, or run 'make kernel')"
-	fi
+	bad_arg "--tree wants a Linux source tree, not '$TREE' (no Linux tree there)"
 }
 
 drop_caches() {
@@ -100,7 +102,7 @@ csv_field() {
 RAW_HEADER="workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,detail"
 record() {
 	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
-		"$2" "$3" "$4" "$5" "$(csv_field "$6")" >>"$RUN_DIR/raw.csv"
+		"$2" "$3" "$4" "$5" "$(csv_field "$6")" >>"$LAB_DIR/raw.csv"
 }
 
 # timed MEASURE LOG CMD...: run CMD in the work cgroup, output into LOG,

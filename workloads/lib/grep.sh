@@ -48,7 +48,7 @@ wl_run() {
 	local dirs
 	dirs=$(grep_dirs)
 	# shellcheck disable=SC2016,SC2086  # for the inner shell; the folders are words
-	timed grep "$RUN_DIR/logs/grep-$TAG-$REPEAT.txt" bash -c \
+	timed grep "$LAB_DIR/logs/grep-$TAG-$REPEAT.txt" bash -c \
 		'cd "$1" && out=$2 && shift 2 && exec grep -rF "$@" >"$out"' grep \
 		"$TREE" "$WORKDIR/grep.out" "$GREP_PATTERN" -- $dirs
 }

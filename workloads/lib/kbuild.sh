@@ -44,8 +44,8 @@ wl_prepare() {
 	log "one untimed build to settle the object tree"
 	# shellcheck disable=SC2046  # the targets are words
 	CCACHE_DISABLE=1 make -s -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets) \
-		>"$RUN_DIR/logs/build-warmup.txt" 2>&1 ||
-		die "the build fails; see $RUN_DIR/logs/build-warmup.txt"
+		>"$LAB_DIR/logs/build-warmup.txt" 2>&1 ||
+		die "the build fails; see $LAB_DIR/logs/build-warmup.txt"
 }
 
 wl_point_begin() { :; }
@@ -61,7 +61,7 @@ wl_run() {
 	fi
 	drop_caches
 	# shellcheck disable=SC2086  # the targets are words
-	CCACHE_DISABLE=1 timed build "$RUN_DIR/logs/build-$TAG-$REPEAT.txt" \
+	CCACHE_DISABLE=1 timed build "$LAB_DIR/logs/build-$TAG-$REPEAT.txt" \
 		make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $targets
 }
 

@@ -474,4 +474,4 @@ def work(args):
 
 
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "workloads/report.py results/latest-grep", add_args, work))
+    sys.exit(cli.main(__doc__, "workloads/analyse.py results/latest-grep", add_args, work))

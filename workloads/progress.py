@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""What workloads/sweep.sh prints while it runs, from the lablib code that
+analyse.py uses on the host, so that the two agree:
+
+  progress.py fit CALIBRATION_DIR
+      the added latency of the calibrate folder's fit: ns per loop and the
+      cost of entering the delay (lablib.calibration)
+  progress.py point RAW_CSV LOOPS NS
+      the first measure of the rows of raw.csv at this point: mean and
+      standard deviation of the seconds a unit of work took (lablib.stats)
+
+A folder or file it cannot read is one line on stderr and exit status 1.
+"""
+import csv
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
+from lablib import calibration, stats  # noqa: E402
+
+
+def fit(folder):
+    _, summary = calibration.load(folder)
+    slope, _ = calibration.ns_per_loop(summary, where=folder)
+    return f"{slope:.4f} {calibration.entry_ns(summary):.1f}"
+
+
+def point(raw, loops, ns):
+    rows = [r for r in csv.DictReader(open(raw))
+            if r["loops"] == loops and r.get("ns", "") == ns]
+    if not rows:
+        return "no runs"
+    measure = rows[0]["measure"]
+    per_unit = [float(r["seconds"]) / float(r["units"])
+                for r in rows if r["measure"] == measure]
+    s = stats.summary(per_unit)
+    return f"{measure} {s['mean']:.4f} s per unit +- {s['stddev']:.4f} (n={s['n']})"
+
+
+def main(argv):
+    try:
+        if len(argv) == 2 and argv[0] == "fit":
+            print(fit(argv[1]))
+        elif len(argv) == 4 and argv[0] == "point":
+            print(point(*argv[1:]))
+        else:
+            print(__doc__.split("\n\n")[1], file=sys.stderr)
+            return 2
+    except (OSError, ValueError, KeyError, ZeroDivisionError) as e:
+        print(f"progress.py: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

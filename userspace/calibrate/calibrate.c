@@ -267,30 +267,29 @@ static double zero_point(const struct point *pts, int n, enum null_syscall sc,
 /* The settings part of meta.json. */
 static char *settings_json(const struct options *o)
 {
-	char *text = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&text, &size);
-	int i, sc, first = 1;
+	struct lab_json j;
+	int i, sc;
 
-	if (!f)
+	if (lab_json_mem(&j, 1))
 		return NULL;
-	fprintf(f, "{\"loops\": [");
+	lab_json_object(&j, NULL);
+	lab_json_array(&j, "loops");
 	for (i = 0; i < o->nloops; i++)
-		fprintf(f, "%s%lu", i ? ", " : "", o->loops[i]);
-	fprintf(f, "], \"calls\": %lu, \"batches\": %lu, \"rounds\": %lu, \"warmup\": %lu, "
-		   "\"cpu\": %d, \"syscalls\": [", o->calls, o->batches, o->rounds, o->warmup,
-		o->cpu);
-	for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
-		if (!o->use[sc])
-			continue;
-		fprintf(f, "%s\"%s\"", first ? "" : ", ", syscall_names[sc]);
-		first = 0;
-	}
-	fprintf(f, "], \"param\": ");
-	lab_json_string(f, o->param);
-	fprintf(f, "}");
-	fclose(f);
-	return text;
+		lab_json_uint(&j, NULL, o->loops[i]);
+	lab_json_end(&j);
+	lab_json_uint(&j, "calls", o->calls);
+	lab_json_uint(&j, "batches", o->batches);
+	lab_json_uint(&j, "rounds", o->rounds);
+	lab_json_uint(&j, "warmup", o->warmup);
+	lab_json_int(&j, "cpu", o->cpu);
+	lab_json_array(&j, "syscalls");
+	for (sc = 0; sc < SYS_NULL_COUNT; sc++)
+		if (o->use[sc])
+			lab_json_str(&j, NULL, syscall_names[sc]);
+	lab_json_end(&j);
+	lab_json_str(&j, "param", o->param);
+	lab_json_end(&j);
+	return lab_json_text(&j);
 }
 
 /*
@@ -375,13 +374,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	settings = settings_json(&o);
-	if (!settings || lab_result_begin(&res, o.outdir, PROG, o.name) ||
-	    lab_meta_write(&res, argc, argv, settings)) {
-		fprintf(stderr, "calibrate: cannot create a result folder in %s: %s\n", o.outdir,
-			strerror(errno));
-		lab_result_abort(&res);
+	if (!settings) {
+		perror(PROG ": settings");
 		return 1;
 	}
+	if (lab_result_open(&res, PROG, o.outdir, PROG, o.name, argc, argv, settings))
+		return 1;
+	free(settings);
 
 	find_module_stats(o.param);
 	restore_path = o.param;

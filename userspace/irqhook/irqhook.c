@@ -461,25 +461,27 @@ static int write_tasks(const struct lab_result *r)
 
 static char *settings_json(int traced)
 {
-	char *text = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&text, &size);
+	struct lab_json j;
 	int i;
 
-	if (!f)
+	if (lab_json_mem(&j, 1))
 		return NULL;
-	fprintf(f, "{\"events\": %lu, \"period_us\": %lu, \"loads\": %lu, "
-		   "\"load_sleep_ns\": %lu, \"class\": \"%s\", \"read_cpu\": %d, "
-		   "\"write_cpu\": %d, \"load_cpus\": [", opt.iterations, opt.period_us,
-		opt.loads, opt.load_sleep_ns, opt.rt ? "rt" : "normal", opt.read_cpu,
-		opt.write_cpu);
+	lab_json_object(&j, NULL);
+	lab_json_uint(&j, "events", opt.iterations);
+	lab_json_uint(&j, "period_us", opt.period_us);
+	lab_json_uint(&j, "loads", opt.loads);
+	lab_json_uint(&j, "load_sleep_ns", opt.load_sleep_ns);
+	lab_json_str(&j, "class", opt.rt ? "rt" : "normal");
+	lab_json_int(&j, "read_cpu", opt.read_cpu);
+	lab_json_int(&j, "write_cpu", opt.write_cpu);
+	lab_json_array(&j, "load_cpus");
 	for (i = 0; i < opt.n_load_cpus; i++)
-		fprintf(f, "%s%lu", i ? ", " : "", opt.load_cpus[i]);
-	fprintf(f, "], \"device\": ");
-	lab_json_string(f, opt.device);
-	fprintf(f, ", \"traced\": %s}", traced ? "true" : "false");
-	fclose(f);
-	return text;
+		lab_json_uint(&j, NULL, opt.load_cpus[i]);
+	lab_json_end(&j);
+	lab_json_str(&j, "device", opt.device);
+	lab_json_bool(&j, "traced", traced);
+	lab_json_end(&j);
+	return lab_json_text(&j);
 }
 
 /* A few figures for the console; the analysis proper is analyse.py's. */
@@ -616,13 +618,12 @@ int main(int argc, char **argv)
 		return measure(&res);
 	}
 	settings = settings_json(opt.trace);
-	if (!settings || lab_result_begin(&res, opt.outdir, PROG, opt.name) ||
-	    lab_meta_write(&res, argc, argv, settings)) {
-		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", opt.outdir,
-			strerror(errno));
-		lab_result_abort(&res);
+	if (!settings) {
+		perror(PROG ": settings");
 		return 1;
 	}
+	if (lab_result_open(&res, PROG, opt.outdir, PROG, opt.name, argc, argv, settings))
+		return 1;
 	free(settings);
 	/* Before tracing starts, so that the trace holds no earlier event. */
 	if (opt.trace)

@@ -362,61 +362,121 @@ static double seconds_of(struct timeval t)
 	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
 }
 
-static void json_rusage(FILE *f, const char *key, const struct rusage *a,
+/* CPU time and context switches from @a to @b (@a NULL: since the start). */
+static void json_rusage(struct lab_json *j, const char *key, const struct rusage *a,
 			const struct rusage *b)
 {
-	fprintf(f, ",\n    \"%s\": {\"user_s\": %.6f, \"system_s\": %.6f, "
-		   "\"voluntary_switches\": %ld, \"involuntary_switches\": %ld}", key,
-		seconds_of(b->ru_utime) - (a ? seconds_of(a->ru_utime) : 0),
-		seconds_of(b->ru_stime) - (a ? seconds_of(a->ru_stime) : 0),
-		b->ru_nvcsw - (a ? a->ru_nvcsw : 0), b->ru_nivcsw - (a ? a->ru_nivcsw : 0));
+	lab_json_break(j);
+	lab_json_object(j, key);
+	lab_json_double(j, "user_s", seconds_of(b->ru_utime) - (a ? seconds_of(a->ru_utime) : 0),
+			6);
+	lab_json_double(j, "system_s",
+			seconds_of(b->ru_stime) - (a ? seconds_of(a->ru_stime) : 0), 6);
+	lab_json_int(j, "voluntary_switches", b->ru_nvcsw - (a ? a->ru_nvcsw : 0));
+	lab_json_int(j, "involuntary_switches", b->ru_nivcsw - (a ? a->ru_nivcsw : 0));
+	lab_json_end(j);
 }
 
-static void json_counts(FILE *f, const char *key, const unsigned long *v, int n)
+static void json_counts(struct lab_json *j, const char *key, const unsigned long *v, int n)
 {
 	int i;
 
-	fprintf(f, "\"%s\": [", key);
+	lab_json_array(j, key);
 	for (i = 0; i < n; i++)
-		fprintf(f, "%s%lu", i ? ", " : "", v[i]);
-	fputc(']', f);
+		lab_json_uint(j, NULL, v[i]);
+	lab_json_end(j);
 }
 
-static void json_options(FILE *f)
+static void json_options(struct lab_json *j)
 {
 	int i;
 
-	if (opt.seconds)
-		fprintf(f, "{\"messages\": null, \"seconds\": %lu", opt.seconds);
+	if (opt.seconds) {
+		lab_json_null(j, "messages");
+		lab_json_uint(j, "seconds", opt.seconds);
+	} else {
+		lab_json_uint(j, "messages", opt.messages);
+		lab_json_null(j, "seconds");
+	}
+	lab_json_uint(j, "size_min", opt.size_min);
+	lab_json_uint(j, "size_max", opt.size_max);
+	lab_json_uint(j, "rate", opt.rate);
+	lab_json_uint(j, "seed", opt.seed);
+	lab_json_int(j, "senders", SENDERS);
+	lab_json_int(j, "receivers", RECEIVERS);
+	if (opt.n_cpus) {
+		lab_json_array(j, "cpus");
+		for (i = 0; i < opt.n_cpus; i++)
+			lab_json_uint(j, NULL, opt.cpus[i]);
+		lab_json_end(j);
+	} else {
+		lab_json_str(j, "cpus", "none");
+	}
+	lab_json_bool(j, "perf_control", opt.perf_ctl != NULL);
+}
+
+/* The module's parameters: the allocation strategy and the queues' capacity. */
+static void json_module(struct lab_json *j)
+{
+	char alloc[32], capacity[32], *end;
+	unsigned long cap;
+
+	read_param("alloc", alloc, sizeof(alloc));
+	read_param("capacity", capacity, sizeof(capacity));
+	lab_json_break(j);
+	lab_json_object(j, "module");
+	lab_json_str(j, "alloc", alloc);
+	errno = 0;
+	cap = strtoul(capacity, &end, 10);
+	if (capacity[0] && !*end && !errno)
+		lab_json_uint(j, "capacity", cap);
 	else
-		fprintf(f, "{\"messages\": %lu, \"seconds\": null", opt.messages);
-	fprintf(f, ", \"size_min\": %lu, \"size_max\": %lu, \"rate\": %lu, \"seed\": %lu, "
-		   "\"senders\": %d, \"receivers\": %d, \"cpus\": ", opt.size_min, opt.size_max,
-		opt.rate, opt.seed, SENDERS, RECEIVERS);
-	if (!opt.n_cpus)
-		fputs("\"none\"", f);
-	for (i = 0; i < opt.n_cpus; i++)
-		fprintf(f, "%s%lu%s", i ? ", " : "[", opt.cpus[i], i == opt.n_cpus - 1 ? "]" : "");
-	fprintf(f, ", \"perf_control\": %s", opt.perf_ctl ? "true" : "false");
+		lab_json_null(j, "capacity");
+	lab_json_int(j, "max_payload", MSGQ_MAX_PAYLOAD);
+	lab_json_end(j);
+}
+
+/* The counts and whether they matched (@problem: the first thing wrong). */
+static void json_count_block(struct lab_json *j, const char *problem)
+{
+	unsigned long sent[SENDERS], received[RECEIVERS], total = 0, got = 0;
+	int i;
+
+	for (i = 0; i < SENDERS; i++)
+		total += sent[i] = workers[i].count;
+	for (i = 0; i < RECEIVERS; i++)
+		got += received[i] = workers[DAEMON + 1 + i].count;
+	lab_json_break(j);
+	lab_json_object(j, "counts");
+	lab_json_uint(j, "sent_total", total);
+	lab_json_uint(j, "read_by_daemon", workers[DAEMON].count);
+	lab_json_uint(j, "received_total", got);
+	json_counts(j, "sent", sent, SENDERS);
+	json_counts(j, "routed", workers[DAEMON].routed, RECEIVERS);
+	json_counts(j, "received", received, RECEIVERS);
+	lab_json_bool(j, "matched", !problem);
+	lab_json_str(j, "problem", problem);
+	lab_json_end(j);
 }
 
 /* The driver's counters over the run (the end markers included). */
-static void json_driver(FILE *f, unsigned long before[MSGQ_QUEUES][N_STATS],
+static void json_driver(struct lab_json *j, unsigned long before[MSGQ_QUEUES][N_STATS],
 			unsigned long after[MSGQ_QUEUES][N_STATS])
 {
 	char path[64];
 	size_t q, s;
 
-	fprintf(f, ",\n    \"driver\": {");
+	lab_json_break(j);
+	lab_json_object(j, "driver");
 	for (q = 0; q < MSGQ_QUEUES; q++) {
 		device_path(path, sizeof(path), (int)q);
-		fprintf(f, "%s\"%s\": {", q ? ", " : "", path + strlen("/dev/"));
+		lab_json_object(j, path + strlen("/dev/"));
 		for (s = 0; s < N_STATS; s++)
-			fprintf(f, "%s\"%s\": %lu", s ? ", " : "", stat_names[s],
-				s < N_COUNTS ? after[q][s] - before[q][s] : after[q][s]);
-		fputc('}', f);
+			lab_json_uint(j, stat_names[s],
+				      s < N_COUNTS ? after[q][s] - before[q][s] : after[q][s]);
+		lab_json_end(j);
 	}
-	fputc('}', f);
+	lab_json_end(j);
 }
 
 /*
@@ -428,56 +488,36 @@ static char *settings_json(const char *problem, double elapsed_s,
 			   unsigned long before[MSGQ_QUEUES][N_STATS],
 			   unsigned long after[MSGQ_QUEUES][N_STATS])
 {
-	unsigned long sent[SENDERS], received[RECEIVERS], total = 0, got = 0;
-	char alloc[32], capacity[32];
+	unsigned long got = 0;
 	const char *tsc_source = "none";
 	double tsc_hz = 0;
+	struct lab_json j;
 	struct rusage ru;
-	char *text = NULL;
-	size_t size = 0;
-	FILE *f;
 	int i;
 
-	for (i = 0; i < SENDERS; i++)
-		total += sent[i] = workers[i].count;
 	for (i = 0; i < RECEIVERS; i++)
-		got += received[i] = workers[DAEMON + 1 + i].count;
-	read_param("alloc", alloc, sizeof(alloc));
-	read_param("capacity", capacity, sizeof(capacity));
+		got += workers[DAEMON + 1 + i].count;
 	getrusage(RUSAGE_SELF, &ru);
 #if defined(__x86_64__) || defined(__i386__)
 	tsc_hz = lab_tsc_hz(&tsc_source);
 #endif
-	f = open_memstream(&text, &size);
-	if (!f)
+	if (lab_json_mem(&j, 1))
 		return NULL;
-	json_options(f);
-	fprintf(f, ",\n    \"module\": {\"alloc\": ");
-	lab_json_string(f, alloc);
-	fprintf(f, ", \"capacity\": %s, \"max_payload\": %d}", capacity[0] ? capacity : "null",
-		MSGQ_MAX_PAYLOAD);
-	fprintf(f, ",\n    \"counts\": {\"sent_total\": %lu, \"read_by_daemon\": %lu, "
-		   "\"received_total\": %lu, ", total, workers[DAEMON].count, got);
-	json_counts(f, "sent", sent, SENDERS);
-	fputs(", ", f);
-	json_counts(f, "routed", workers[DAEMON].routed, RECEIVERS);
-	fputs(", ", f);
-	json_counts(f, "received", received, RECEIVERS);
-	fprintf(f, ", \"matched\": %s, \"problem\": ", problem ? "false" : "true");
-	if (problem)
-		lab_json_string(f, problem);
-	else
-		fputs("null", f);
-	fprintf(f, "},\n    \"elapsed_s\": %.6f, \"messages_per_s\": %.3f", elapsed_s,
-		elapsed_s > 0 ? (double)got / elapsed_s : 0);
-	json_rusage(f, "rusage", NULL, &ru);
-	json_rusage(f, "run_rusage", &run_before, &run_after);
-	fprintf(f, ",\n    \"tsc_hz\": %.0f, \"tsc_source\": ", tsc_hz);
-	lab_json_string(f, tsc_source);
-	json_driver(f, before, after);
-	fputc('}', f);
-	fclose(f);
-	return text;
+	lab_json_object(&j, NULL);
+	json_options(&j);
+	json_module(&j);
+	json_count_block(&j, problem);
+	lab_json_break(&j);
+	lab_json_double(&j, "elapsed_s", elapsed_s, 6);
+	lab_json_double(&j, "messages_per_s", elapsed_s > 0 ? (double)got / elapsed_s : 0, 3);
+	json_rusage(&j, "rusage", NULL, &ru);
+	json_rusage(&j, "run_rusage", &run_before, &run_after);
+	lab_json_break(&j);
+	lab_json_double(&j, "tsc_hz", tsc_hz, 0);
+	lab_json_str(&j, "tsc_source", tsc_source);
+	json_driver(&j, before, after);
+	lab_json_end(&j);
+	return lab_json_text(&j);
 }
 
 /* --- main ------------------------------------------------------------------ */
@@ -550,11 +590,8 @@ int main(int argc, char **argv)
 	setup_workers();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (lab_result_begin(&res, opt.outdir, PROG, opt.name)) {
-		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", opt.outdir,
-			strerror(errno));
+	if (lab_result_open(&res, PROG, opt.outdir, PROG, opt.name, 0, NULL, NULL))
 		return 1;
-	}
 	drained = drain();
 	if (drained > 0)
 		fprintf(stderr, PROG ": dropped %ld messages an earlier run left queued\n",

@@ -231,30 +231,26 @@ static void read_clocksource(char *buf, size_t size)
 static char *settings_json(const struct options *o, const struct lab_summary *pair,
 			   const char *clocksource)
 {
-	char *text = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&text, &size);
+	struct lab_json j;
 
-	if (!f)
+	if (lab_json_mem(&j, 1))
 		return NULL;
-	fprintf(f, "{\"case\": ");
-	if (o->casename)
-		lab_json_string(f, o->casename);
-	else
-		fprintf(f, "null");
-	fprintf(f, ", \"syscall\": \"%s\", \"n\": %lu, \"warmup\": %lu, \"cpu\": ",
-		call_names[o->call], o->n, o->warmup);
+	lab_json_object(&j, NULL);
+	lab_json_str(&j, "case", o->casename);
+	lab_json_str(&j, "syscall", call_names[o->call]);
+	lab_json_uint(&j, "n", o->n);
+	lab_json_uint(&j, "warmup", o->warmup);
 	if (o->cpu >= 0)
-		fprintf(f, "%d", o->cpu);
+		lab_json_int(&j, "cpu", o->cpu);
 	else
-		fprintf(f, "null");
-	fprintf(f, ", \"clock_pair_ns\": %.1f, \"clock_pair_min_ns\": %.1f, "
-		   "\"clock\": \"CLOCK_MONOTONIC\", \"vdso\": %s, \"clocksource\": ",
-		pair->p50, pair->min, getauxval(AT_SYSINFO_EHDR) ? "true" : "false");
-	lab_json_string(f, clocksource);
-	fprintf(f, "}");
-	fclose(f);
-	return text;
+		lab_json_null(&j, "cpu");
+	lab_json_double(&j, "clock_pair_ns", pair->p50, 1);
+	lab_json_double(&j, "clock_pair_min_ns", pair->min, 1);
+	lab_json_str(&j, "clock", "CLOCK_MONOTONIC");
+	lab_json_bool(&j, "vdso", getauxval(AT_SYSINFO_EHDR) != 0);
+	lab_json_str(&j, "clocksource", clocksource);
+	lab_json_end(&j);
+	return lab_json_text(&j);
 }
 
 int main(int argc, char **argv)
@@ -307,13 +303,12 @@ int main(int argc, char **argv)
 
 	/* The folder comes last: an interrupted run leaves nothing behind. */
 	settings = settings_json(&o, &pair, clocksource);
-	if (!settings || lab_result_begin(&res, o.outdir, PROG, o.name) ||
-	    lab_meta_write(&res, argc, argv, settings)) {
-		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", o.outdir,
-			strerror(errno));
-		lab_result_abort(&res);
+	if (!settings) {
+		perror(PROG ": settings");
 		return 1;
 	}
+	if (lab_result_open(&res, PROG, o.outdir, PROG, o.name, argc, argv, settings))
+		return 1;
 	f = lab_result_file(&res, "raw.csv");
 	if (f) {
 		fprintf(f, "call,ns\n");

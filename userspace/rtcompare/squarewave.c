@@ -219,14 +219,41 @@ static size_t run_wave(const struct options *o, unsigned long freq, uint64_t *t,
 	return i;
 }
 
+/* The settings part of meta.json. */
+static char *settings_json(const struct options *o)
+{
+	int rt = o->mode == MODE_RT;
+	struct lab_json j;
+
+	if (lab_json_mem(&j, 1))
+		return NULL;
+	lab_json_object(&j, NULL);
+	lab_json_str(&j, "impl", rt ? "c-rt" : "c-nanosleep");
+	lab_json_str(&j, "mode", rt ? "rt" : "nanosleep");
+	lab_json_str(&j, "policy", rt ? "SCHED_FIFO" : "SCHED_OTHER");
+	lab_json_uint(&j, "priority", rt ? o->priority : 0);
+	lab_json_bool(&j, "mlockall", rt);
+	lab_json_str(&j, "sleep", rt ? "clock_nanosleep absolute" : "nanosleep relative");
+	lab_json_uint(&j, "periods", o->periods);
+	lab_json_uint(&j, "max_seconds", o->max_seconds);
+	lab_json_int(&j, "cpu", o->cpu);
+	lab_json_bool(&j, "trace_marker", o->trace_marker);
+	lab_json_array(&j, "freqs_hz");
+	for (int f = 0; f < o->nfreqs; f++)
+		lab_json_uint(&j, NULL, o->freqs[f]);
+	lab_json_end(&j);
+	lab_json_end(&j);
+	return lab_json_text(&j);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
 	struct lab_result r;
 	struct sigaction sa = { .sa_handler = on_signal };
-	char settings[4096];
+	char *settings;
 	uint64_t *t;
-	int marker = -1, len;
+	int marker = -1;
 	FILE *csv;
 
 	parse_options(argc, argv, &o);
@@ -270,11 +297,8 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (lab_result_begin(&r, o.outdir, "squarewave", o.name)) {
-		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", o.outdir,
-			strerror(errno));
+	if (lab_result_open(&r, PROG, o.outdir, "squarewave", o.name, 0, NULL, NULL))
 		return 1;
-	}
 	csv = lab_result_file(&r, "edges.csv");
 	if (!csv)
 		goto fail;
@@ -296,23 +320,16 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	csv = NULL;
-	len = snprintf(settings, sizeof(settings),
-		       "{\"impl\": \"%s\", \"mode\": \"%s\", \"policy\": \"%s\", \"priority\": %lu, "
-		       "\"mlockall\": %s, \"sleep\": \"%s\", \"periods\": %lu, "
-		       "\"max_seconds\": %lu, \"cpu\": %d, \"trace_marker\": %s, \"freqs_hz\": [",
-		       o.mode == MODE_RT ? "c-rt" : "c-nanosleep",
-		       o.mode == MODE_RT ? "rt" : "nanosleep",
-		       o.mode == MODE_RT ? "SCHED_FIFO" : "SCHED_OTHER",
-		       o.mode == MODE_RT ? o.priority : 0UL,
-		       o.mode == MODE_RT ? "true" : "false",
-		       o.mode == MODE_RT ? "clock_nanosleep absolute" : "nanosleep relative",
-		       o.periods, o.max_seconds, o.cpu, o.trace_marker ? "true" : "false");
-	for (int f = 0; f < o.nfreqs && len < (int)sizeof(settings) - 32; f++)
-		len += snprintf(settings + len, sizeof(settings) - len, "%s%lu",
-				f ? ", " : "", o.freqs[f]);
-	snprintf(settings + len, sizeof(settings) - len, "]}");
-	if (lab_meta_write(&r, argc, argv, settings))
+	settings = settings_json(&o);
+	if (!settings) {
+		perror(PROG ": settings");
 		goto fail;
+	}
+	if (lab_meta_write(&r, argc, argv, settings)) {
+		free(settings);
+		goto fail;
+	}
+	free(settings);
 	if (lab_result_commit(&r))
 		goto fail;
 	printf("%s\n", r.final);

@@ -121,10 +121,11 @@ static int run(struct smp *s)
 	return smp_run_threads(s, t, 2, wake);
 }
 
-static void settings(struct smp *s, FILE *f)
+static void settings(struct smp *s, struct lab_json *j)
 {
-	fprintf(f, ", \"high_cpu\": %d, \"low_cpu\": %d, \"policy\": \"SCHED_FIFO 2 (high), "
-		"SCHED_FIFO 1 (low)\"", s->cpu_a, s->cpu_b);
+	lab_json_int(j, "high_cpu", s->cpu_a);
+	lab_json_int(j, "low_cpu", s->cpu_b);
+	lab_json_str(j, "policy", "SCHED_FIFO 2 (high), SCHED_FIFO 1 (low)");
 }
 
 const struct smp_bench smp_bench_cv = {

@@ -91,9 +91,11 @@ static int run(struct smp *s)
 	return smp_run_threads(s, t, 2, NULL);
 }
 
-static void settings(struct smp *s, FILE *f)
+static void settings(struct smp *s, struct lab_json *j)
 {
-	fprintf(f, ", \"reader_cpu\": %d, \"writer_cpu\": %d, \"bytes\": 1", s->cpu_a, s->cpu_b);
+	lab_json_int(j, "reader_cpu", s->cpu_a);
+	lab_json_int(j, "writer_cpu", s->cpu_b);
+	lab_json_int(j, "bytes", 1);
 }
 
 static void cleanup(struct smp *s)

@@ -151,18 +151,19 @@ static int run(struct smp *s)
 	return smp_run_threads(s, t, 1, NULL);
 }
 
-static void settings(struct smp *s, FILE *f)
+static void settings(struct smp *s, struct lab_json *j)
 {
-	fprintf(f, ", \"interval_ns\": %lu, \"policy\": \"SCHED_FIFO %d\", \"wait\": \"%s\", "
-		"\"wait_why\": ", s->interval_us * 1000, sched_get_priority_max(SCHED_FIFO),
-		s->wait_sleep ? "sleep" : "spin");
-	if (s->wait_why)
-		lab_json_string(f, s->wait_why);
-	else
-		fprintf(f, "null");
-	fprintf(f, ", \"timer\": \"timer_create(CLOCK_MONOTONIC, SIGEV_SIGNAL SIGALRM), "
-		"absolute one-shot expiry\", \"expiry_to_tsc\": \"TSC, clock_gettime, TSC just "
-		"before arming; expiry_tsc = middle TSC + (expiry - clock) x tsc_hz\"");
+	char policy[32];
+
+	snprintf(policy, sizeof(policy), "SCHED_FIFO %d", sched_get_priority_max(SCHED_FIFO));
+	lab_json_uint(j, "interval_ns", s->interval_us * 1000);
+	lab_json_str(j, "policy", policy);
+	lab_json_str(j, "wait", s->wait_sleep ? "sleep" : "spin");
+	lab_json_str(j, "wait_why", s->wait_why);
+	lab_json_str(j, "timer", "timer_create(CLOCK_MONOTONIC, SIGEV_SIGNAL SIGALRM), "
+		     "absolute one-shot expiry");
+	lab_json_str(j, "expiry_to_tsc", "TSC, clock_gettime, TSC just before arming; "
+		     "expiry_tsc = middle TSC + (expiry - clock) x tsc_hz");
 }
 
 static void cleanup(struct smp *s)

@@ -152,19 +152,23 @@ static int run(struct smp *s)
 	return smp_run_threads(s, tl.threads, s->remote + 1, NULL);
 }
 
-static void settings(struct smp *s, FILE *f)
+static void settings(struct smp *s, struct lab_json *j)
 {
-	fprintf(f, ", \"pages\": %lu, \"page_size\": %zu, \"remote\": %d, \"remote_cpus\": ",
-		s->pages, tl.page, s->remote);
-	smp_json_ints(f, s->remote_cpus, s->remote);
+	lab_json_uint(j, "pages", s->pages);
+	lab_json_uint(j, "page_size", tl.page);
+	lab_json_int(j, "remote", s->remote);
+	smp_json_ints(j, "remote_cpus", s->remote_cpus, s->remote);
 	if (tl.have_count && tl.after >= tl.before) {
-		fprintf(f, ", \"tlb_shootdowns_total\": %llu, \"tlb_shootdowns_per_record\": %.4f, "
-			"\"tlb_count\": \"the TLB line of /proc/interrupts (shoot-downs received), "
-			"summed over CPUs, from before the first to after the last timed record\"",
-			tl.after - tl.before, (double)(tl.after - tl.before) / (double)s->n);
+		lab_json_uint(j, "tlb_shootdowns_total", tl.after - tl.before);
+		lab_json_double(j, "tlb_shootdowns_per_record",
+				(double)(tl.after - tl.before) / (double)s->n, 4);
+		lab_json_str(j, "tlb_count", "the TLB line of /proc/interrupts (shoot-downs "
+			     "received), summed over CPUs, from before the first to after the last "
+			     "timed record");
 	} else {
-		fprintf(f, ", \"tlb_shootdowns_total\": null, \"tlb_shootdowns_per_record\": null, "
-			"\"tlb_count\": \"not counted: /proc/interrupts has no TLB line\"");
+		lab_json_null(j, "tlb_shootdowns_total");
+		lab_json_null(j, "tlb_shootdowns_per_record");
+		lab_json_str(j, "tlb_count", "not counted: /proc/interrupts has no TLB line");
 	}
 }
 

@@ -275,14 +275,21 @@ static int run(struct smp *s)
 	return ret;
 }
 
-static void settings(struct smp *s, FILE *f)
+static void settings(struct smp *s, struct lab_json *j)
 {
-	fprintf(f, ", \"packets_sent\": %lu, \"packets_received\": %lu, \"packets_other\": %lu, "
-		"\"device\": \"%s\", \"address\": \"" LOCAL_ADDR "/30\", \"destination\": \""
-		PEER_ADDR ":%d\", \"ipv6_disabled\": %s, \"policy\": \"reader SCHED_RR 98 and "
-		"spinner SCHED_RR 19 on CPU %d, sender SCHED_RR 20 on CPU %d\"", tn.sent,
-		tn.received, tn.other, tn.ifname, PORT, tn.ipv6_off ? "true" : "false", s->cpu_a,
-		s->cpu_b);
+	char dest[64], policy[128];
+
+	snprintf(dest, sizeof(dest), PEER_ADDR ":%d", PORT);
+	snprintf(policy, sizeof(policy), "reader SCHED_RR 98 and spinner SCHED_RR 19 on CPU %d, "
+		 "sender SCHED_RR 20 on CPU %d", s->cpu_a, s->cpu_b);
+	lab_json_uint(j, "packets_sent", tn.sent);
+	lab_json_uint(j, "packets_received", tn.received);
+	lab_json_uint(j, "packets_other", tn.other);
+	lab_json_str(j, "device", tn.ifname);
+	lab_json_str(j, "address", LOCAL_ADDR "/30");
+	lab_json_str(j, "destination", dest);
+	lab_json_bool(j, "ipv6_disabled", tn.ipv6_off);
+	lab_json_str(j, "policy", policy);
 }
 
 static void cleanup(struct smp *s)

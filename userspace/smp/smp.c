@@ -521,70 +521,67 @@ int smp_tlb_shootdowns(unsigned long long *count)
 
 /* --- output ------------------------------------------------------------- */
 
-void smp_json_ints(FILE *f, const int *v, int n)
+void smp_json_ints(struct lab_json *j, const char *key, const int *v, int n)
 {
-	fputc('[', f);
+	lab_json_array(j, key);
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%s%d", i ? ", " : "", v[i]);
-	fputc(']', f);
+		lab_json_int(j, NULL, v[i]);
+	lab_json_end(j);
 }
 
 static char *settings_json(struct smp *s)
 {
 	const struct smp_bench *b = s->bench;
-	char *text = NULL;
-	size_t size = 0;
-	FILE *f = open_memstream(&text, &size);
 	int i, cpus[2] = { s->cpu_a, s->cpu_b };
+	struct lab_json j;
 
-	if (!f)
+	if (lab_json_mem(&j, 1))
 		return NULL;
-	fprintf(f, "{\"bench\": ");
-	lab_json_string(f, b->name);
-	fprintf(f, ", \"n\": %lu, \"warmup\": %lu, \"tsc_hz\": %.1f, \"tsc_hz_source\": ",
-		s->n, s->warmup, s->tsc_hz);
-	lab_json_string(f, s->tsc_source);
-	fprintf(f, ", \"tsc_read\": \"%s\", \"spans\": [",
+	lab_json_object(&j, NULL);
+	lab_json_str(&j, "bench", b->name);
+	lab_json_uint(&j, "n", s->n);
+	lab_json_uint(&j, "warmup", s->warmup);
+	lab_json_double(&j, "tsc_hz", s->tsc_hz, 1);
+	lab_json_str(&j, "tsc_hz_source", s->tsc_source);
 #if defined(__x86_64__) || defined(__i386__)
-		smp_have_rdtscp ? "rdtscp" : "rdtsc"
+	lab_json_str(&j, "tsc_read", smp_have_rdtscp ? "rdtscp" : "rdtsc");
 #else
-		"CLOCK_MONOTONIC ns"
+	lab_json_str(&j, "tsc_read", "CLOCK_MONOTONIC ns");
 #endif
-		);
-	for (i = 0; i < b->nspans; i++) {
-		fprintf(f, "%s", i ? ", " : "");
-		lab_json_string(f, b->spans[i]);
-	}
+	lab_json_array(&j, "spans");
+	for (i = 0; i < b->nspans; i++)
+		lab_json_str(&j, NULL, b->spans[i]);
+	lab_json_end(&j);
 	/* tlbflush: across CPUs if it has remote threads. */
-	fprintf(f, "], \"placement\": \"%s\", \"cpus\": ",
-		(b->flags & SMP_REMOTE ? s->remote > 0 : s->cpu_a != s->cpu_b && s->cpu_b >= 0) ?
-		"cross" : "same");
+	lab_json_str(&j, "placement",
+		     (b->flags & SMP_REMOTE ? s->remote > 0 :
+		      s->cpu_a != s->cpu_b && s->cpu_b >= 0) ? "cross" : "same");
 	if (b->flags & SMP_REMOTE) {
-		fprintf(f, "[%d", s->cpu_a);
+		lab_json_array(&j, "cpus");
+		lab_json_int(&j, NULL, s->cpu_a);
 		for (i = 0; i < s->remote; i++)
-			fprintf(f, ", %d", s->remote_cpus[i]);
-		fputc(']', f);
+			lab_json_int(&j, NULL, s->remote_cpus[i]);
+		lab_json_end(&j);
 	} else {
-		smp_json_ints(f, cpus, s->cpu_a == s->cpu_b || s->cpu_b < 0 ? 1 : 2);
+		smp_json_ints(&j, "cpus", cpus, s->cpu_a == s->cpu_b || s->cpu_b < 0 ? 1 : 2);
 	}
-	fprintf(f, ", \"mlocked\": %s, \"threads\": [", s->mlocked ? "true" : "false");
+	lab_json_bool(&j, "mlocked", s->mlocked);
+	lab_json_array(&j, "threads");
 	for (i = 0; i < s->nthreads; i++) {
 		const struct smp_thread *t = &s->threads[i];
 
-		fprintf(f, "%s{\"name\": ", i ? ", " : "");
-		lab_json_string(f, t->name);
-		fprintf(f, ", \"cpu\": %d, \"policy\": \"%s\", \"priority\": %d}", t->cpu,
-			smp_policy_name(t->policy), t->prio);
+		lab_json_object(&j, NULL);
+		lab_json_str(&j, "name", t->name);
+		lab_json_int(&j, "cpu", t->cpu);
+		lab_json_str(&j, "policy", smp_policy_name(t->policy));
+		lab_json_int(&j, "priority", t->prio);
+		lab_json_end(&j);
 	}
-	fputc(']', f);
+	lab_json_end(&j);
 	if (b->settings)
-		b->settings(s, f);
-	fputc('}', f);
-	if (fclose(f)) {
-		free(text);
-		return NULL;
-	}
-	return text;
+		b->settings(s, &j);
+	lab_json_end(&j);
+	return lab_json_text(&j);
 }
 
 static int write_raw(const struct lab_result *r, const struct smp *s)
@@ -756,9 +753,7 @@ int main(int argc, char **argv)
 						    0 : MCL_FUTURE)) == 0;
 
 	snprintf(experiment, sizeof(experiment), PROG "-%s", s.bench->name);
-	if (lab_result_begin(&res, s.outdir, experiment, s.name)) {
-		fprintf(stderr, PROG ": cannot create a result folder in %s: %s\n", s.outdir,
-			strerror(errno));
+	if (lab_result_open(&res, PROG, s.outdir, experiment, s.name, 0, NULL, NULL)) {
 		cleanup(&s);
 		return 1;
 	}

@@ -44,8 +44,8 @@ struct smp_bench {
 	int (*prepare)(struct smp *s);
 	/* The measurement: warm-up and timed records through smp_put(). */
 	int (*run)(struct smp *s);
-	/* The benchmark's own settings: members ", \"key\": value". */
-	void (*settings)(struct smp *s, FILE *f);
+	/* The benchmark's own settings: members of the open settings object. */
+	void (*settings)(struct smp *s, struct lab_json *j);
 	/* Always called at the end, after a failed prepare too. */
 	void (*cleanup)(struct smp *s);
 };
@@ -176,7 +176,8 @@ void smp_clock_pair(struct smp_clock_pair *p);
 uint64_t smp_tsc_at(const struct smp *s, const struct smp_clock_pair *p, int64_t ns);
 
 const char *smp_policy_name(int policy);
-void smp_json_ints(FILE *f, const int *v, int n);
+/* The member @key: an array of @n ints. */
+void smp_json_ints(struct lab_json *j, const char *key, const int *v, int n);
 /* Read /proc/interrupts' TLB line summed over CPUs into *@count; -1 if none. */
 int smp_tlb_shootdowns(unsigned long long *count);
 

@@ -1,9 +1,8 @@
 """lablib, the analysers' shared package: statistics on known inputs, the
-list syntax of the C tools, atomic files, result folders, the command-line
-conventions, and a cheap import."""
-import datetime
+list syntax of the C tools, atomic files, reading result folders, the
+command-line conventions, and a cheap import.  (Result folders and
+meta.json are liblab's alone: tests/host/test_meta.py.)"""
 import json
-import os
 import subprocess
 import sys
 
@@ -147,51 +146,6 @@ def test_read_meta_and_describe(tmp_path):
     assert results.describe({}) == "kernel ?"
     assert results.describe({"kernel": {"release": "x"}, "machine": {"cpus": 1}}) == \
         "kernel x, 1 CPU"
-
-
-def test_result_dir_life_cycle(tmp_path):
-    t = datetime.datetime(2026, 11, 22, 9, 30, 0)
-    d = results.new_result_dir(tmp_path, "calibrate", now=t)
-    assert d == tmp_path / "calibrate-20261122-093000.incomplete" and d.is_dir()
-    # A second run in the same second, while the first is still running.
-    d2 = results.new_result_dir(tmp_path, "calibrate", now=t)
-    assert d2.name == "calibrate-20261122-093000-2.incomplete"
-    final = results.commit_result_dir(d)
-    assert final == tmp_path / "calibrate-20261122-093000" and final.is_dir()
-    assert not d.exists()
-    link = tmp_path / "latest-calibrate"
-    assert os.readlink(link) == "calibrate-20261122-093000"
-    # The newest committed run is the latest; a third run skips both names.
-    final2 = results.commit_result_dir(d2)
-    assert os.readlink(link) == final2.name == "calibrate-20261122-093000-2"
-    assert results.new_result_dir(tmp_path, "calibrate", now=t).name == \
-        "calibrate-20261122-093000-3.incomplete"
-    # Dashes in the experiment name: latest-irqhook-sweep.
-    s = results.commit_result_dir(results.new_result_dir(tmp_path, "irqhook-sweep", now=t))
-    assert os.readlink(tmp_path / "latest-irqhook-sweep") == s.name
-    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
-
-
-def test_named_result_dir_makes_no_link(tmp_path):
-    d = results.new_result_dir(tmp_path, "irqhook", name="16-normal")
-    assert d.name == "16-normal.incomplete"
-    results.commit_result_dir(d)
-    assert (tmp_path / "16-normal").is_dir()
-    assert results.new_result_dir(tmp_path, "irqhook", name="16-normal").name == \
-        "16-normal-2.incomplete"
-    assert not (tmp_path / "latest-irqhook").exists()
-
-
-def test_write_meta(tmp_path):
-    meta = results.write_meta(tmp_path, "hookcost", ["bench-hook.sh", "-n", "3"], {"boots": 3})
-    assert json.loads((tmp_path / "meta.json").read_text()) == meta
-    assert meta["experiment"] == "hookcost" and meta["settings"] == {"boots": 3}
-    assert meta["command"] == ["bench-hook.sh", "-n", "3"]
-    assert meta["machine"]["cpus"] == os.cpu_count()
-    assert meta["machine"]["accelerator"] in ("none", "unknown")
-    assert meta["kernel"]["release"] == os.uname().release
-    assert meta["lab_commit"] is None or len(meta["lab_commit"]) == 40
-    assert results.read_meta(tmp_path)["experiment"] == "hookcost"
 
 
 # --- cli ---------------------------------------------------------------------

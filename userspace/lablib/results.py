@@ -1,19 +1,14 @@
-"""Result folders as the lab's format spec describes them: meta.json, CSV
-files with a header, files written whole or not at all, and the
-NAME.incomplete / rename / latest-EXPERIMENT life cycle of a folder."""
+"""Result folders as README.md ("Conventions") describes them, on the
+host's side: read meta.json and CSV files with a header, and write the
+analysis' files (summaries, reports) whole or not at all.  Result folders
+themselves and their meta.json are made by liblab alone: by the C tools,
+and by 'lab begin', 'lab meta' and 'lab commit' (userspace/lib/lab) for
+scripts in any language."""
 import contextlib
 import csv
-import datetime
 import json
 import os
 import pathlib
-import platform
-import re
-import subprocess
-
-INCOMPLETE = ".incomplete"
-STAMPED = re.compile(r"^(?P<experiment>.+)-\d{8}-\d{6}(?:-\d+)?$")
-LAB_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
@@ -126,116 +121,3 @@ def describe(meta):
     elif clock.get("kind"):
         parts.append(f"{clock['kind']} clock")
     return ", ".join(parts)
-
-
-def new_result_dir(parent, experiment, name=None, now=None):
-    """Create and return PARENT/NAME.incomplete, NAME being
-    EXPERIMENT-YYYYmmdd-HHMMSS (local time @now, default now) or @name;
-    -2, -3 ... appended while NAME or NAME.incomplete exists."""
-    if name is not None and (not name or "/" in name):
-        raise ValueError(f"bad result folder name {name!r}")
-    parent = pathlib.Path(parent)
-    parent.mkdir(parents=True, exist_ok=True)
-    if name is None:
-        now = now or datetime.datetime.now()
-        name = f"{experiment}-{now:%Y%m%d-%H%M%S}"
-    for i in range(1, 1000):
-        base = name if i == 1 else f"{name}-{i}"
-        final = parent / base
-        if final.exists() or final.is_symlink() or (parent / (base + INCOMPLETE)).exists():
-            continue
-        try:
-            (parent / (base + INCOMPLETE)).mkdir()
-        except FileExistsError:
-            continue
-        return parent / (base + INCOMPLETE)
-    raise FileExistsError(f"{parent}/{name}: 999 folders of that name exist")
-
-
-def commit_result_dir(path):
-    """Rename PARENT/NAME.incomplete to PARENT/NAME and return the new path;
-    for a time-stamped NAME (EXPERIMENT-YYYYmmdd-HHMMSS[-N]) point the link
-    PARENT/latest-EXPERIMENT at it (relative, replaced atomically)."""
-    path = pathlib.Path(path)
-    if not path.name.endswith(INCOMPLETE):
-        raise ValueError(f"{path}: not an {INCOMPLETE} result folder")
-    final = path.with_name(path.name[:-len(INCOMPLETE)])
-    os.rename(path, final)
-    m = STAMPED.match(final.name)
-    if m:
-        link = final.parent / f"latest-{m['experiment']}"
-        tmp = link.with_name(f".{link.name}.tmp{os.getpid()}")
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        tmp.symlink_to(final.name)
-        os.replace(tmp, link)
-    return final
-
-
-def _cpuinfo(key):
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                k, sep, value = line.partition(":")
-                if sep and k.strip() == key:
-                    return value.strip()
-    except OSError:
-        pass
-    return None
-
-
-def _git_commit():
-    try:
-        out = subprocess.run(["git", "-C", str(LAB_ROOT), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and len(commit) == 40 else None
-
-
-def _variant(release):
-    """stock for X-lab, V for X-lab-V, else None (as lab_meta_write)."""
-    _, sep, rest = release.partition("-lab")
-    if not sep:
-        return None
-    if rest == "":
-        return "stock"
-    return rest[1:] if rest.startswith("-") else None
-
-
-def _preemption(version):
-    if "PREEMPT_RT" in version:
-        return "rt"
-    with contextlib.suppress(OSError):
-        m = re.search(r"\((\w+)\)", pathlib.Path("/sys/kernel/debug/sched/preempt").read_text())
-        if m:
-            return m[1]
-    if "PREEMPT_DYNAMIC" in version:
-        return "dynamic (debugfs not mounted: mode unknown)"
-    if "PREEMPT " in version:
-        return "full"
-    return "none or voluntary"
-
-
-def write_meta(folder, experiment, argv, settings):
-    """Write FOLDER/meta.json for a folder made on the host: the command
-    line @argv, the tool's @settings and what this machine is."""
-    release, version = platform.release(), platform.version()
-    virtual = "hypervisor" in (_cpuinfo("flags") or "").split()
-    meta = {
-        "experiment": experiment,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": [str(a) for a in argv],
-        "lab_commit": _git_commit(),
-        "kernel": {"release": release, "version": version, "variant": _variant(release),
-                   "preemption": _preemption(version)},
-        "machine": {"cpu_model": _cpuinfo("model name"), "cpus": os.cpu_count(),
-                    "virtual": virtual, "accelerator": "unknown" if virtual else "none",
-                    "accelerator_why": None, "qemu": None,
-                    "pmu": os.path.exists("/sys/bus/event_source/devices/cpu")},
-        "modules": {},
-        "settings": dict(settings or {}),
-    }
-    write_json(pathlib.Path(folder) / "meta.json", meta)
-    return meta

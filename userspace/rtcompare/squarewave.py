@@ -4,9 +4,12 @@ writes it: toggle, time.sleep(half a period), again.  It records what the
 C tool (squarewave --mode nanosleep|rt) records, in the same files:
 edges.csv (freq_hz,edge,t_ns, CLOCK_MONOTONIC) and meta.json in a new
 result folder, so analyse.py reads all three implementations alike."""
+import json
 import os
 import pathlib
+import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -14,6 +17,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from lablib import cli, lists, results  # noqa: E402
 
 MAX_FREQ = 1_000_000
+# liblab's helper: the lab's one writer of result folders and meta.json.
+LAB_TOOL = pathlib.Path(__file__).resolve().parents[1] / "lib" / "lab"
 
 
 def wave(freq, periods, max_seconds):
@@ -67,11 +72,23 @@ def bad_value(args):
     return None
 
 
+def lab(*args):
+    """Run the lab helper; its one line of output.  OSError with its
+    message if it fails."""
+    out = subprocess.run([LAB_TOOL, *map(str, args)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise OSError(out.stderr.strip() or f"lab {args[0]} failed ({out.returncode})")
+    return out.stdout.strip()
+
+
 def work(args):
     freqs = lists.parse_list(args.freq)
+    if not os.access(LAB_TOOL, os.X_OK):
+        raise OSError(f"{LAB_TOOL} is not built; run 'make userspace'")
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
-    folder = results.new_result_dir(args.output, "squarewave", args.name)
+    folder = pathlib.Path(lab("begin", args.output, "squarewave",
+                              *([args.name] if args.name is not None else [])))
     try:
         rows = []
         for f in freqs:
@@ -80,16 +97,17 @@ def work(args):
             if not args.quiet:
                 print(f"squarewave.py: python {f} Hz: {len(edges)} edges", file=sys.stderr)
         results.write_csv(folder / "edges.csv", ("freq_hz", "edge", "t_ns"), rows)
-        results.write_meta(folder, "squarewave", sys.argv, {
+        settings = {
             "impl": "python", "mode": "python", "policy": "SCHED_OTHER", "priority": 0,
             "mlockall": False, "sleep": "time.sleep relative", "periods": args.periods,
             "max_seconds": args.seconds, "cpu": -1 if args.cpu is None else args.cpu,
-            "trace_marker": False, "freqs_hz": freqs})
-        final = results.commit_result_dir(folder)
+            "trace_marker": False, "freqs_hz": freqs}
+        lab("meta", folder, "squarewave",
+            *(f"{k}:={json.dumps(v)}" for k, v in settings.items()), "--", *sys.argv)
+        # A named folder is a cell of a larger run: no latest- link.
+        final = lab("commit", folder, *(["squarewave"] if args.name is None else []))
     except BaseException:
-        for p in folder.glob("*"):
-            p.unlink()
-        folder.rmdir()
+        shutil.rmtree(folder, ignore_errors=True)
         raise
     print(final)
     return 0

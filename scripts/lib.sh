@@ -84,6 +84,20 @@ lab_commit() {
 	trap - EXIT
 	LAB_DIR=$("$LAB_TOOL" commit "$LAB_DIR" "$1")
 }
+# lab_guest true|false COMMAND...: run a runner's guest script in the lab
+# kernel's VM (scripts/vm.sh: VARIANT, VM_CPUS ...), or, for false (the
+# runner's --here), on the kernel this machine runs.
+lab_guest() {
+	local vm=$1
+	shift
+	if [ "$vm" = true ]; then
+		log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $LAB_DIR"
+		"$LAB_ROOT/scripts/vm.sh" -- "$@"
+	else
+		log "measuring the running kernel $(uname -r): $LAB_DIR"
+		"$@"
+	fi
+}
 # lab_python ARG...: the lab's Python (.venv, else the system's), with
 # lablib importable.
 lab_python() {

@@ -130,4 +130,6 @@ def test_meta_json_keeps_the_whole_command_line(tmp_path, experiment, tools, arg
     assert d.name.startswith(folder + "-") and d.name.endswith(".incomplete"), d
     meta = json.loads((d / "meta.json").read_text())
     assert meta["command"] == [str(runner), *args]
+    assert meta["settings"].get("vm", True) is True
+    assert "booting the stock kernel" in out.stderr
     assert f"what was measured is in {d}" in out.stderr

@@ -23,13 +23,13 @@ lab_help "$@"
 
 RUNS=${RUNS:-5}
 N=${N:-30000}
-analysis=1 vm=1
+analysis=1 vm=true
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
 	-r | --repeats) want_value "$@"; RUNS=$2; shift ;;
 	-n) want_value "$@"; N=$2; shift ;;
-	--here) vm=0 ;;
+	--here) vm=false ;;
 	--no-analysis) analysis=0 ;;
 	--) shift; break ;;
 	*) bad_arg "unknown argument '$1' (see --help)" ;;
@@ -39,22 +39,16 @@ done
 want_uint --repeats "$RUNS" 1
 want_uint -n "$N" 1
 lab_built "$LAB_TOOL" "$here/msgq"
-if [ "$vm" -eq 0 ]; then
+if [ "$vm" = false ]; then
 	[ "$(id -u)" -eq 0 ] || die "--here needs root (insmod, perf -a)"
 	lab_ko msgq >/dev/null
 fi
 
 lab_begin "$LAB_ROOT/results" msgq-profile
 "$LAB_TOOL" meta "$LAB_DIR" msgq-profile runs:="$RUNS" n:="$N" \
-	vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" msgq_options="$*" -- "$0" "${args[@]}"
+	vm:="$vm" msgq_options="$*" -- "$0" "${args[@]}"
 start=$(date +%s)
-if [ "$vm" -eq 1 ]; then
-	log "booting the ${VARIANT:-stock} kernel: $LAB_DIR"
-	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
-else
-	log "measuring the running kernel $(uname -r): $LAB_DIR"
-	"$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
-fi
+lab_guest "$vm" "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
 lab_commit msgq-profile
 log "measured in $(($(date +%s) - start)) s"
 lab_analyse "$analysis" "$here/analyse.py"

@@ -39,8 +39,7 @@ lab_begin "$LAB_ROOT/results" peers
 "$LAB_TOOL" meta "$LAB_DIR" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
 	syscalls:='["getppid", "read"]' -- "$0" "${args[@]}"
 start=$(date +%s)
-log "one boot, every case, $N calls each: $LAB_DIR"
-"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$N" "$WARMUP"
+lab_guest true "$here/guest.sh" "$LAB_DIR" "$N" "$WARMUP"
 lab_commit peers
 log "measured in $(($(date +%s) - start)) s"
 lab_analyse "$analysis" "$here/analyse.py"

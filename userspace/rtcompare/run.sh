@@ -21,13 +21,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-variants=stock,rt vm=1 analysis=1 into=
+variants=stock,rt vm=true analysis=1 into=
 guest_args=()
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
 	--variants) want_value "$@"; variants=$2; shift ;;
-	--here) vm=0 ;;
+	--here) vm=false ;;
 	--into) want_value "$@"; into=$2; shift ;;
 	--no-analysis) analysis=0 ;;
 	--) shift; guest_args=("$@"); break ;;
@@ -41,12 +41,12 @@ for v in "${vlist[@]}"; do
 	check_variant "$v" --variants
 	[ "$v" != nohook ] || bad_arg "--variants wants kernels with the hook, not 'nohook'"
 done
-[ -z "$into" ] || [ "$vm" -eq 0 ] || bad_arg "--into goes with --here"
+[ -z "$into" ] || [ "$vm" = false ] || bad_arg "--into goes with --here"
 [ -z "$into" ] || [ -d "$into" ] || bad_arg "--into wants an rt-compare folder, not '$into'"
 # guest.sh's options are checked before any kernel is built or booted.
 "$here/guest.sh" - --check "${guest_args[@]}"
 lab_built "$LAB_TOOL" "$here/sortsum" "$here/squarewave"
-if [ "$vm" -eq 0 ]; then
+if [ "$vm" = false ]; then
 	[ "$(id -u)" -eq 0 ] || die "--here needs root (real-time priorities, modules, tracing)"
 	command -v cyclictest >/dev/null || die "cyclictest is missing (Debian: rt-tests)"
 	command -v perf >/dev/null || die "perf is missing (Debian: linux-perf)"
@@ -57,10 +57,10 @@ if [ -n "$into" ]; then
 else
 	lab_begin "$LAB_ROOT/results" rt-compare
 	"$LAB_TOOL" meta "$LAB_DIR" rt-compare variants="$variants" \
-		vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" -- "$0" "${args[@]}"
+		vm:="$vm" -- "$0" "${args[@]}"
 fi
 start=$(date +%s)
-if [ "$vm" -eq 1 ]; then
+if [ "$vm" = true ]; then
 	for v in "${vlist[@]}"; do
 		kobj=$(kobj_of "$v")
 		if [ ! -f "$kobj/arch/x86/boot/bzImage" ] ||
@@ -70,12 +70,10 @@ if [ "$vm" -eq 1 ]; then
 		fi
 	done
 	for v in "${vlist[@]}"; do
-		log "booting the $v kernel: $LAB_DIR/$v"
-		VARIANT=$v "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
+		VARIANT=$v lab_guest true "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
 	done
 else
-	log "measuring the running kernel $(uname -r): $LAB_DIR"
-	"$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
+	lab_guest false "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
 fi
 [ -n "$into" ] || lab_commit rt-compare
 log "measured in $(($(date +%s) - start)) s: $LAB_DIR"

@@ -22,13 +22,13 @@ lab_help "$@"
 
 RUNS=${RUNS:-5}
 N=${N:-500}
-analysis=1 vm=1
+analysis=1 vm=true
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
 	-r | --repeats) want_value "$@"; RUNS=$2; shift ;;
 	-n) want_value "$@"; N=$2; shift ;;
-	--here) vm=0 ;;
+	--here) vm=false ;;
 	--no-analysis) analysis=0 ;;
 	*) bad_arg "unknown argument '$1' (see --help)" ;;
 	esac
@@ -37,21 +37,15 @@ done
 want_uint --repeats "$RUNS" 1
 want_uint -n "$N" 1
 lab_built "$LAB_TOOL" "$here/smp"
-if [ "$vm" -eq 0 ] && [ "$(id -u)" -ne 0 ]; then
+if [ "$vm" = false ] && [ "$(id -u)" -ne 0 ]; then
 	die "--here needs root (real-time priorities, tun, mlockall)"
 fi
 
 lab_begin "$LAB_ROOT/results" smp
-"$LAB_TOOL" meta "$LAB_DIR" smp runs:="$RUNS" n:="$N" vm:="$([ "$vm" -eq 1 ] && echo true || echo false)" \
+"$LAB_TOOL" meta "$LAB_DIR" smp runs:="$RUNS" n:="$N" vm:="$vm" \
 	-- "$0" "${args[@]}"
 start=$(date +%s)
-if [ "$vm" -eq 1 ]; then
-	log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $LAB_DIR"
-	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N"
-else
-	log "measuring the running kernel $(uname -r): $LAB_DIR"
-	"$here/guest.sh" "$LAB_DIR" "$RUNS" "$N"
-fi
+lab_guest "$vm" "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N"
 lab_commit smp
 log "measured in $(($(date +%s) - start)) s"
 lab_analyse "$analysis" "$here/analyse.py"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lint: checkpatch --strict on every patch of the series and every module
-# source; shellcheck on every script.
+# source; shellcheck on every script; ruff (ruff.toml) on the Python code.
 #
 # Example:  scripts/lint.sh     (what make lint runs)
 set -euo pipefail
@@ -9,6 +9,8 @@ lab_help "$@"
 
 ksrc=${KSRC:-$LAB_BUILD/src/linux-source-6.12}
 [ -x "$ksrc/scripts/checkpatch.pl" ] || die "no kernel tree at $ksrc: run 'make kernel'"
+ruff=$LAB_VENV/bin/ruff
+[ -x "$ruff" ] || die "no $ruff: run 'make venv'"
 status=0
 while read -r patch; do
 	case $patch in '' | '#'*) continue ;; esac
@@ -26,5 +28,6 @@ for f in "${sources[@]}"; do
 done
 mapfile -t scripts < <(cd "$LAB_ROOT" && git ls-files '*.sh' .ci/run)
 (cd "$LAB_ROOT" && shellcheck -x "${scripts[@]}") || status=1
-[ "$status" -eq 0 ] && log "checkpatch and shellcheck are clean"
+(cd "$LAB_ROOT" && "$ruff" check --quiet --no-cache userspace workloads tests) || status=1
+[ "$status" -eq 0 ] && log "checkpatch, shellcheck and ruff are clean"
 exit "$status"

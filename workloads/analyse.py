@@ -33,9 +33,9 @@ MEASURES = {
 # "ns" (the module's ns mode) came later: a raw.csv without it swept loops.
 RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
                "errors", "detail"]
-COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean", "stddev", "min", "max", "unit",
-           "seconds_per_unit", "syscalls_per_unit", "predicted_throughput", "errors",
-           "knee_kept_up", "knee_overloaded"]
+COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean",
+           "stddev", "min", "max", "unit", "seconds_per_unit", "syscalls_per_unit",
+           "predicted_throughput", "errors", "knee_kept_up", "knee_overloaded"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
 
 

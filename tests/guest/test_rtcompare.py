@@ -94,6 +94,14 @@ def test_analyser_reads_one_kernel(suite, tmp_path):
     threads = k["cyclictest"]["loaded"]["threads"]
     assert len(threads) == os.cpu_count()
     assert max(t["n"] for t in threads) == 500 and min(t["n"] for t in threads) > 400
-    assert set(k["squarewave"]) == {f"{i}-{l}" for i in ("python", "c-nanosleep", "c-rt")
-                                    for l in ("idle", "loaded")}
+    assert set(k["squarewave"]) == {f"{i}-{load}" for i in ("python", "c-nanosleep", "c-rt")
+                                    for load in ("idle", "loaded")}
     assert k["lab"]["calibrate"]["getppid"]["slope_ns_per_loop"] > 0
+
+
+def test_folder_is_the_variant_and_meta_keeps_the_command_line(suite):
+    """The kernel's folder is named as meta.json names its variant (lab
+    variant, liblab's one rule), and meta.json keeps guest.sh's options."""
+    meta = json.loads((suite / "meta.json").read_text())
+    assert suite.name == meta["kernel"]["variant"] == "stock"
+    assert meta["command"] == [str(GUEST), str(suite.parent), "--quick"]

@@ -1,5 +1,8 @@
-"""Shell scripts are shellcheck clean and run under 'set -euo pipefail'."""
+"""Shell scripts are shellcheck clean and run under 'set -euo pipefail';
+the Python code is ruff clean."""
 import subprocess
+import sys
+import tomllib
 
 
 def shell_scripts(root):
@@ -35,3 +38,24 @@ def test_every_script_answers_help_with_an_example(root, tmp_path):
         assert out.returncode == 0, f"{rel}: {out.stderr}"
         assert "Example" in out.stdout, f"{rel} --help has no example:\n{out.stdout}"
         assert list(tmp_path.iterdir()) == [], f"{rel} --help left files behind"
+
+
+def test_ruff_clean(root):
+    """The Python code passes ruff (pinned in requirements.txt, ruff.toml at
+    the root: 100 columns, pyflakes and pycodestyle errors), as make lint
+    runs it."""
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "userspace",
+                          "workloads", "tests"], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_is_pinned_and_configured(root):
+    pins = dict(line.split("==") for line in (root / "requirements.txt").read_text().splitlines()
+                if "==" in line)
+    out = subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True,
+                         text=True)
+    assert out.stdout.split() == ["ruff", pins["ruff"]], "the venv's ruff is the pinned one"
+    config = tomllib.loads((root / "ruff.toml").read_text())
+    assert config["line-length"] == 100
+    assert {"E", "F"} <= set(config["lint"]["select"])
+    assert "ruff" in (root / "scripts/lint.sh").read_text()

@@ -428,3 +428,25 @@ def test_program_bad_options(tmp_path, args):
     assert out.returncode == 2, out.stderr
     assert len(out.stderr.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_script_keeps_its_command_line(tmp_path):
+    """guest.sh, run.sh's half in the VM: one short round of each strategy
+    under perf, and its meta.json keeps the whole command line."""
+    unload()
+    guest = ROOT / "userspace/msgq/guest.sh"
+    args = [str(tmp_path), "1", "50", "--size", "16:64"]
+    out = subprocess.run([guest, *args], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    meta = json.load(open(tmp_path / "guest/meta.json"))
+    assert meta["command"] == [str(guest), *args]
+    assert meta["settings"]["msgq_options"] == "--size 16:64"
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["dynamic-r1", "static-r1"]
+    assert not MODULE.exists()
+
+
+def test_profile_script_refuses_a_bad_value(tmp_path):
+    out = subprocess.run([ROOT / "userspace/msgq/guest.sh", tmp_path, "1", "0"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr == "guest.sh: N wants a whole number >= 1, not '0'\n"
+    assert list(tmp_path.iterdir()) == []

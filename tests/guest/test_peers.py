@@ -58,6 +58,8 @@ def test_guest_script_runs_every_case(clean_module, tmp_path):
                          capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stderr[-3000:]
     assert not MODDIR.exists(), "guest.sh must unload the delay module"
+    command = json.loads((d / "guest/meta.json").read_text())["command"]
+    assert command == [str(ROOT / "userspace/peers/guest.sh"), str(d), "200", "20"]
     runs = {p.name for p in (d / "runs").iterdir()}
     for case in ("baseline", "module-0", "module-loops-1", "strace-0", "strace-1ns",
                  "strace-1us", "strace-10us", "baseline-end"):

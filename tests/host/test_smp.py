@@ -256,6 +256,8 @@ def test_plots_are_readable(root, smp, tmp_path, monkeypatch):
         out = subprocess.run([root / "userspace/smp/guest.sh", d, "2", "100"],
                              capture_output=True, text=True, timeout=300)
         assert out.returncode == 0, out.stderr
+        command = json.loads((d / "guest/meta.json").read_text())["command"]
+        assert command == [str(root / "userspace/smp/guest.sh"), str(d), "2", "100"]
     else:
         smp_dir(d)
     mod = smp_module(root)

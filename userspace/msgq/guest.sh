@@ -26,6 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 lab_help "$@"
 
 [ $# -ge 1 ] || bad_arg "usage: guest.sh DIR [RUNS [N [MSGQ-OPTIONS...]]]"
+args=("$@")
 dir=$1 runs=${2:-5} n=${3:-30000}
 shift $(($# < 3 ? $# : 3))
 want_uint RUNS "$runs" 1
@@ -65,7 +66,7 @@ evlist=$(IFS=,; printf '%s' "${events[*]}")
 
 "$LAB_TOOL" meta "$dir/guest" msgq-profile runs:="$runs" n:="$n" cpus:="$(nproc)" \
 	perf="$(perf --version)" events="$evlist" wanted="$(IFS=,; printf '%s' "${wanted[*]}")" \
-	msgq_options="$*" -- "$0" "$dir" "$runs" "$n" "$@"
+	msgq_options="$*" -- "$0" "${args[@]}"
 log "kernel $(uname -r), $(nproc) CPUs; $runs rounds of $n messages a strategy; perf counts $evlist"
 
 msgq_options=("$@")

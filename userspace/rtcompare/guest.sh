@@ -29,6 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 lab_help "$@"
 
 [ $# -ge 1 ] || bad_arg "usage: guest.sh DIR [options] (see --help)"
+args=("$@")
 top=$1
 shift
 only=cyclictest,perfstat,squarewave,lab
@@ -77,7 +78,7 @@ ncpu=$(nproc)
 	periods:="$periods" n:="$n" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
 	rt_tests="$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V *//p' | head -1)" \
-	-- "$0" "$top" "$@"
+	-- "$0" "${args[@]}"
 log "kernel $(uname -r) ($(uname -v | grep -o 'PREEMPT[_A-Z]*' | head -1)), $ncpu CPUs -> $dir"
 
 # --- the CPU-bound load: one sortsum per CPU, normal priority ---------------

@@ -15,12 +15,6 @@
 /* CLOCK_MONOTONIC in nanoseconds, the clock the kernel's ktime_get_ns() reads. */
 uint64_t lab_now_ns(void);
 
-/*
- * The timing loop every tool shares: call @fn(@arg) @calls times between
- * two lab_now_ns() reads and return the ns one call took on average.
- */
-double lab_time_calls(void (*fn)(void *arg), void *arg, unsigned long calls);
-
 /* --- CPUs and the TSC ---------------------------------------------------- */
 
 /* Pin the calling thread to @cpu.  Returns 0, or -1 with errno set. */
@@ -230,14 +224,6 @@ void lab_result_abort(struct lab_result *r);
 FILE *lab_result_file(const struct lab_result *r, const char *name);
 
 /*
- * Write r->dir/meta.json: when, the command line, the lab's git commit,
- * the kernel (release, uname -v, variant, preemption model), the machine
- * (CPU model and count, accelerator and QEMU version when booted by
- * scripts/vm.sh, whether a PMU is there), the delay module's parameters
- * and counters if it is loaded, and @settings_json: a JSON object text
- * with the tool's own settings (NULL: {}).
- */
-/*
  * The lab kernel variant running (meta.json's kernel.variant): lab.variant=
  * on the kernel command line (scripts/vm.sh), else from @release, the
  * uname -r of a lab kernel (6.12.y-lab is stock, 6.12.y-lab-rt is rt);
@@ -245,6 +231,15 @@ FILE *lab_result_file(const struct lab_result *r, const char *name);
  * constant.
  */
 const char *lab_variant(const char *release, char *buf, size_t size);
+
+/*
+ * Write r->dir/meta.json: when, the command line, the lab's git commit,
+ * the kernel (release, uname -v, variant, preemption model), the machine
+ * (CPU model and count, accelerator and QEMU version when booted by
+ * scripts/vm.sh, whether a PMU is there), the delay module's parameters
+ * and counters if it is loaded, and @settings_json: a JSON object text
+ * with the tool's own settings (NULL: {}).
+ */
 int lab_meta_write(const struct lab_result *r, int argc, char *const argv[],
 		   const char *settings_json);
 

@@ -20,18 +20,6 @@ uint64_t lab_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-double lab_time_calls(void (*fn)(void *arg), void *arg, unsigned long calls)
-{
-	uint64_t t0, t1;
-	unsigned long i;
-
-	t0 = lab_now_ns();
-	for (i = 0; i < calls; i++)
-		fn(arg);
-	t1 = lab_now_ns();
-	return calls ? (double)(t1 - t0) / (double)calls : 0;
-}
-
 /* Parse a decimal number at *s, advance *s; -1 if there is none. */
 static int parse_ulong(const char **s, unsigned long *v)
 {

@@ -337,123 +337,136 @@ static int write_raw(const struct lab_result *r, const struct options *o,
 	return fclose(f);
 }
 
-int main(int argc, char **argv)
+/*
+ * What calibrate needs before it makes anything: the loops parameter, root,
+ * the loop count to put back (*@old) and the CPU.  0, or 1 after one line.
+ */
+static int check_setup(const struct options *o, unsigned long *old)
 {
-	struct lab_fit fits[SYS_NULL_COUNT] = { 0 };
-	struct options o;
-	struct point *pts;
-	double *samples, *xs, *ys;
-	unsigned long old;
-	int npts, nsc, i, j, sc, k;
-	unsigned long r, done;
-	struct lab_result res = { 0 };
-	char *settings;
-	uint64_t start;
-
-	parse_options(argc, argv, &o);
-
-	if (access(o.param, F_OK)) {
+	if (access(o->param, F_OK)) {
 		if (errno == ENOENT)
 			fprintf(stderr, "calibrate: %s does not exist: is the delay module loaded? "
-				"(insmod modules/delay/delay.ko)\n", o.param);
+				"(insmod modules/delay/delay.ko)\n", o->param);
 		else
-			fprintf(stderr, "calibrate: cannot reach %s: %s\n", o.param,
+			fprintf(stderr, "calibrate: cannot reach %s: %s\n", o->param,
 				strerror(errno));
 		return 1;
 	}
 	if (geteuid() != 0) {
-		fprintf(stderr, "calibrate: must run as root to set %s\n", o.param);
+		fprintf(stderr, "calibrate: must run as root to set %s\n", o->param);
 		return 1;
 	}
-	if (lab_read_ulong(o.param, &old)) {
-		fprintf(stderr, "calibrate: cannot read %s: %s\n", o.param, strerror(errno));
+	if (lab_read_ulong(o->param, old)) {
+		fprintf(stderr, "calibrate: cannot read %s: %s\n", o->param, strerror(errno));
 		return 1;
 	}
-	if (o.cpu >= 0 && lab_pin_cpu(o.cpu)) {
-		fprintf(stderr, "calibrate: cannot pin to CPU %d: %s\n", o.cpu, strerror(errno));
+	if (o->cpu >= 0 && lab_pin_cpu(o->cpu)) {
+		fprintf(stderr, "calibrate: cannot pin to CPU %d: %s\n", o->cpu, strerror(errno));
 		return 1;
 	}
-	settings = settings_json(&o);
-	if (!settings) {
-		perror(PROG ": settings");
-		return 1;
-	}
-	if (lab_result_open(&res, PROG, o.outdir, PROG, o.name, argc, argv, settings))
-		return 1;
-	free(settings);
+	return 0;
+}
 
-	find_module_stats(o.param);
-	restore_path = o.param;
+/* Put @old back into the loops parameter at exit and on a stop signal. */
+static void arm_restore(const char *param, unsigned long old)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	restore_path = param;
 	restore_value = old;
 	restore_armed = 1;
 	atexit(restore_loops);
-	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+}
 
-	nsc = o.use[SYS_NULL_CLOSE] + o.use[SYS_NULL_GETPPID];
-	npts = o.nloops * nsc;
-	pts = calloc((size_t)npts, sizeof(*pts));
-	samples = calloc((size_t)npts * o.batches, sizeof(*samples));
-	xs = calloc((size_t)o.nloops, sizeof(*xs));
-	ys = calloc((size_t)o.nloops, sizeof(*ys));
-	if (!pts || !samples || !xs || !ys) {
-		perror("calibrate");
-		return 1;
-	}
-	for (i = 0, k = 0; i < o.nloops; i++) {
+/*
+ * The points, loop count by loop count and system call by system call
+ * within it, and room for every point's batches.  Their number, or -1.
+ */
+static int make_points(const struct options *o, struct point **pts, double **samples)
+{
+	int nsc = o->use[SYS_NULL_CLOSE] + o->use[SYS_NULL_GETPPID];
+	int npts = o->nloops * nsc, i, k, sc;
+
+	*pts = calloc((size_t)npts, sizeof(**pts));
+	*samples = calloc((size_t)npts * o->batches, sizeof(**samples));
+	if (!*pts || !*samples)
+		return -1;
+	for (i = 0, k = 0; i < o->nloops; i++) {
 		for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
-			if (!o.use[sc])
+			if (!o->use[sc])
 				continue;
-			pts[k].sc = sc;
-			pts[k++].loops = o.loops[i];
+			(*pts)[k].sc = sc;
+			(*pts)[k++].loops = o->loops[i];
 		}
 	}
+	return npts;
+}
 
-	/*
-	 * Serpentine passes: round r visits the loop counts upwards if r is
-	 * even, downwards if odd, and takes its share of each point's batches.
-	 */
-	start = lab_now_ns();
-	for (r = 0, done = 0; r < o.rounds; r++) {
-		unsigned long share = o.batches / o.rounds + (r < o.batches % o.rounds);
+/*
+ * Time every point in serpentine passes: round r visits the loop counts
+ * upwards if r is even, downwards if odd, and takes its share of each
+ * point's batches.  0; -1 if a signal stopped it; 1 if the module refused
+ * a loop count (said why).
+ */
+static int measure(const struct options *o, struct point *pts, double *samples)
+{
+	int nsc = o->use[SYS_NULL_CLOSE] + o->use[SYS_NULL_GETPPID], i, j, k;
+	uint64_t start = lab_now_ns();
+	unsigned long r, done;
 
-		for (j = 0; j < o.nloops; j++) {
-			i = r % 2 ? o.nloops - 1 - j : j;
-			if (lab_write_ulong(o.param, o.loops[i])) {
+	for (r = 0, done = 0; r < o->rounds; r++) {
+		unsigned long share = o->batches / o->rounds + (r < o->batches % o->rounds);
+
+		for (j = 0; j < o->nloops; j++) {
+			i = r % 2 ? o->nloops - 1 - j : j;
+			if (lab_write_ulong(o->param, o->loops[i])) {
 				fprintf(stderr, "calibrate: the module refused loops=%lu: %s\n",
-					o.loops[i], strerror(errno));
+					o->loops[i], strerror(errno));
 				return 1;
 			}
 			for (k = i * nsc; k < (i + 1) * nsc; k++) {
-				double *at = samples + (size_t)k * o.batches + done;
+				double *at = samples + (size_t)k * o->batches + done;
 				unsigned long d0, s0, d1, s1;
 
 				read_module_stats(&d0, &s0);
-				if (visit_point(&o, pts[k].sc, share, at))
-					goto interrupted;
+				if (visit_point(o, pts[k].sc, share, at))
+					return -1;
 				read_module_stats(&d1, &s1);
 				pts[k].delayed += d1 - d0;
 				pts[k].spun_ns += s1 - s0;
 			}
 		}
 		done += share;
-		if (!o.quiet) {
+		if (!o->quiet) {
 			double el = (double)(lab_now_ns() - start) / 1e9;
 
 			fprintf(stderr, "round %lu/%lu: %lu batches of %lu calls at %d loop counts "
-				"(%.0f s elapsed, ~%.0f s left)\n", r + 1, o.rounds, share,
-				o.calls, o.nloops, el, el / (double)done *
-				(double)(o.batches - done));
+				"(%.0f s elapsed, ~%.0f s left)\n", r + 1, o->rounds, share,
+				o->calls, o->nloops, el, el / (double)done *
+				(double)(o->batches - done));
 		}
 	}
-	for (k = 0; k < npts; k++)
-		lab_summarize(samples + (size_t)k * o.batches, o.batches, &pts[k].s);
-	restore_loops();
+	return 0;
+}
 
+/* A first least-squares fit of each system call's medians against loops. */
+static int fit_points(const struct options *o, const struct point *pts, int npts,
+		      struct lab_fit fits[SYS_NULL_COUNT])
+{
+	double *xs = calloc((size_t)o->nloops, sizeof(*xs));
+	double *ys = calloc((size_t)o->nloops, sizeof(*ys));
+	int i, k, sc;
+
+	if (!xs || !ys) {
+		free(xs);
+		free(ys);
+		return -1;
+	}
 	for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
-		if (!o.use[sc])
+		if (!o->use[sc])
 			continue;
 		for (i = 0, k = 0; i < npts; i++) {
 			if (pts[i].sc != (enum null_syscall)sc)
@@ -465,6 +478,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "calibrate: cannot fit %s: the loop counts are all equal\n",
 				syscall_names[sc]);
 	}
+	free(xs);
+	free(ys);
+	return 0;
+}
+
+/* The console's table: every point, then each fit. */
+static void print_table(const struct options *o, const struct point *pts, int npts,
+			const struct lab_fit fits[SYS_NULL_COUNT])
+{
+	int i, sc;
 
 	printf("%-8s %7s %11s %10s %10s %6s %10s\n", "syscall", "loops", "median_ns",
 	       "min_ns", "stddev_ns", "n", "added_ns");
@@ -474,10 +497,59 @@ int main(int argc, char **argv)
 		       pts[i].s.stddev, pts[i].s.n,
 		       pts[i].s.p50 - zero_point(pts, npts, pts[i].sc, &fits[pts[i].sc]));
 	for (sc = 0; sc < SYS_NULL_COUNT; sc++)
-		if (o.use[sc] && fits[sc].n)
+		if (o->use[sc] && fits[sc].n)
 			printf("fit %-8s latency = %.1f ns + %.4f ns/loop x loops   "
 			       "R^2 = %.5f (%zu medians; analyse.py fits robustly)\n", syscall_names[sc],
 			       fits[sc].intercept, fits[sc].slope, fits[sc].r2, fits[sc].n);
+}
+
+int main(int argc, char **argv)
+{
+	struct lab_fit fits[SYS_NULL_COUNT] = { 0 };
+	struct lab_result res = { 0 };
+	struct options o;
+	struct point *pts;
+	double *samples;
+	unsigned long old;
+	char *settings;
+	int npts, k, status;
+
+	parse_options(argc, argv, &o);
+	if (check_setup(&o, &old))
+		return 1;
+	settings = settings_json(&o);
+	if (!settings) {
+		perror(PROG ": settings");
+		return 1;
+	}
+	if (lab_result_open(&res, PROG, o.outdir, PROG, o.name, argc, argv, settings))
+		return 1;
+	free(settings);
+
+	find_module_stats(o.param);
+	arm_restore(o.param, old);
+	npts = make_points(&o, &pts, &samples);
+	if (npts < 0) {
+		perror("calibrate");
+		lab_result_abort(&res);
+		return 1;
+	}
+	status = measure(&o, pts, samples);
+	if (status < 0)
+		goto interrupted;
+	if (status) {
+		lab_result_abort(&res);
+		return status;
+	}
+	for (k = 0; k < npts; k++)
+		lab_summarize(samples + (size_t)k * o.batches, o.batches, &pts[k].s);
+	restore_loops();
+	if (fit_points(&o, pts, npts, fits)) {
+		perror("calibrate");
+		lab_result_abort(&res);
+		return 1;
+	}
+	print_table(&o, pts, npts, fits);
 
 	if (write_raw(&res, &o, pts, npts, samples) || write_module(&res, pts, npts) ||
 	    lab_result_commit(&res)) {

@@ -40,6 +40,51 @@ int lab_cpu_online(int cpu)
 	return access(path, F_OK) == 0;
 }
 
+int lab_cpus_usable(int **cpus)
+{
+	cpu_set_t set;
+	int cpu, n = 0;
+
+	*cpus = NULL;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	*cpus = calloc(CPU_SETSIZE, sizeof(**cpus));
+	if (!*cpus)
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set) && lab_cpu_online(cpu))
+			(*cpus)[n++] = cpu;
+	if (!n) {
+		free(*cpus);
+		*cpus = NULL;
+		errno = ENODEV;
+		return -1;
+	}
+	return n;
+}
+
+int lab_cpu_allowed(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	return CPU_ISSET(cpu, &set) && lab_cpu_online(cpu);
+}
+
+void lab_opt_cpu(const char *prog, const char *opt, unsigned long cpu)
+{
+	if (cpu >= CPU_SETSIZE || !lab_cpu_online((int)cpu)) {
+		fprintf(stderr, "%s: %s: CPU %lu is not online\n", prog, opt, cpu);
+		exit(2);
+	}
+	if (!lab_cpu_allowed((int)cpu)) {
+		fprintf(stderr, "%s: %s: CPU %lu is online but not allowed to this process "
+			"(taskset, cpuset)\n", prog, opt, cpu);
+		exit(2);
+	}
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 /* "... tsc: <what> 2994.372 MHz" in the kernel's log, or 0. */
 static double tsc_mhz_from_log(const char *what)

@@ -23,6 +23,23 @@ int lab_pin_cpu(int cpu);
 /* Whether @cpu is online (sched_getaffinity of the process may still exclude it). */
 int lab_cpu_online(int cpu);
 
+/* Whether this process may run on @cpu: online and in its affinity mask. */
+int lab_cpu_allowed(int cpu);
+
+/*
+ * The online CPUs this process may run on, ascending, in a malloc'ed
+ * array *@cpus.  Returns their number, or -1 with errno set.
+ */
+int lab_cpus_usable(int **cpus);
+
+/*
+ * A CPU given with option @opt, the same way in every tool: one that is
+ * not online, or that this process may not run on (taskset, cpuset), is
+ * "PROG: OPT: CPU N is not online" (or "... is online but not allowed to
+ * this process") and exit status 2.
+ */
+void lab_opt_cpu(const char *prog, const char *opt, unsigned long cpu);
+
 #if defined(__x86_64__) || defined(__i386__)
 /* The time-stamp counter, unordered (rdtsc) and after earlier loads (rdtscp). */
 static inline uint64_t lab_rdtsc(void)

@@ -293,6 +293,23 @@ static void test_json(void)
 	check(!lab_json_text(&j), "JSON writer: nesting deeper than LAB_JSON_DEPTH is refused");
 }
 
+static void test_cpus(void)
+{
+	int *cpus, n, i, ascending = 1, allowed = 1;
+
+	n = lab_cpus_usable(&cpus);
+	check(n >= 1 && cpus, "at least one usable CPU (%d)", n);
+	for (i = 0; i < n; i++) {
+		ascending &= i == 0 || cpus[i] > cpus[i - 1];
+		allowed &= lab_cpu_allowed(cpus[i]) && lab_cpu_online(cpus[i]);
+	}
+	check(ascending, "usable CPUs are in ascending order");
+	check(allowed, "every usable CPU is online and allowed");
+	check(!lab_cpu_allowed(-1) && !lab_cpu_allowed(1 << 20),
+	      "no CPU -1, nor CPU 1048576");
+	free(cpus);
+}
+
 static void test_clock(void)
 {
 	uint64_t a = lab_now_ns(), b;
@@ -311,6 +328,7 @@ int main(void)
 	test_lists();
 	test_files();
 	test_json();
+	test_cpus();
 	test_clock();
 	printf("1..%d\n", n_tests);
 	return n_failed ? 1 : 0;

@@ -122,10 +122,7 @@ static void parse_cpus(const char *arg)
 	if (opt.n_cpus <= 0)
 		bad_value("-C", "a list of CPUs like '0,1' or 'none'", arg);
 	for (i = 0; i < opt.n_cpus; i++)
-		if (opt.cpus[i] >= CPU_SETSIZE || !lab_cpu_online((int)opt.cpus[i])) {
-			fprintf(stderr, PROG ": -C: no CPU %lu online\n", opt.cpus[i]);
-			exit(2);
-		}
+		lab_opt_cpu(PROG, "-C", opt.cpus[i]);
 }
 
 static void parse_perf_control(const char *arg)

@@ -6,8 +6,8 @@
  *   smp BENCH [opts]    one of them: warm-up records, then N timed records
  *
  * Like perf bench: this file has the table of benchmarks, the options they
- * share, the CPUs, the threads and how a run is stopped, and the result
- * folder; each benchmark is one bench_*.c.  Every record of every span is
+ * share, where the CPUs go, and the result folder; threads.c the threads
+ * and how a run is stopped; each benchmark is one bench_*.c.  Every record of every span is
  * timed with the TSC and goes, in cycles and in ns (cycles / the TSC
  * frequency the kernel reports), into raw.csv (record,span,cycles,ns); the
  * settings, the TSC frequency and its source and what the benchmark
@@ -41,12 +41,6 @@ static const struct smp_bench *const benches[] = {
 	&smp_bench_pipes, &smp_bench_cv, &smp_bench_tlbflush, &smp_bench_timer, &smp_bench_tun,
 };
 #define NBENCHES ((int)(sizeof(benches) / sizeof(benches[0])))
-
-atomic_int smp_stop;
-static pthread_t main_thread;
-static int got_signal;
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-static char fail_msg[512];
 
 #if defined(__x86_64__) || defined(__i386__)
 int smp_have_rdtscp;
@@ -110,64 +104,7 @@ static void usage(FILE *f)
 "Example:  smp pipes -n 500 -C 0,1 -o results\n");
 }
 
-void smp_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	pthread_mutex_lock(&fail_lock);
-	if (!fail_msg[0]) {
-		va_start(ap, fmt);
-		vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
-		va_end(ap);
-	}
-	pthread_mutex_unlock(&fail_lock);
-	atomic_store(&smp_stop, 1);
-}
-
-static void on_kick(int sig)
-{
-	(void)sig;	/* only interrupts a blocked system call */
-}
-
 /* --- CPUs --------------------------------------------------------------- */
-
-/* The online CPUs this process may run on, ascending. */
-static int find_usable(struct smp *s)
-{
-	cpu_set_t set;
-	int cpu;
-
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	s->usable = calloc(CPU_SETSIZE, sizeof(*s->usable));
-	if (!s->usable)
-		return -1;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &set) && lab_cpu_online(cpu))
-			s->usable[s->nusable++] = cpu;
-	return s->nusable ? 0 : -1;
-}
-
-static int usable(const struct smp *s, int cpu)
-{
-	for (int i = 0; i < s->nusable; i++)
-		if (s->usable[i] == cpu)
-			return 1;
-	return 0;
-}
-
-static void check_cpu(const struct smp *s, int cpu)
-{
-	if (!lab_cpu_online(cpu)) {
-		fprintf(stderr, PROG ": --cpu: CPU %d is not online\n", cpu);
-		exit(2);
-	}
-	if (!usable(s, cpu)) {
-		fprintf(stderr, PROG ": --cpu: CPU %d is online but not allowed to this process "
-			"(taskset, cpuset)\n", cpu);
-		exit(2);
-	}
-}
 
 /* CPU A and B from -C (@list, @nlist entries) and the placement. */
 static void place(struct smp *s, const unsigned long *list, int nlist, const char *arg)
@@ -180,7 +117,7 @@ static void place(struct smp *s, const unsigned long *list, int nlist, const cha
 		exit(2);
 	}
 	for (i = 0; i < nlist; i++)
-		check_cpu(s, (int)list[i]);
+		lab_opt_cpu(PROG, "--cpu", list[i]);
 	s->cpu_a = nlist ? (int)list[0] : s->usable[0];
 	if (f & SMP_ONE_CPU) {
 		s->cpu_b = s->cpu_a;
@@ -326,7 +263,8 @@ static void parse_options(struct smp *s, int argc, char **argv)
 			"other CPUs by definition (--remote 0: none)\n");
 		exit(2);
 	}
-	if (find_usable(s)) {
+	s->nusable = lab_cpus_usable(&s->usable);
+	if (s->nusable < 0) {
 		fprintf(stderr, PROG ": cannot tell which CPUs are online: %s\n", strerror(errno));
 		exit(1);
 	}
@@ -339,128 +277,6 @@ static void parse_options(struct smp *s, int argc, char **argv)
 		s->wait_why = "PREEMPT_RT expires POSIX timers in the ktimers thread "
 			      "(SCHED_FIFO 1), which a spinning SCHED_FIFO 99 thread would starve";
 	}
-}
-
-/* --- threads ------------------------------------------------------------ */
-
-static void *thread_main(void *arg)
-{
-	struct smp_thread *t = arg;
-
-	pthread_setname_np(pthread_self(), t->name);
-	t->fn(t->s, t->arg);
-	atomic_store(&t->done, 1);
-	pthread_kill(main_thread, SIGUSR2);	/* the main thread counts who is done */
-	return NULL;
-}
-
-static int start_thread(struct smp_thread *t)
-{
-	struct sched_param sp = { .sched_priority = t->prio };
-	pthread_attr_t attr;
-	cpu_set_t set;
-	int err;
-
-	CPU_ZERO(&set);
-	CPU_SET(t->cpu, &set);
-	if (pthread_attr_init(&attr))
-		return ENOMEM;
-	/* Small stacks: mlockall(MCL_FUTURE) locks each one whole. */
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&attr, t->policy);
-	pthread_attr_setschedparam(&attr, &sp);
-	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	err = pthread_create(&t->tid, &attr, thread_main, t);
-	pthread_attr_destroy(&attr);
-	return err;
-}
-
-const char *smp_policy_name(int policy)
-{
-	switch (policy) {
-	case SCHED_OTHER: return "SCHED_OTHER";
-	case SCHED_FIFO: return "SCHED_FIFO";
-	case SCHED_RR: return "SCHED_RR";
-	default: return "unknown";
-	}
-}
-
-/*
- * The main thread only waits, but it must be able to run: keep it off the
- * benchmark's CPUs (where a real-time thread may spin), or at least off
- * CPU A, if this process may run elsewhere.
- */
-static void keep_main_away(const struct smp *s, const struct smp_thread *t, int n)
-{
-	cpu_set_t set;
-	int i, k;
-
-	for (k = 0; k < 2; k++) {
-		CPU_ZERO(&set);
-		for (i = 0; i < s->nusable; i++)
-			CPU_SET(s->usable[i], &set);
-		if (k == 0)
-			for (i = 0; i < n; i++)
-				CPU_CLR(t[i].cpu, &set);
-		CPU_CLR(s->cpu_a, &set);
-		if (CPU_COUNT(&set) && !sched_setaffinity(0, sizeof(set), &set))
-			return;
-	}
-}
-
-int smp_run_threads(struct smp *s, struct smp_thread *t, int n, void (*wake)(struct smp *s))
-{
-	struct timespec tick = { 0, 10000000 };
-	sigset_t set;
-	int i, err, left;
-
-	s->threads = t;
-	s->nthreads = n;
-	keep_main_away(s, t, n);
-	for (i = 0; i < n; i++) {
-		t[i].s = s;
-		atomic_store(&t[i].done, 0);
-		err = start_thread(&t[i]);
-		if (err) {
-			smp_fail("cannot start thread %s (%s %d on CPU %d): %s", t[i].name,
-				 smp_policy_name(t[i].policy), t[i].prio, t[i].cpu, strerror(err));
-			break;
-		}
-		t[i].started = 1;
-	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGUSR2);
-	for (;;) {
-		int sig;
-
-		for (i = 0, left = 0; i < n; i++)
-			left += t[i].started && !atomic_load(&t[i].done);
-		if (!left)
-			break;
-		if (smp_stopping()) {
-			/* Wake whoever waits; again and again, a kick can come too early. */
-			if (wake)
-				wake(s);
-			for (i = 0; i < n; i++)
-				if (t[i].started && !atomic_load(&t[i].done))
-					pthread_kill(t[i].tid, SIGUSR1);
-			sig = sigtimedwait(&set, NULL, &tick);
-		} else {
-			sig = sigwaitinfo(&set, NULL);
-		}
-		if (sig == SIGINT || sig == SIGTERM) {
-			if (!got_signal)
-				got_signal = sig;
-			atomic_store(&smp_stop, 1);
-		}
-	}
-	for (i = 0; i < n; i++)
-		if (t[i].started)
-			pthread_join(t[i].tid, NULL);
-	return fail_msg[0] || got_signal ? -1 : 0;
 }
 
 /* --- time --------------------------------------------------------------- */
@@ -637,16 +453,6 @@ static void print_summary(const struct smp *s)
 	free(ns);
 }
 
-/* SIGINT or SIGTERM that came while no one waited for it: 0 if none. */
-static int pending_stop_signal(void)
-{
-	sigset_t p;
-
-	if (sigpending(&p))
-		return 0;
-	return sigismember(&p, SIGINT) ? SIGINT : sigismember(&p, SIGTERM) ? SIGTERM : 0;
-}
-
 /* --- main --------------------------------------------------------------- */
 
 /* The benchmark's clean-up, once (a tun device goes with its fd). */
@@ -660,16 +466,17 @@ static void cleanup(struct smp *s)
 
 static int finish_failed(struct smp *s, struct lab_result *res)
 {
+	int sig;
+
 	lab_result_abort(res);
 	cleanup(s);
-	if (!got_signal)
-		got_signal = pending_stop_signal();
-	if (got_signal) {
+	sig = smp_stop_signal();
+	if (sig) {
 		fprintf(stderr, PROG ": %s interrupted by signal %d; nothing written\n",
-			s->bench->name, got_signal);
-		return 128 + got_signal;
+			s->bench->name, sig);
+		return 128 + sig;
 	}
-	fprintf(stderr, PROG ": %s\n", fail_msg[0] ? fail_msg : "the run failed");
+	fprintf(stderr, PROG ": %s\n", smp_failure() ? smp_failure() : "the run failed");
 	return 1;
 }
 
@@ -680,9 +487,7 @@ int main(int argc, char **argv)
 		.outdir = "results",
 	};
 	struct lab_result res = { 0 };
-	struct sigaction sa = { .sa_handler = on_kick };
 	char experiment[64], *settings;
-	sigset_t block;
 	int i;
 
 	if (argc < 2) {
@@ -727,15 +532,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* From here on only the main thread takes these, in smp_run_threads(). */
-	main_thread = pthread_self();
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGUSR2);
-	sigaddset(&block, SIGALRM);
-	pthread_sigmask(SIG_BLOCK, &block, NULL);
-	sigaction(SIGUSR1, &sa, NULL);	/* no SA_RESTART: a kick interrupts */
+	smp_signals_init();
 
 	s.cycles = calloc((size_t)s.bench->nspans * s.n, sizeof(*s.cycles));
 	if (!s.cycles) {
@@ -757,7 +554,7 @@ int main(int argc, char **argv)
 		cleanup(&s);
 		return 1;
 	}
-	if (s.bench->run(&s) || fail_msg[0] || got_signal)
+	if (s.bench->run(&s) || smp_failure() || smp_signal_got())
 		return finish_failed(&s, &res);
 	if (check_records(&s)) {
 		lab_result_abort(&res);
@@ -774,8 +571,7 @@ int main(int argc, char **argv)
 	}
 	free(settings);
 	cleanup(&s);
-	got_signal = pending_stop_signal();
-	if (got_signal)
+	if (smp_stop_signal())
 		return finish_failed(&s, &res);
 	if (lab_result_commit(&res)) {
 		fprintf(stderr, PROG ": cannot rename %s: %s\n", res.dir, strerror(errno));

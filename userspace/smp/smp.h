@@ -155,6 +155,21 @@ static inline unsigned long smp_records(const struct smp *s)
  */
 void smp_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* threads.c: the failure's message (NULL if none) and the stop signal. */
+const char *smp_failure(void);
+
+/*
+ * Block SIGINT, SIGTERM, SIGUSR2 and SIGALRM in the calling (main) thread,
+ * and so in every thread it starts: smp_run_threads() takes them.
+ */
+void smp_signals_init(void);
+
+/* SIGINT or SIGTERM that stopped a run; 0 if none. */
+int smp_signal_got(void);
+
+/* The same, or one that came while no one waited for it (and is now kept). */
+int smp_stop_signal(void);
+
 /*
  * Start @n threads (pinned, with their policies), wait for all of them,
  * and end them on a failure or a signal: smp_stop is set, @wake(@s) is

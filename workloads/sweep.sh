@@ -165,8 +165,7 @@ syscall_numbers() {
 	IFS=, read -r -a names <<<"$1"
 	[ ${#names[@]} -gt 0 ] || bad_arg "--syscalls wants names like read,write,openat, not '$1'"
 	for name in "${names[@]}"; do
-		[[ $name =~ ^[a-z0-9_]+$ ]] ||
-			bad_arg "--syscalls wants system-call names, not '$name' (it is not a system-call name)"
+		[[ $name =~ ^[a-z0-9_]+$ ]] || bad_arg "--syscalls wants system-call names, not '$name'"
 		nr=
 		if [ -f "$tbl" ]; then
 			nr=$(awk -v n="$name" '$2 != "x32" && $3 == n { print $1; exit }' "$tbl")
@@ -175,8 +174,7 @@ syscall_numbers() {
 		else
 			die "--syscalls: no system-call table (neither $tbl nor $hdr)"
 		fi
-		[ -n "$nr" ] ||
-			bad_arg "--syscalls wants 64-bit system calls, not '$name' (no 64-bit system call '$name' in ${tbl##*/})"
+		[ -n "$nr" ] || bad_arg "--syscalls wants 64-bit system calls of ${tbl##*/}, not '$name'"
 		out+=("$nr")
 	done
 	(IFS=,; echo "${out[*]}")

@@ -221,8 +221,9 @@ BAD = [
     (["grep", "--ns", "0,6000000"], "--ns wants a list"),
     (["grep", "--ns", "0,10", "-l", "0,10"], "exclude each other"),
     (["grep", "--ns", "10,20"], "--ns wants a list that starts at 0"),
-    (["grep", "--syscalls", "nosuchcall"], "no 64-bit system call 'nosuchcall'"),
-    (["grep", "--syscalls", "read;ls"], "is not a system-call name"),
+    (["grep", "--syscalls", "nosuchcall"],
+     "64-bit system calls of syscall_64.tbl, not 'nosuchcall'"),
+    (["grep", "--syscalls", "read;ls"], "--syscalls wants system-call names, not 'read;ls'"),
 ]
 
 

@@ -16,6 +16,13 @@ PY := $(VENV)/bin/python
 RESULTS := $(CURDIR)/results
 # Guest tests of every boot: a short boot of each extra variant runs these.
 VARIANT_TESTS := tests/guest/test_variants.py
+# The debug variant runs every test of the lab's kernel code and the stress
+# pass: lockdep, KASAN, UBSAN, kmemleak ... must have nothing to say.  Not
+# the timing tests: its checkers make every path longer, and what it proves
+# is that nothing is reported, on the host's clock like the stock pass.
+DEBUG_TESTS := $(VARIANT_TESTS) tests/guest/test_interfaces_stress.py \
+	tests/guest/test_delay_module.py tests/guest/test_cgroup_target.py \
+	tests/guest/test_irqhook.py tests/guest/test_msgq.py
 # The clock of the guest tests that assert a time (marked 'timing'):
 # virtual (QEMU's instruction counter) makes every figure they assert the
 # same on a slow or busy machine as on a fast one.  Under KVM there is no
@@ -96,6 +103,13 @@ test-timing: setup
 		echo "test-timing: round $$i of $(REPEAT)"; \
 		$(PY) -m pytest -q -p no:cacheprovider -m timing tests/guest || exit 1; done'
 
+## test-debug: build the debug variant; its module tests and stress pass, no report allowed
+## (not part of 'make test': under TCG its checkers make a boot take many minutes)
+test-debug: deps venv userspace
+	$(MAKE) VARIANT=debug kernel module
+	VARIANT=debug $(VM) -- $(PY) -m pytest -q --durations=10 -p no:cacheprovider \
+		-m 'not timing' $(DEBUG_TESTS)
+
 ## bench: every benchmark that prints figures
 bench: $(BENCH_TARGETS)
 
@@ -112,5 +126,5 @@ clean:
 distclean: clean
 	rm -rf build $(VENV)
 
-.PHONY: all help deps venv kernel module userspace setup vm vm-run test test-timing \
+.PHONY: all help deps venv kernel module userspace setup vm vm-run test test-debug test-timing \
 	bench lint clean distclean

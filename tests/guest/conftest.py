@@ -6,6 +6,7 @@ import os
 import pathlib
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -96,8 +97,15 @@ def read_int(path):
     return int(pathlib.Path(path).read_text())
 
 
+# What any kernel, and the debug variant's checkers, say when something is
+# wrong: oopses and warnings (lockdep's and DEBUG_OBJECTS' among them),
+# KASAN's "BUG: KASAN:", UBSAN's reports, SLUB's "BUG kmalloc-64 (...)",
+# list corruption, kmemleak's suspects.
 BAD_KERNEL_LINE = re.compile(r"Oops|BUG:|WARNING:|soft lockup|hard LOCKUP|rcu.*stall|"
-                             r"blocked for more than|general protection|Call Trace")
+                             r"blocked for more than|general protection|Call Trace|"
+                             r"UBSAN:|KASAN|BUG \S+ \(|[Cc]orruption|kmemleak:.*leak|"
+                             r"ODEBUG:|possible (circular|recursive) locking|"
+                             r"Poison overwritten|Redzone|Object padding")
 _test_marker = None
 _test_count = 0
 
@@ -143,3 +151,41 @@ def clean_module():
 def delay(clean_module):
     insmod()
     return MODDIR
+
+
+def cgroup2_root():
+    for line in open("/proc/mounts"):
+        dev, mnt, fstype = line.split()[:3]
+        if fstype == "cgroup2":
+            return pathlib.Path(mnt)
+    pytest.fail("cgroup2 is not mounted")
+
+
+def dying_cgroups():
+    stats = dict(line.split() for line in (cgroup2_root() / "cgroup.stat").read_text()
+                 .splitlines())
+    return int(stats["nr_dying_descendants"])
+
+
+def wait_for_dying(expected, timeout=30):
+    """nr_dying_descendants once it reaches @expected, or its last value.
+    A removed cgroup dies after an RCU grace period and its last put."""
+    deadline = time.monotonic() + timeout
+    while (n := dying_cgroups()) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return n
+
+
+@pytest.fixture
+def scratch_cgroups(clean_module):
+    """Fresh cgroups /labtest-<pid>-a and -b (removed after, if the test did
+    not) and the number of dying cgroups before they existed."""
+    before = wait_for_dying(dying_cgroups(), timeout=0)
+    root = cgroup2_root()
+    dirs = [root / f"labtest-{os.getpid()}-{x}" for x in "ab"]
+    for d in dirs:
+        d.mkdir()
+    yield before, dirs
+    for d in dirs:
+        if d.exists():
+            d.rmdir()

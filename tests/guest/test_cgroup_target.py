@@ -4,24 +4,16 @@ and the old target kept."""
 import errno
 import multiprocessing
 import os
-import pathlib
 import subprocess
 import time
 
 import pytest
 
-from conftest import MODDIR, ROOT, insmod, kernel_problems, ko, read_int, rmmod, write_param
+from conftest import MODDIR, ROOT, cgroup2_root, insmod, kernel_problems, ko, read_int, rmmod, \
+    wait_for_dying, write_param
 
 CGROUP = MODDIR / "parameters/cgroup"
 CALLS = MODDIR / "stats/calls"
-
-
-def cgroup2_root():
-    for line in open("/proc/mounts"):
-        dev, mnt, fstype = line.split()[:3]
-        if fstype == "cgroup2":
-            return pathlib.Path(mnt)
-    pytest.fail("cgroup2 is not mounted")
 
 
 @pytest.fixture
@@ -111,36 +103,6 @@ def test_target_survives_rmdir_and_unload(delay, target):
     subprocess.run(["rmmod", "delay"], check=True)
     subprocess.run(["insmod", ko("delay"), f"cgroup={name}"], check=True)
     assert CGROUP.read_text() == name + "\n"
-
-
-def dying_cgroups():
-    stats = dict(line.split() for line in (cgroup2_root() / "cgroup.stat").read_text()
-                 .splitlines())
-    return int(stats["nr_dying_descendants"])
-
-
-def wait_for_dying(expected, timeout=30):
-    """nr_dying_descendants once it reaches @expected, or its last value.
-    A removed cgroup dies after an RCU grace period and its last put."""
-    deadline = time.monotonic() + timeout
-    while (n := dying_cgroups()) != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return n
-
-
-@pytest.fixture
-def scratch_cgroups(clean_module):
-    """Fresh cgroups /labtest-<pid>-a and -b (removed after) and the number
-    of dying cgroups before they existed."""
-    before = wait_for_dying(dying_cgroups(), timeout=0)
-    root = cgroup2_root()
-    dirs = [root / f"labtest-{os.getpid()}-{x}" for x in "ab"]
-    for d in dirs:
-        d.mkdir()
-    yield before, dirs
-    for d in dirs:
-        if d.exists():
-            d.rmdir()
 
 
 @pytest.mark.parametrize("how", ["bad loops", "hook taken"])

@@ -1,7 +1,7 @@
 """The kernel variants (config/variants/): each boots as what it says it is,
 and the delay module loads, delays and unloads safely on it.  'make test'
-runs this file in the stock boot with the other guest tests, and again in a
-boot of the rt variant (VARIANT=rt)."""
+runs this file in the stock boot with the other guest tests, and again in
+boots of the rt and debug variants."""
 import os
 import pathlib
 import re
@@ -20,10 +20,12 @@ def booted_variant():
 
 def test_kernel_is_the_variant_it_was_booted_as():
     variant = booted_variant()
-    assert variant in ("stock", "rt"), variant
+    assert variant in ("stock", "rt", "debug"), variant
     release, version = os.uname().release, os.uname().version
     if variant == "rt":
         assert "PREEMPT_RT" in version and release.endswith("-lab-rt"), (release, version)
+    elif variant == "debug":
+        assert "PREEMPT_RT" not in version and release.endswith("-lab-debug"), release
     else:
         assert "PREEMPT_RT" not in version and release.endswith("-lab"), (release, version)
 

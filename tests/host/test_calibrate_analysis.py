@@ -1,5 +1,5 @@
 """userspace/calibrate/analyse.py on made-up calibrate folders: the
-summary, fits and plot of the format spec, and a refusal of anything that
+summary, fits and plot README.md describes, and a refusal of anything that
 is not a calibrate folder."""
 import csv
 import importlib.util

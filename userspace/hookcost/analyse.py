@@ -46,7 +46,7 @@ def read_raw(path):
 
 
 def summarise(samples):
-    """The summary.json dict of the format spec."""
+    """The summary.json dict (README.md, Conventions: summary keys)."""
     cases = {k: {"label": LABELS[k], **stats.summary(v)} for k, v in samples.items()}
     med = {k: c["p50"] for k, c in cases.items()}
     low = {k: c["min"] for k, c in cases.items()}

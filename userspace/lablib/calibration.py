@@ -107,7 +107,7 @@ def add_measured(summary, measured):
 
 def load(folder):
     """(meta, summary) of calibrate folder @folder; the summary is the
-    summary.json dict of the format spec."""
+    summary.json dict (README.md, Conventions: summary keys)."""
     meta = results.read_meta(folder)
     if meta.get("experiment") != "calibrate":
         raise ValueError(f"{folder} holds a {meta.get('experiment')!r} run, "

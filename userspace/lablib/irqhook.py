@@ -53,7 +53,7 @@ def series_summary(values):
 
 
 def summarise(meta, events):
-    """The summary.json dict of the format spec for @events of a run with
+    """The summary.json dict (README.md, Conventions) for @events of a run with
     meta.json @meta."""
     times = {name: [e[f"{name}_ns"] for e in events] for name in SERIES}
     return {

@@ -57,6 +57,17 @@ lab_help() {
 # The README's two failures, one line each: die for a missing tool, module,
 # device or file (status 1), bad_arg for a bad option or value (status 2,
 # before anything is made).
+# sh_quote ARG...: ARGs as one command line for any POSIX shell (dash has
+# no $'...', which bash's printf %q writes for a newline or a tab): each in
+# single quotes, a ' inside written '\''.
+sh_quote() {
+	local arg out=
+	for arg in "$@"; do
+		out+="'${arg//\'/\'\\\'\'}' "
+	done
+	printf '%s\n' "${out% }"
+}
+
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 # In an option loop, before taking the value of the option in $1 from $2:

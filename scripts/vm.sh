@@ -183,10 +183,11 @@ if [ $# -eq 0 ]; then
 	exec "$VNG" "${vng_base[@]}" "${accel[@]}"
 fi
 
-# Quote the command for the guest's shell, then run it with a time limit.
-# Its output goes through pipes: QEMU reopens its stdout and stderr by path,
-# which would truncate a log file that our caller redirected us into.
-printf -v guest_cmd '%q ' "$@"
+# Quote the command for the guest's shell (dash, as like as not), then run
+# it with a time limit.  Its output goes through pipes: QEMU reopens its
+# stdout and stderr by path, which would truncate a log file that our
+# caller redirected us into.
+guest_cmd=$(sh_quote "$@")
 set +e
 timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" \
 	</dev/null 2> >(cat >&2) | cat

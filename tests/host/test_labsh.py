@@ -18,3 +18,18 @@ def test_lab_skip_logs_and_appends_one_csv_row(root, tmp_path):
     assert list(csv.reader(open(csv_path))) == [["case", "syscall", "reason"],
                                                  ["perf-bench", "all", "no 'perf', here"],
                                                  ["tun", "no /dev/net/tun"]]
+
+
+def test_sh_quote_survives_dash(root):
+    """scripts/lib.sh's sh_quote, how vm.sh hands a command to the guest's
+    shell: dash must get every argument back as it was, newlines, tabs,
+    quotes and dollars included (bash's printf %q writes $'...' for a
+    newline, which dash reads as a dollar and a quoted string)."""
+    args = ["a'b", "x\ny\tz", "with space", "$HOME", "\\", "", "for i in 1; do echo $i; done"]
+    script = f'. {root}/scripts/lib.sh; sh_quote "$@"'
+    out = subprocess.run(["bash", "-c", script, "bash", *args], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    back = subprocess.run(["dash", "-c", "printf '%s\\0' " + out.stdout.rstrip("\n")],
+                          capture_output=True, text=True)
+    assert back.returncode == 0, back.stderr
+    assert back.stdout.split("\0")[:-1] == args

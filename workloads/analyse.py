@@ -35,7 +35,8 @@ RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "sy
                "errors", "detail"]
 COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean",
            "stddev", "min", "max", "unit", "seconds_per_unit", "syscalls_per_unit",
-           "predicted_throughput", "errors", "knee_kept_up", "knee_overloaded"]
+           "predicted_throughput", "checked_seconds_per_unit", "check_error", "errors",
+           "knee_kept_up", "knee_overloaded"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
 
 
@@ -153,7 +154,8 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0):
             "seconds_per_unit": mean([r["seconds"] / r["units"] for r in done]),
             "syscalls_per_unit": mean([r["syscalls"] / r["units"] for r in done
                                        if r["syscalls"] is not None]),
-            "predicted_throughput": None,
+            "predicted_throughput": None, "checked_seconds_per_unit": None,
+            "check_error": None,
             "errors": sum(r["errors"] for r in rs),
         })
     return rows
@@ -205,6 +207,7 @@ def model(rows, measure, cpus):
     if calls is not None:
         for p in rows:
             p["predicted_throughput"] = factor / (base + calls * p["added_ns"] * 1e-9)
+    check = check_points(rows, base)
     thr0, thr_max = first["mean"], last["mean"]
     measured = thr0 / thr_max if thr_max > 0 else None
     predicted = None
@@ -217,9 +220,30 @@ def model(rows, measure, cpus):
          "knob": knob, "max_setting": last["setting"],
          "max_loops": last["loops"], "max_added_ns": last["added_ns"],
          "measured_slowdown": measured, "predicted_slowdown": predicted,
-         "explained": explained}
+         "explained": explained, "check": check}
     m["explanation"] = explain(measure, rows, m, cpus)
     return m
+
+
+def check_points(rows, base):
+    """The model checked point by point with what the module measured:
+    time per unit = base + the point's delayed calls per unit x the ns the
+    module measured per delayed call (its spin, not the calibration).  This
+    tests the model itself, free of the calibration's error.  Fills in each
+    point's checked_seconds_per_unit and check_error (measured / checked -
+    1) and returns the largest |error| and over how many points, or None
+    if the module measured nothing (an old sweep, loops 0 only)."""
+    errors = []
+    for p in rows[1:]:
+        calls, got = p["syscalls_per_unit"], p["measured_ns"]
+        if calls is None or got is None or p["seconds_per_unit"] is None:
+            continue
+        p["checked_seconds_per_unit"] = base + calls * got * 1e-9
+        p["check_error"] = p["seconds_per_unit"] / p["checked_seconds_per_unit"] - 1
+        errors.append(p["check_error"])
+    if not errors:
+        return None
+    return {"points": len(errors), "max_abs_error": max(abs(e) for e in errors)}
 
 
 def spread(first, last):
@@ -338,17 +362,19 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
         knob = rows[0]["knob"]
         head = (f"{knob:>7}{'added ns':>10}{'measured':>10}{'throughput':>13}{'sd':>12}"
                 f"{'n':>4}"
-                f"{'predicted':>12}{'syscalls/unit':>15}" + (f"{'errors':>8}" if show_errors
-                                                              else ""))
+                f"{'predicted':>12}{'syscalls/unit':>15}{'check':>8}"
+                + (f"{'errors':>8}" if show_errors else ""))
         out += ["", f"{name}: throughput in {m['unit']}", head, "-" * len(head)]
         for p in rows:
             sc = p["syscalls_per_unit"]
-            got = p["measured_ns"]
+            got, err = p["measured_ns"], p["check_error"]
+            check = "-" if err is None else f"{100 * err:+.1f}"
             out.append(f"{p['setting']:>7}{p['added_ns']:>10.0f}"
                        f"{'-' if got is None else f'{got:.0f}':>10}{num(p['mean']):>13}"
                        f" \u00b1{num(p['stddev']):>10}{p['n']:>4}"
                        f"{num(p['predicted_throughput']):>12}"
                        f"{'-' if sc is None else count(sc):>15}"
+                       f"{check:>8}"
                        + (f"{p['errors']:>8}" if show_errors else ""))
         for p in rows:
             if p.get("knee_kept_up") is not None:
@@ -362,6 +388,10 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
                    f"predicted {opt(mod['predicted_slowdown'], '.2f')} at "
                    f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
         out += measured_note(rows)
+        if mod["check"]:
+            out.append(f"check (base + each point's delayed calls x the ns the module "
+                       f"measured per call): within {100 * mod['check']['max_abs_error']:.2f} % "
+                       f"at all {mod['check']['points']} delayed points (column 'check', %)")
         out += textwrap.wrap(mod["explanation"], 88)
     return "\n".join(out) + "\n"
 

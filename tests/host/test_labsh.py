@@ -1,5 +1,6 @@
 """scripts/lib.sh, the shell scripts' shared helpers."""
 import csv
+import os
 import subprocess
 
 
@@ -33,3 +34,22 @@ def test_sh_quote_survives_dash(root):
                           capture_output=True, text=True)
     assert back.returncode == 0, back.stderr
     assert back.stdout.split("\0")[:-1] == args
+
+
+def test_in_work_cgroup_moves_the_command_itself(root, tmp_path):
+    """workloads/lib/common.sh's in_work_cgroup, which every timed run
+    goes through: the pid written to cgroup.procs is the command's own,
+    and no shell is started from the disk in between (under the virtual
+    clock its 9p read would be timed with the work)."""
+    (tmp_path / "cgroup.procs").write_text("")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bash").write_text(f"#!/bin/sh\ntouch {tmp_path}/bash-started\nexec /bin/bash \"$@\"\n")
+    (fake / "bash").chmod(0o755)
+    script = (f'. {root}/workloads/lib/common.sh; WORK_CG={tmp_path}; '
+              'in_work_cgroup sh -c \'echo $$\'')
+    out = subprocess.run(["/bin/bash", "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "cgroup.procs").read_text() == out.stdout
+    assert not (tmp_path / "bash-started").exists()

@@ -279,7 +279,15 @@ def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_p
     mod = s["measures"]["cmd"]["model"]
     # 1 s + 20000 calls x 10 us = 1.2 s: the model holds.
     assert mod["predicted_slowdown"] == pytest.approx(1.2, rel=0.01)
+    # The check with the module's own ns: 1.0015 s + 20000 x 10.1 us = 1.2035 s
+    # against 1.2015 measured; 1.0015 + 20000 x 1.03 us = 1.0221 against 1.0215.
+    assert pts[0]["check_error"] is None
+    assert pts[2]["checked_seconds_per_unit"] == pytest.approx(1.2035)
+    assert pts[2]["check_error"] == pytest.approx(1.2015 / 1.2035 - 1)
+    assert pts[1]["check_error"] == pytest.approx(1.0215 / 1.0221 - 1)
+    assert mod["check"] == {"points": 2, "max_abs_error": pytest.approx(0.002 / 1.2035)}
     text = (d / "report.txt").read_text()
+    assert "within 0.17 % at all 2 delayed points" in text
     assert "requested in ns" in text and "at 10000 ns" in text
     assert "the module measured 10100 ns per delayed call at 10000 ns, +1.0 %" in text
     assert (d / "cmd.png").exists()

@@ -75,6 +75,11 @@ bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 want_value() {
 	if [ $# -lt 2 ] || [ -z "$2" ]; then bad_arg "$1 wants a value (see --help)"; fi
 }
+# lab_root WHY: the script runs as root, or it stops saying it needs root
+# for WHY (status 1).
+lab_root() {
+	[ "$(id -u)" -eq 0 ] || die "needs root ($1)"
+}
 # lab_built PROGRAM...: each is built, or the script stops saying how to.
 #   lab_built "$LAB_TOOL" "$here/smp"
 lab_built() {
@@ -171,6 +176,101 @@ want_uint() {
 	if [ "${#2}" -gt 18 ] || [ "$((10#$2))" -lt "${3:-0}" ]; then
 		bad_arg "$1 wants a whole number >= ${3:-0}, not '$2'"
 	fi
+}
+
+# lab_env_uint NAME DEFAULT MIN...: for each NAME (an environment setting
+# of a runner, such as RUNS or BOOTS), NAME=${NAME:-DEFAULT}, a whole
+# number >= MIN, or the script stops with status 2.
+#   lab_env_uint RUNS 5 2  BOOTS 2 1
+lab_env_uint() {
+	while [ $# -ge 3 ]; do
+		printf -v "$1" '%s' "${!1:-$2}"
+		want_uint "$1" "${!1}" "$3"
+		shift 3
+	done
+}
+
+# lab_runner_args SPEC "$@": the option loop every run.sh shares, -h and
+# --help first included (lab_help).  SPEC lists the options the runner
+# takes, of:
+#   -r=DEFAULT        -r, --repeats RUNS   (a whole number >= 1)
+#   -n=DEFAULT        -n N                 (>= 1)
+#   --warmup=DEFAULT  --warmup WARMUP      (>= 0)
+#   --here            vm=false: no VM, measure the running kernel
+#   --no-analysis     analysis=0: record only
+#   --                what follows goes to LAB_REST (else it is an unknown
+#                     argument)
+# RUNS, N and WARMUP start from the environment, else from DEFAULT; vm=true
+# and analysis=1 unless given.  Any other argument, a missing or bad value:
+# status 2.  LAB_ARGS is the whole command line, for meta.json.
+#   lab_runner_args '-r=5 -n=500 --here --no-analysis' "$@"
+# shellcheck disable=SC2034  # vm, analysis, LAB_ARGS and LAB_REST are the caller's
+lab_runner_args() {
+	local spec=" $1 " opt
+	shift
+	lab_help "$@"
+	LAB_ARGS=("$@") LAB_REST=()
+	vm=true analysis=1
+	[[ $spec != *" -r="* ]] || { opt=${spec#* -r=}; RUNS=${RUNS:-${opt%% *}}; }
+	[[ $spec != *" -n="* ]] || { opt=${spec#* -n=}; N=${N:-${opt%% *}}; }
+	[[ $spec != *" --warmup="* ]] || { opt=${spec#* --warmup=}; WARMUP=${WARMUP:-${opt%% *}}; }
+	spec=$(printf '%s' "$spec" | sed 's/=[0-9]*//g')
+	while [ $# -gt 0 ]; do
+		opt=$1
+		[ "$opt" = --repeats ] && opt=-r
+		[[ $spec == *" $opt "* ]] || bad_arg "unknown argument '$1' (see --help)"
+		case $opt in
+		-r) want_value "$@"; RUNS=$2; shift ;;
+		-n) want_value "$@"; N=$2; shift ;;
+		--warmup) want_value "$@"; WARMUP=$2; shift ;;
+		--here) vm=false ;;
+		--no-analysis) analysis=0 ;;
+		--) shift; LAB_REST=("$@"); break ;;
+		esac
+		shift
+	done
+	[[ $spec != *" -r "* ]] || want_uint --repeats "$RUNS" 1
+	[[ $spec != *" -n "* ]] || want_uint -n "$N" 1
+	[[ $spec != *" --warmup "* ]] || want_uint --warmup "$WARMUP"
+}
+
+# lab_guest_args SPEC "$@": a guest.sh's arguments, DIR [A [B ...]]: DIR,
+# the result folder run.sh made, into dir; then each NAME=DEFAULT:MIN of
+# SPEC in turn into NAME, a whole number >= MIN; what follows into LAB_REST
+# if SPEC ends in a WORDS... that says what they are.  Too few or too many arguments or a bad value:
+# status 2; no folder DIR: status 1.
+# Also -h and --help first (lab_help).
+#   lab_guest_args 'RUNS=5:1 N=500:1' "$@"    # guest.sh DIR [RUNS [N]]
+# shellcheck disable=SC2034  # dir and LAB_REST are the caller's
+lab_guest_args() {
+	local -a specs
+	local usage=DIR close='' more='' s name i
+	read -r -a specs <<<"$1"
+	shift
+	lab_help "$@"
+	if [[ ${specs[-1]:-} == *... ]]; then
+		more=${specs[-1]}
+		unset 'specs[-1]'
+	fi
+	for s in "${specs[@]}"; do
+		name=${s%%=*}
+		usage+=" [$name" close+="]"
+	done
+	usage+=${more:+ [$more]}$close
+	if [ $# -lt 1 ] || { [ -z "$more" ] && [ $# -gt $((${#specs[@]} + 1)) ]; }; then
+		bad_arg "usage: ${0##*/} $usage"
+	fi
+	dir=$1
+	shift
+	for i in "${!specs[@]}"; do
+		s=${specs[$i]} name=${specs[$i]%%=*}
+		s=${s#*=}
+		printf -v "$name" '%s' "${1:-${s%%:*}}"
+		want_uint "$name" "${!name}" "${s#*:}"
+		[ $# -eq 0 ] || shift
+	done
+	LAB_REST=("$@")
+	[ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
 }
 
 # lab_list OPTION LIST [MAX]: the numbers of LIST ('0,50,100', '0:700:50' or a

@@ -14,10 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-RUNS=${RUNS:-5}
-BOOTS=${BOOTS:-2}
-want_uint RUNS "$RUNS" 2
-want_uint BOOTS "$BOOTS" 1
+lab_env_uint RUNS 5 2  BOOTS 2 1
 lab_built "$LAB_TOOL"
 
 lab_begin "$LAB_ROOT/results" calibrate-bench

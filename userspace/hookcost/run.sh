@@ -17,10 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-ROUNDS=${ROUNDS:-5}
-BOOTS=${BOOTS:-3}
-want_uint ROUNDS "$ROUNDS" 1
-want_uint BOOTS "$BOOTS" 1
+lab_env_uint ROUNDS 5 1  BOOTS 3 1
 lab_built "$LAB_TOOL"
 
 log "building the comparison kernel without the hook (VARIANT=nohook)"

@@ -23,18 +23,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_help "$@"
-
-[ $# -ge 1 ] || bad_arg "usage: guest.sh DIR [RUNS [N [MSGQ-OPTIONS...]]]"
 args=("$@")
-dir=$1 runs=${2:-5} n=${3:-30000}
-shift $(($# < 3 ? $# : 3))
-want_uint RUNS "$runs" 1
-want_uint N "$n" 1
-[ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
+lab_guest_args 'RUNS=5:1 N=30000:1 MSGQ-OPTIONS...' "$@"
+set -- "${LAB_REST[@]}"
 msgq=$here/msgq
 lab_built "$LAB_TOOL" "$msgq"
-[ "$(id -u)" -eq 0 ] || die "needs root (insmod, perf -a)"
+lab_root "insmod, perf -a"
 ko=$(lab_ko msgq)
 strategies=(dynamic static)
 # Software events count everywhere; the hardware ones need a PMU, which
@@ -64,10 +58,10 @@ done
 [ ${#events[@]} -gt 0 ] || die "perf stat counts none of ${wanted[*]}"
 evlist=$(IFS=,; printf '%s' "${events[*]}")
 
-"$LAB_TOOL" meta "$dir/guest" msgq-profile runs:="$runs" n:="$n" cpus:="$(nproc)" \
+"$LAB_TOOL" meta "$dir/guest" msgq-profile runs:="$RUNS" n:="$N" cpus:="$(nproc)" \
 	perf="$(perf --version)" events="$evlist" wanted="$(IFS=,; printf '%s' "${wanted[*]}")" \
 	msgq_options="$*" -- "$0" "${args[@]}"
-log "kernel $(uname -r), $(nproc) CPUs; $runs rounds of $n messages a strategy; perf counts $evlist"
+log "kernel $(uname -r), $(nproc) CPUs; $RUNS rounds of $N messages a strategy; perf counts $evlist"
 
 msgq_options=("$@")
 # perf counts only while the messages flow: it starts with its counters off
@@ -92,13 +86,13 @@ run() {
 # The first pass through every path is slow under the emulator: one short
 # run of each strategy first, kept apart.
 for s in "${strategies[@]}"; do
-	run "$s" $((n < 2000 ? n : 2000)) "$dir/warmup" "$s"
+	run "$s" $((N < 2000 ? N : 2000)) "$dir/warmup" "$s"
 done
 
-for ((r = 1; r <= runs; r++)); do
-	log "round $r of $runs"
+for ((r = 1; r <= RUNS; r++)); do
+	log "round $r of $RUNS"
 	for s in "${strategies[@]}"; do
-		run "$s" "$n" "$dir/runs" "$s-r$r" perf stat "${control[@]}" -x, -e "$evlist" \
+		run "$s" "$N" "$dir/runs" "$s-r$r" perf stat "${control[@]}" -x, -e "$evlist" \
 			-o "$dir/perf/$s-r$r.csv" --
 	done
 done
@@ -109,7 +103,7 @@ for s in "${strategies[@]}"; do
 	# perf samples every CPU, the writes fed the samples and a run of
 	# seconds took many minutes.  The report is made there too.
 	data=$fifos/$s.data
-	run "$s" "$n" "$dir/profile/run" "$s" perf record "${control[@]}" -q -e cpu-clock -F 999 \
+	run "$s" "$N" "$dir/profile/run" "$s" perf record "${control[@]}" -q -e cpu-clock -F 999 \
 		-a -g -o "$data" --
 	# Flat: each symbol's share of all samples, kernel and user, all CPUs.
 	perf report -i "$data" --stdio --no-children --sort dso,sym -g none \

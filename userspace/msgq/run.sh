@@ -19,34 +19,17 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_help "$@"
-
-RUNS=${RUNS:-5}
-N=${N:-30000}
-analysis=1 vm=true
-args=("$@")
-while [ $# -gt 0 ]; do
-	case $1 in
-	-r | --repeats) want_value "$@"; RUNS=$2; shift ;;
-	-n) want_value "$@"; N=$2; shift ;;
-	--here) vm=false ;;
-	--no-analysis) analysis=0 ;;
-	--) shift; break ;;
-	*) bad_arg "unknown argument '$1' (see --help)" ;;
-	esac
-	shift
-done
-want_uint --repeats "$RUNS" 1
-want_uint -n "$N" 1
+lab_runner_args '-r=5 -n=30000 --here --no-analysis --' "$@"
+set -- "${LAB_REST[@]}"
 lab_built "$LAB_TOOL" "$here/msgq"
 if [ "$vm" = false ]; then
-	[ "$(id -u)" -eq 0 ] || die "--here needs root (insmod, perf -a)"
+	lab_root "--here: insmod, perf -a"
 	lab_ko msgq >/dev/null
 fi
 
 lab_begin "$LAB_ROOT/results" msgq-profile
 "$LAB_TOOL" meta "$LAB_DIR" msgq-profile runs:="$RUNS" n:="$N" \
-	vm:="$vm" msgq_options="$*" -- "$0" "${args[@]}"
+	vm:="$vm" msgq_options="$*" -- "$0" "${LAB_ARGS[@]}"
 start=$(date +%s)
 lab_guest "$vm" "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
 lab_commit msgq-profile

@@ -15,18 +15,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_help "$@"
-
-if [ $# -lt 1 ] || [ $# -gt 3 ]; then
-	bad_arg "usage: guest.sh DIR [N [WARMUP]]"
-fi
-dir=$1 n=${2:-10000} warmup=${3:-1000}
-want_uint N "$n" 1
-want_uint WARMUP "$warmup"
-[ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
+lab_guest_args 'N=10000:1 WARMUP=1000:0' "$@"
 percall=$here/percall
 lab_built "$LAB_TOOL" "$percall"
-[ "$(id -u)" -eq 0 ] || die "needs root (insmod, module parameters)"
+lab_root "insmod, module parameters"
 grep -q ' syscall_hook_register$' /proc/kallsyms 2>/dev/null ||
 	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
 command -v strace >/dev/null || die "strace is missing; run 'make deps'"
@@ -49,7 +41,7 @@ skip() { lab_skip "$dir/skipped.csv" "$@"; }
 measure() {
 	local case=$1 sc=$2
 	shift 2
-	"$@" "$percall" -n "$n" --warmup "$warmup" -C 0 --syscall "$sc" --case "$case" \
+	"$@" "$percall" -n "$N" --warmup "$WARMUP" -C 0 --syscall "$sc" --case "$case" \
 		-o "$dir/runs" --name "$case-$sc"
 }
 
@@ -75,14 +67,14 @@ elif ! perf_out=$(perf stat -x, -e raw_syscalls:sys_enter -- true 2>&1); then
 	perf_msg="perf stat -e raw_syscalls:sys_enter failed: $(printf '%s\n' "$perf_out" | head -1)"
 fi
 mkdir -p "$dir/guest"
-"$LAB_TOOL" meta "$dir/guest" peers n:="$n" warmup:="$warmup" cpu:=0 \
+"$LAB_TOOL" meta "$dir/guest" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
 	strace="$(strace -V | head -1)" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
 	seccomp_bpf="${seccomp_msg:-works}" perf_tracepoint="${perf_msg:-works}" \
 	module_ns:="$has_ns" module_syscalls:="$has_syscalls" \
 	clocksource="$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
 	-- "$0" "$@"
-log "kernel $(uname -r), $(nproc) CPUs; $n calls a case on CPU 0 after $warmup"
+log "kernel $(uname -r), $(nproc) CPUs; $N calls a case on CPU 0 after $WARMUP"
 
 log "baseline: no module"
 for sc in "${syscalls[@]}"; do measure baseline "$sc"; done

@@ -16,28 +16,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_help "$@"
-
-N=${N:-10000}
-WARMUP=${WARMUP:-1000}
-analysis=1
-args=("$@")
-while [ $# -gt 0 ]; do
-	case $1 in
-	-n) want_value "$@"; N=$2; shift ;;
-	--warmup) want_value "$@"; WARMUP=$2; shift ;;
-	--no-analysis) analysis=0 ;;
-	*) bad_arg "unknown argument '$1' (see --help)" ;;
-	esac
-	shift
-done
-want_uint -n "$N" 1
-want_uint --warmup "$WARMUP"
+lab_runner_args '-n=10000 --warmup=1000 --no-analysis' "$@"
 lab_built "$LAB_TOOL" "$here/percall"
 
 lab_begin "$LAB_ROOT/results" peers
 "$LAB_TOOL" meta "$LAB_DIR" peers n:="$N" warmup:="$WARMUP" cpu:=0 \
-	syscalls:='["getppid", "read"]' -- "$0" "${args[@]}"
+	syscalls:='["getppid", "read"]' -- "$0" "${LAB_ARGS[@]}"
 start=$(date +%s)
 lab_guest true "$here/guest.sh" "$LAB_DIR" "$N" "$WARMUP"
 lab_commit peers

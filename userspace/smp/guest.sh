@@ -15,18 +15,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_help "$@"
-
-if [ $# -lt 1 ] || [ $# -gt 3 ]; then
-	bad_arg "usage: guest.sh DIR [RUNS [N]]"
-fi
-dir=$1 runs=${2:-5} n=${3:-500}
-want_uint RUNS "$runs" 1
-want_uint N "$n" 1
-[ -d "$dir" ] || die "no result folder $dir (run.sh makes it)"
+lab_guest_args 'RUNS=5:1 N=500:1' "$@"
 smp=$here/smp
 lab_built "$LAB_TOOL" "$smp"
-[ "$(id -u)" -eq 0 ] || die "needs root (real-time priorities, tun, mlockall)"
+lab_root "real-time priorities, tun, mlockall"
 ncpu=$(nproc)
 [ "$ncpu" -ge 2 ] || die "needs 2 CPUs or more, this machine has $ncpu"
 
@@ -39,26 +31,26 @@ have() { command -v "$1" >/dev/null; }
 bench() {
 	local case=$1 round=$2
 	shift 2
-	"$smp" "$@" -n "$n" -o "$dir/runs" --name "$case-r$round" -q
+	"$smp" "$@" -n "$N" -o "$dir/runs" --name "$case-r$round" -q
 }
 
-"$LAB_TOOL" meta "$dir/guest" smp runs:="$runs" n:="$n" cpus:="$ncpu" \
+"$LAB_TOOL" meta "$dir/guest" smp runs:="$RUNS" n:="$N" cpus:="$ncpu" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
 	rt_tests="$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V *//p' | head -1)" \
 	tun:="$([ -c /dev/net/tun ] && echo true || echo false)" \
 	-- "$0" "$@"
-log "kernel $(uname -r) ($(uname -v | grep -o 'PREEMPT[_A-Z]*' | head -1)), $ncpu CPUs; $runs rounds of $n records"
+log "kernel $(uname -r) ($(uname -v | grep -o 'PREEMPT[_A-Z]*' | head -1)), $ncpu CPUs; $RUNS rounds of $N records"
 
 tun=1
 [ -c /dev/net/tun ] || { tun=0; skip tun "no /dev/net/tun (CONFIG_TUN off?)"; }
 have perf || skip perf-bench "perf is not installed (Debian: linux-perf)"
 have cyclictest || skip rt-tests "rt-tests are not installed (Debian: rt-tests)"
 # perf bench's op is one round trip; 20 of them per smp record.
-loops=$((20 * n))
+loops=$((20 * N))
 pages=(1 16 512)
 
-for ((r = 1; r <= runs; r++)); do
-	log "round $r of $runs"
+for ((r = 1; r <= RUNS; r++)); do
+	log "round $r of $RUNS"
 	for p in cross same; do
 		same=()
 		[ "$p" = same ] && same=(--same-cpu)
@@ -87,13 +79,13 @@ for ((r = 1; r <= runs; r++)); do
 	if have cyclictest; then
 		# One measuring thread on CPU 0 at the top FIFO priority, 1 ms period,
 		# 1 us histogram bins up to 10 ms: clock_nanosleep, then POSIX timers.
-		ct=(cyclictest -q -m -p 99 -a 0 -t 1 -i 1000 -l "$n" -h 10000)
+		ct=(cyclictest -q -m -p 99 -a 0 -t 1 -i 1000 -l "$N" -h 10000)
 		"${ct[@]}" --json="$dir/tools/cyclictest-nanosleep-r$r.json" \
 			>"$dir/tools/cyclictest-nanosleep-r$r.txt"
 		"${ct[@]}" -x --json="$dir/tools/cyclictest-posix-r$r.json" \
 			>"$dir/tools/cyclictest-posix-r$r.txt"
 		# A mutex hand-off between two FIFO 99 threads on CPU 0.
-		ptsematest -q -t 1 -a -p 99 -i 1000 -l "$n" \
+		ptsematest -q -t 1 -a -p 99 -i 1000 -l "$N" \
 			--json="$dir/tools/ptsematest-r$r.json" >"$dir/tools/ptsematest-r$r.txt"
 	fi
 done

@@ -18,32 +18,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_help "$@"
-
-RUNS=${RUNS:-5}
-N=${N:-500}
-analysis=1 vm=true
-args=("$@")
-while [ $# -gt 0 ]; do
-	case $1 in
-	-r | --repeats) want_value "$@"; RUNS=$2; shift ;;
-	-n) want_value "$@"; N=$2; shift ;;
-	--here) vm=false ;;
-	--no-analysis) analysis=0 ;;
-	*) bad_arg "unknown argument '$1' (see --help)" ;;
-	esac
-	shift
-done
-want_uint --repeats "$RUNS" 1
-want_uint -n "$N" 1
+lab_runner_args '-r=5 -n=500 --here --no-analysis' "$@"
 lab_built "$LAB_TOOL" "$here/smp"
-if [ "$vm" = false ] && [ "$(id -u)" -ne 0 ]; then
-	die "--here needs root (real-time priorities, tun, mlockall)"
-fi
+[ "$vm" = true ] || lab_root "--here: real-time priorities, tun, mlockall"
 
 lab_begin "$LAB_ROOT/results" smp
 "$LAB_TOOL" meta "$LAB_DIR" smp runs:="$RUNS" n:="$N" vm:="$vm" \
-	-- "$0" "${args[@]}"
+	-- "$0" "${LAB_ARGS[@]}"
 start=$(date +%s)
 lab_guest "$vm" "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N"
 lab_commit smp

@@ -135,3 +135,31 @@ def test_variant_is_what_meta_json_records(lab, tmp_path):
     else:
         assert out.returncode == 0 and out.stdout == recorded + "\n", out
     assert run(lab, "variant", "extra").returncode == 2
+
+
+# --- CPU lists: the one -C syntax (lab_parse_cpus) ---------------------------
+
+@pytest.mark.parametrize("text, cpus", [
+    ("0", [0]), ("0-3,6", [0, 1, 2, 3, 6]), ("6,0-1", [6, 0, 1]), ("0:6:2", [0, 2, 4, 6]),
+    ("2-2", [2]), ("1023", [1023]),
+])
+def test_cpus_reads_ranges_and_lab_lists(lab, text, cpus):
+    out = run(lab, "cpus", text)
+    assert out.returncode == 0, out.stderr
+    assert [int(x) for x in out.stdout.split()] == cpus
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "no CPU given"), ("x", "'x' is not a CPU number"), ("1,", "a CPU number is missing"),
+    ("3-1", "the range 3-1 runs backwards"), ("1,0-2", "CPU 1 is listed twice"),
+    ("1024", "CPU 1024 is beyond the largest, 1023"), ("0:4:0", "a step of 0"),
+    ("0:4", "a list range wants START:STOP:STEP"), ("1;2", "';' where a ',' or the end"),
+    ("-1", "'-1' is not a CPU number"),
+])
+def test_cpus_refuses_bad_lists_saying_why(lab, text, why):
+    out = run(lab, "cpus", text)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.stderr.startswith(f"lab: cpus wants a CPU list like '0-3,6', not '{text}' ("), \
+        out.stderr
+    assert why in out.stderr, out.stderr

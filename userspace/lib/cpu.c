@@ -85,6 +85,159 @@ void lab_opt_cpu(const char *prog, const char *opt, unsigned long cpu)
 	}
 }
 
+/* A CPU number at *@s, advanced past it; -1 with @err if there is none. */
+static long cpu_number(const char **s, char *err, size_t errlen)
+{
+	const char *p = *s;
+	unsigned long v;
+	char *end;
+
+	if (!*p) {
+		snprintf(err, errlen, "a CPU number is missing at the end");
+		return -1;
+	}
+	if (*p < '0' || *p > '9') {
+		snprintf(err, errlen, "'%.20s' is not a CPU number", p);
+		return -1;
+	}
+	errno = 0;
+	v = strtoul(p, &end, 10);
+	if (errno || v >= CPU_SETSIZE) {
+		snprintf(err, errlen, "CPU %.*s is beyond the largest, %d", (int)(end - p), p,
+			 CPU_SETSIZE - 1);
+		return -1;
+	}
+	*s = end;
+	return (long)v;
+}
+
+int lab_parse_cpus(const char *s, int **cpus, char *err, size_t errlen)
+{
+	cpu_set_t seen;
+	long a, b, step, v;
+	int n = 0, *out;
+
+	*cpus = NULL;
+	out = calloc(CPU_SETSIZE, sizeof(*out));
+	if (!out) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	CPU_ZERO(&seen);
+	if (!s || !*s) {
+		snprintf(err, errlen, "no CPU given");
+		goto bad;
+	}
+	for (;;) {
+		a = cpu_number(&s, err, errlen);
+		if (a < 0)
+			goto bad;
+		b = a, step = 1;
+		if (*s == '-' || *s == ':') {
+			char sep = *s++;
+
+			b = cpu_number(&s, err, errlen);
+			if (b < 0)
+				goto bad;
+			if (sep == ':') {
+				if (*s++ != ':' || (step = cpu_number(&s, err, errlen)) < 0) {
+					if (step >= 0)
+						snprintf(err, errlen, "a list range wants "
+							 "START:STOP:STEP");
+					goto bad;
+				}
+				if (step == 0) {
+					snprintf(err, errlen, "a step of 0");
+					goto bad;
+				}
+			}
+			if (b < a) {
+				snprintf(err, errlen, "the range %ld%c%ld runs backwards", a, sep,
+					 b);
+				goto bad;
+			}
+		}
+		for (v = a; v <= b; v += step) {
+			if (CPU_ISSET(v, &seen)) {
+				snprintf(err, errlen, "CPU %ld is listed twice", v);
+				goto bad;
+			}
+			CPU_SET(v, &seen);
+			out[n++] = (int)v;
+		}
+		if (*s == '\0')
+			break;
+		if (*s++ != ',') {
+			snprintf(err, errlen, "'%c' where a ',' or the end belongs", s[-1]);
+			goto bad;
+		}
+	}
+	*cpus = out;
+	return n;
+bad:
+	free(out);
+	errno = EINVAL;
+	return -1;
+}
+
+int lab_opt_cpus(const char *prog, const char *opt, const char *arg, int max, int **cpus)
+{
+	char why[96];
+	int n, i;
+
+	if (!strcmp(arg, "none")) {
+		*cpus = NULL;
+		return 0;
+	}
+	n = lab_parse_cpus(arg, cpus, why, sizeof(why));
+	if (n < 0) {
+		fprintf(stderr, "%s: %s wants a CPU list like '0-3,6' or 'none', not '%s' (%s)\n",
+			prog, opt, arg, why);
+		exit(2);
+	}
+	if (n > max && max == 1) {
+		fprintf(stderr, "%s: %s wants one CPU or 'none', not '%s'\n", prog, opt, arg);
+		exit(2);
+	}
+	if (n > max) {
+		fprintf(stderr, "%s: %s wants at most %d CPUs or 'none', not '%s'\n", prog, opt,
+			max, arg);
+		exit(2);
+	}
+	for (i = 0; i < n; i++)
+		lab_opt_cpu(prog, opt, (unsigned long)(*cpus)[i]);
+	return n;
+}
+
+int lab_opt_one_cpu(const char *prog, const char *opt, const char *arg)
+{
+	int *cpus, cpu;
+
+	if (!lab_opt_cpus(prog, opt, arg, 1, &cpus))
+		return -1;
+	cpu = cpus[0];
+	free(cpus);
+	return cpu;
+}
+
+int lab_pin_cpus(const int *cpus, int n)
+{
+	cpu_set_t set;
+	int i;
+
+	if (n <= 0)
+		return 0;
+	CPU_ZERO(&set);
+	for (i = 0; i < n; i++) {
+		if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) {
+			errno = EINVAL;
+			return -1;
+		}
+		CPU_SET(cpus[i], &set);
+	}
+	return sched_setaffinity(0, sizeof(set), &set);
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 /* "... tsc: <what> 2994.372 MHz" in the kernel's log, or 0. */
 static double tsc_mhz_from_log(const char *what)

@@ -17,6 +17,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: lab list LIST [MAX]       print the numbers of LIST, one a line\n"
+"       lab cpus CPUS             print the CPUs of a -C value ('0-3,6'), one a line\n"
 "       lab begin PARENT EXPERIMENT [NAME]\n"
 "                                 create PARENT/EXPERIMENT-<time>.incomplete/\n"
 "                                 (or PARENT/NAME.incomplete/), print its path\n"
@@ -33,6 +34,28 @@ static void usage(FILE *f)
 "LIST is '0,50,100', 'start:stop:step' (stop included) or a mix: '0:200:50,400'.\n"
 "\n"
 "Example:  lab list 0:700:50\n");
+}
+
+/* lab cpus LIST: the CPUs of a -C value, one a line, as every tool reads it. */
+static int cmd_cpus(int argc, char **argv)
+{
+	char why[96];
+	int *cpus, n, i;
+
+	if (argc != 3) {
+		usage(stderr);
+		return 2;
+	}
+	n = lab_parse_cpus(argv[2], &cpus, why, sizeof(why));
+	if (n < 0) {
+		fprintf(stderr, "lab: cpus wants a CPU list like '0-3,6', not '%s' (%s)\n",
+			argv[2], why);
+		return 2;
+	}
+	for (i = 0; i < n; i++)
+		printf("%d\n", cpus[i]);
+	free(cpus);
+	return 0;
 }
 
 static int cmd_list(int argc, char **argv)
@@ -212,14 +235,9 @@ int main(int argc, char **argv)
 	const char *source;
 	double hz;
 
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(stdout);
-		return 0;
-	}
+	lab_opt_command(argc, argv, usage);
+	if (!strcmp(argv[1], "cpus"))
+		return cmd_cpus(argc, argv);
 	if (!strcmp(argv[1], "list"))
 		return cmd_list(argc, argv);
 	if (!strcmp(argv[1], "begin"))

@@ -40,6 +40,31 @@ int lab_cpus_usable(int **cpus);
  */
 void lab_opt_cpu(const char *prog, const char *opt, unsigned long cpu);
 
+/*
+ * A CPU list, the one syntax of every tool's -C (and irqhook's CPU
+ * options): CPUs and ranges separated by commas, "0-3,6" as the kernel
+ * writes them (/sys/devices/system/cpu/online, taskset -c), and the lab's
+ * list form "0:6:2" (stop included).  Each CPU once, below CPU_SETSIZE.
+ * Returns how many and a malloc'ed array of them, in the order given, in
+ * *@cpus; or -1 with errno = EINVAL and why in @err ("'x' is not a CPU
+ * number", "the range 3-1 runs backwards", "CPU 2 is listed twice" ...).
+ */
+int lab_parse_cpus(const char *s, int **cpus, char *err, size_t errlen);
+
+/*
+ * The -C of every tool: lab_parse_cpus(@arg), or "none" (returns 0,
+ * *@cpus NULL: the scheduler places), at most @max CPUs, each online and
+ * allowed to this process (lab_opt_cpu).  A bad value is one line,
+ * "PROG: OPT wants ..., not 'ARG' (why)", and exit status 2.
+ */
+int lab_opt_cpus(const char *prog, const char *opt, const char *arg, int max, int **cpus);
+
+/* lab_opt_cpus() of one CPU at most: the CPU, or -1 for "none". */
+int lab_opt_one_cpu(const char *prog, const char *opt, const char *arg);
+
+/* Let the calling thread run on the @n CPUs of @cpus only (n == 0: no change). */
+int lab_pin_cpus(const int *cpus, int n);
+
 #if defined(__x86_64__) || defined(__i386__)
 /* The time-stamp counter, unordered (rdtsc) and after earlier loads (rdtscp). */
 static inline uint64_t lab_rdtsc(void)
@@ -147,6 +172,35 @@ int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned lo
  * has a '/' (NULL: not given, fine).
  */
 void lab_opt_bad(const char *prog, char *const argv[]) __attribute__((noreturn));
+/*
+ * The options every tool with a result folder takes, the same way: the
+ * end of its long-option table (LAB_LONGOPTS_COMMON: -o, --output DIR;
+ * --name NAME; -q, --quiet; -h, --help), and lab_opt_common() in the
+ * getopt loop's default case, which takes them into @c (-h: @usage on
+ * stdout and exit 0) and for anything else calls lab_opt_bad().
+ */
+#define LAB_O_NAME 0x4c4e	/* --name's getopt code, above any tool's own */
+#define LAB_LONGOPTS_COMMON \
+	{ "output", required_argument, NULL, 'o' }, \
+	{ "name", required_argument, NULL, LAB_O_NAME }, \
+	{ "quiet", no_argument, NULL, 'q' }, \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ NULL, 0, NULL, 0 }
+
+struct lab_common_opts {
+	const char *outdir;	/* -o (default "results") */
+	const char *name;	/* --name, NULL if not given */
+	int quiet;		/* -q */
+};
+
+void lab_opt_common(int opt, struct lab_common_opts *c, const char *prog,
+		    void (*usage)(FILE *f), char *const argv[]);
+/*
+ * A tool of subcommands (smp BENCH, lab COMMAND): its first argument, or
+ * @usage on stderr and exit status 2 if there is none; -h or --help:
+ * @usage on stdout and exit 0.
+ */
+const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f));
 void lab_opt_end(const char *prog, int argc, char *const argv[]);
 void lab_opt_name(const char *prog, const char *name);
 

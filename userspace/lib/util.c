@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,31 @@ void lab_opt_bad(const char *prog, char *const argv[])
 	fprintf(stderr, "%s: bad option or missing value: '%s' (see --help)\n", prog,
 		argv[optind - 1]);
 	exit(2);
+}
+
+void lab_opt_common(int opt, struct lab_common_opts *c, const char *prog,
+		    void (*usage)(FILE *f), char *const argv[])
+{
+	switch (opt) {
+	case 'o': c->outdir = optarg; break;
+	case LAB_O_NAME: c->name = optarg; lab_opt_name(prog, optarg); break;
+	case 'q': c->quiet = 1; break;
+	case 'h': usage(stdout); exit(0);
+	default: lab_opt_bad(prog, argv);
+	}
+}
+
+const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f))
+{
+	if (argc < 2) {
+		usage(stderr);
+		exit(2);
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		exit(0);
+	}
+	return argv[1];
 }
 
 void lab_opt_end(const char *prog, int argc, char *const argv[])

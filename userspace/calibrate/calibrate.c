@@ -85,17 +85,15 @@ static void read_module_stats(unsigned long *delayed, unsigned long *spun_ns)
 }
 
 struct options {
+	struct lab_common_opts common;	/* -o, --name, -q */
 	const char *param;
-	const char *outdir;
-	const char *name;
 	unsigned long *loops;
 	int nloops;
 	unsigned long calls;
 	unsigned long batches;
 	unsigned long warmup;
 	unsigned long rounds;
-	int cpu;
-	int quiet;
+	int cpu;		/* -1: not pinned */
 	int use[SYS_NULL_COUNT];
 };
 
@@ -139,7 +137,7 @@ static void usage(FILE *f)
 "                        machine's speed cannot tilt the fit (default 5)\n"
 "      --warmup N        untimed batches at each visit of a point (default 2)\n"
 "      --syscall NAME    close, getppid or both (default both)\n"
-"  -C, --cpu N           pin to CPU N (default: not pinned)\n"
+"  -C, --cpu CPU         pin to this CPU, or 'none' (default: not pinned)\n"
 "  -o, --output DIR      parent of the result folder (default results)\n"
 "      --name NAME       the result folder's name instead of\n"
 "                        calibrate-<date>-<time> (no results/latest-calibrate link)\n"
@@ -155,7 +153,7 @@ static void usage(FILE *f)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { O_CALLS = 256, O_ROUNDS, O_WARMUP, O_SYSCALL, O_NAME, O_PARAM };
+	enum { O_CALLS = 256, O_ROUNDS, O_WARMUP, O_SYSCALL, O_PARAM };
 	static const struct option longopts[] = {
 		{ "loops", required_argument, NULL, 'l' },
 		{ "batches", required_argument, NULL, 'n' },
@@ -164,19 +162,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "syscall", required_argument, NULL, O_SYSCALL },
 		{ "cpu", required_argument, NULL, 'C' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, O_NAME },
 		{ "param", required_argument, NULL, O_PARAM },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LAB_LONGOPTS_COMMON,
 	};
 	const unsigned long big = 100000000;
 	const char *loops = "0:700:50";
 	int c, k;
 
 	*o = (struct options){
-		.param = DEFAULT_PARAM, .outdir = "results", .calls = 1000,
+		.param = DEFAULT_PARAM, .common.outdir = "results", .calls = 1000,
 		.batches = 200, .warmup = 2, .rounds = 5, .cpu = -1,
 		.use = { 1, 1 },
 	};
@@ -188,14 +182,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case O_CALLS: o->calls = lab_opt_ulong(PROG, "--calls", optarg, 1, big); break;
 		case O_WARMUP: o->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, big); break;
 		case O_ROUNDS: o->rounds = lab_opt_ulong(PROG, "--rounds", optarg, 1, big); break;
-		case 'C':
-			o->cpu = (int)lab_opt_ulong(PROG, "--cpu", optarg, 0, CPU_SETSIZE - 1);
-			break;
-		case 'o': o->outdir = optarg; break;
-		case O_NAME: o->name = optarg; break;
+		case 'C': o->cpu = lab_opt_one_cpu(PROG, "--cpu", optarg); break;
 		case O_PARAM: o->param = optarg; break;
-		case 'q': o->quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
 		case O_SYSCALL:
 			for (k = 0; k < SYS_NULL_COUNT; k++)
 				o->use[k] = !strcmp(optarg, "both") ||
@@ -207,18 +195,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 			}
 			break;
 		default:
-			lab_opt_bad(PROG, argv);
+			lab_opt_common(c, &o->common, PROG, usage, argv);
 		}
 	}
 	lab_opt_end(PROG, argc, argv);
-	lab_opt_name(PROG, o->name);
 	if (o->rounds > o->batches)
 		o->rounds = o->batches;
 	o->nloops = lab_opt_list(PROG, "--loops", loops, 1000000, &o->loops);
-	if (o->cpu >= 0 && !lab_cpu_online(o->cpu)) {
-		fprintf(stderr, PROG ": --cpu %d: no such CPU online\n", o->cpu);
-		exit(2);
-	}
 }
 
 /* Time one batch of @calls null system calls; returns ns per call. */
@@ -440,7 +423,7 @@ static int measure(const struct options *o, struct point *pts, double *samples)
 			}
 		}
 		done += share;
-		if (!o->quiet) {
+		if (!o->common.quiet) {
 			double el = (double)(lab_now_ns() - start) / 1e9;
 
 			fprintf(stderr, "round %lu/%lu: %lu batches of %lu calls at %d loop counts "
@@ -522,7 +505,7 @@ int main(int argc, char **argv)
 		perror(PROG ": settings");
 		return 1;
 	}
-	if (lab_result_open(&res, PROG, o.outdir, PROG, o.name, argc, argv, settings))
+	if (lab_result_open(&res, PROG, o.common.outdir, PROG, o.common.name, argc, argv, settings))
 		return 1;
 	free(settings);
 

@@ -50,13 +50,11 @@ struct options {
 	unsigned long load_sleep_ns;
 	int rt;
 	int read_cpu, write_cpu;
-	unsigned long *load_cpus;
+	int *load_cpus;
 	int n_load_cpus;
-	const char *outdir;
-	const char *name;
 	const char *device;
 	int trace;
-	int quiet;
+	struct lab_common_opts common;	/* -o, --name, -q */
 };
 
 /* What one task ran as: the policy and priority read back, the CPU pinned to. */
@@ -117,7 +115,7 @@ static void usage(FILE *f)
 "                         stay SCHED_OTHER)\n"
 "      --read-cpu N       pin the read task to CPU N\n"
 "      --write-cpu N      pin the write task to CPU N\n"
-"      --load-cpus LIST   pin the load tasks round-robin to these CPUs (0,1)\n"
+"      --load-cpus CPUS   pin the load tasks round-robin to these CPUs (0-1)\n"
 "  -o, --output DIR       parent of the result folder (default results)\n"
 "      --name NAME        the result folder's name instead of\n"
 "                         irqhook-<date>-<time> (no results/latest-irqhook link)\n"
@@ -129,21 +127,10 @@ static void usage(FILE *f)
 "Example:  irqhook -n 2000 --loads 16 --rt -o results\n");
 }
 
-static int parse_cpu(const char *name, const char *arg)
-{
-	int cpu = (int)lab_opt_ulong(PROG, name, arg, 0, CPU_SETSIZE - 1);
-
-	if (!lab_cpu_online(cpu)) {
-		fprintf(stderr, PROG ": %s %d: no such CPU online\n", name, cpu);
-		exit(2);
-	}
-	return cpu;
-}
-
 static void parse_options(int argc, char **argv)
 {
 	enum { O_PERIOD = 256, O_LOADS, O_LOAD_SLEEP, O_RT, O_READ_CPU, O_WRITE_CPU,
-	       O_LOAD_CPUS, O_NAME, O_DEVICE, O_TRACE };
+	       O_LOAD_CPUS, O_DEVICE, O_TRACE };
 	static const struct option longopts[] = {
 		{ "events", required_argument, NULL, 'n' },
 		{ "period-us", required_argument, NULL, O_PERIOD },
@@ -153,19 +140,15 @@ static void parse_options(int argc, char **argv)
 		{ "read-cpu", required_argument, NULL, O_READ_CPU },
 		{ "write-cpu", required_argument, NULL, O_WRITE_CPU },
 		{ "load-cpus", required_argument, NULL, O_LOAD_CPUS },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, O_NAME },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "trace", no_argument, NULL, O_TRACE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LAB_LONGOPTS_COMMON,
 	};
-	int c, i;
+	int c;
 
 	opt = (struct options){
 		.iterations = 10000, .period_us = 16000, .load_sleep_ns = 1000,
-		.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .outdir = "results",
+		.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .common.outdir = "results",
 	};
 	opterr = 0;	/* our own message, naming the tool */
 	while ((c = getopt_long(argc, argv, "n:o:qh", longopts, NULL)) != -1) {
@@ -180,30 +163,21 @@ static void parse_options(int argc, char **argv)
 							  999999999);
 			break;
 		case O_RT: opt.rt = 1; break;
-		case O_READ_CPU: opt.read_cpu = parse_cpu("--read-cpu", optarg); break;
-		case O_WRITE_CPU: opt.write_cpu = parse_cpu("--write-cpu", optarg); break;
-		case O_LOAD_CPUS:
-			opt.n_load_cpus = lab_opt_list(PROG, "--load-cpus", optarg, CPU_SETSIZE - 1,
-						       &opt.load_cpus);
-			for (i = 0; i < opt.n_load_cpus; i++)
-				if (!lab_cpu_online((int)opt.load_cpus[i])) {
-					fprintf(stderr, PROG ": --load-cpus: no CPU %lu online\n",
-						opt.load_cpus[i]);
-					exit(2);
-				}
+		case O_READ_CPU: opt.read_cpu = lab_opt_one_cpu(PROG, "--read-cpu", optarg); break;
+		case O_WRITE_CPU:
+			opt.write_cpu = lab_opt_one_cpu(PROG, "--write-cpu", optarg);
 			break;
-		case 'o': opt.outdir = optarg; break;
-		case O_NAME: opt.name = optarg; break;
+		case O_LOAD_CPUS:
+			opt.n_load_cpus = lab_opt_cpus(PROG, "--load-cpus", optarg, CPU_SETSIZE,
+						       &opt.load_cpus);
+			break;
 		case O_DEVICE: opt.device = optarg; break;
 		case O_TRACE: opt.trace = 1; break;
-		case 'q': opt.quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
 		default:
-			lab_opt_bad(PROG, argv);
+			lab_opt_common(c, &opt.common, PROG, usage, argv);
 		}
 	}
 	lab_opt_end(PROG, argc, argv);
-	lab_opt_name(PROG, opt.name);
 }
 
 /*
@@ -241,7 +215,7 @@ static void *load_task(void *arg)
 
 	/* As before: a load task that cannot be pinned still loads the machine. */
 	start_task("irqhook-load", &load_info[i],
-		   opt.n_load_cpus ? (int)opt.load_cpus[i % (unsigned long)opt.n_load_cpus] : -1,
+		   opt.n_load_cpus ? opt.load_cpus[i % (unsigned long)opt.n_load_cpus] : -1,
 		   0, err);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
 		nanosleep(&ts, NULL);
@@ -317,7 +291,7 @@ static void *write_task(void *arg)
 		}
 		if (opt.period_us)
 			clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
-		if (!opt.quiet && lab_now_ns() - last > 2000000000ull) {
+		if (!opt.common.quiet && lab_now_ns() - last > 2000000000ull) {
 			double el = (double)(lab_now_ns() - start) / 1e9;
 
 			last = lab_now_ns();
@@ -476,7 +450,7 @@ static char *settings_json(int traced)
 	lab_json_int(&j, "write_cpu", opt.write_cpu);
 	lab_json_array(&j, "load_cpus");
 	for (i = 0; i < opt.n_load_cpus; i++)
-		lab_json_uint(&j, NULL, opt.load_cpus[i]);
+		lab_json_int(&j, NULL, opt.load_cpus[i]);
 	lab_json_end(&j);
 	lab_json_str(&j, "device", opt.device);
 	lab_json_bool(&j, "traced", traced);
@@ -622,7 +596,7 @@ int main(int argc, char **argv)
 		perror(PROG ": settings");
 		return 1;
 	}
-	if (lab_result_open(&res, PROG, opt.outdir, PROG, opt.name, argc, argv, settings))
+	if (lab_result_open(&res, PROG, opt.common.outdir, PROG, opt.common.name, argc, argv, settings))
 		return 1;
 	free(settings);
 	/* Before tracing starts, so that the trace holds no earlier event. */

@@ -487,7 +487,7 @@ const char *bus_run(void (*before)(void), void (*after)(void))
 				 "another program using the /dev/bus_* queues?", STALL_S);
 			atomic_store(&stop, 1);
 		}
-		if (!opt.quiet && !atomic_load(&stop) && lab_now_ns() - last_print >= PROGRESS_NS) {
+		if (!opt.common.quiet && !atomic_load(&stop) && lab_now_ns() - last_print >= PROGRESS_NS) {
 			last_print = lab_now_ns();
 			fprintf(stderr, PROG ": %.0f s: %lu messages received\n",
 				(double)(last_print - start_ns) / 1e9, atomic_load(&n_received));

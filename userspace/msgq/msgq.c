@@ -66,9 +66,9 @@ static void usage(FILE *f)
 "      --rate R           messages/s per sender (default 0: as fast as the\n"
 "                         queues take them)\n"
 "      --seed N           seed of the lengths and destinations (default 1)\n"
-"  -C, --cpu LIST         pin the threads round-robin to these CPUs, in the\n"
-"                         order sender 1-3, daemon, receiver 1-3 (default\n"
-"                         none: let the scheduler place them)\n"
+"  -C, --cpu CPUS         pin the threads round-robin to these CPUs (0-3,6),\n"
+"                         in the order sender 1-3, daemon, receiver 1-3\n"
+"                         (default none: let the scheduler place them)\n"
 "      --perf-control CTL,ACK\n"
 "                         perf's --control fifo:CTL,ACK: have perf (started\n"
 "                         with -D -1) count only while the bus runs\n"
@@ -110,21 +110,6 @@ static void parse_size(const char *arg)
 	opt.size_max = hi;
 }
 
-static void parse_cpus(const char *arg)
-{
-	int i;
-
-	if (!strcmp(arg, "none")) {
-		opt.n_cpus = 0;
-		return;
-	}
-	opt.n_cpus = lab_parse_uint_list(arg, &opt.cpus);
-	if (opt.n_cpus <= 0)
-		bad_value("-C", "a list of CPUs like '0,1' or 'none'", arg);
-	for (i = 0; i < opt.n_cpus; i++)
-		lab_opt_cpu(PROG, "-C", opt.cpus[i]);
-}
-
 static void parse_perf_control(const char *arg)
 {
 	char *comma = strchr(arg, ',');
@@ -137,7 +122,7 @@ static void parse_perf_control(const char *arg)
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_SIZE = 256, O_RATE, O_SEED, O_NAME, O_PERF };
+	enum { O_SIZE = 256, O_RATE, O_SEED, O_PERF };
 	static const struct option longopts[] = {
 		{ "messages", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 't' },
@@ -146,16 +131,12 @@ static void parse_options(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "perf-control", required_argument, NULL, O_PERF },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LAB_LONGOPTS_COMMON,
 	};
 	int c, by_count = 0, by_time = 0;
 
 	opt = (struct options){ .seconds = 10, .size_min = 16, .size_max = 1024, .seed = 1,
-				.outdir = "results" };
+				.common.outdir = "results" };
 	opterr = 0;	/* our own message, naming the tool */
 	while ((c = getopt_long(argc, argv, "n:t:C:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -170,14 +151,12 @@ static void parse_options(int argc, char **argv)
 		case O_SIZE: parse_size(optarg); break;
 		case O_RATE: opt.rate = lab_opt_ulong(PROG, "--rate", optarg, 0, 1000000); break;
 		case O_SEED: opt.seed = lab_opt_ulong(PROG, "--seed", optarg, 0, ULONG_MAX); break;
-		case 'C': parse_cpus(optarg); break;
+		case 'C':
+			opt.n_cpus = lab_opt_cpus(PROG, "--cpu", optarg, CPU_SETSIZE, &opt.cpus);
+			break;
 		case O_PERF: parse_perf_control(optarg); break;
-		case 'o': opt.outdir = optarg; break;
-		case O_NAME: opt.name = optarg; break;
-		case 'q': opt.quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
 		default:
-			lab_opt_bad(PROG, argv);
+			lab_opt_common(c, &opt.common, PROG, usage, argv);
 		}
 	}
 	lab_opt_end(PROG, argc, argv);
@@ -187,8 +166,6 @@ static void parse_options(int argc, char **argv)
 	}
 	if (by_count)
 		opt.seconds = 0;
-	if (opt.name && (!*opt.name || strchr(opt.name, '/')))
-		bad_value("--name", "a folder name without '/'", opt.name);
 }
 
 /* --- the module and its devices ------------------------------------------ */
@@ -404,7 +381,7 @@ static void json_options(struct lab_json *j)
 	if (opt.n_cpus) {
 		lab_json_array(j, "cpus");
 		for (i = 0; i < opt.n_cpus; i++)
-			lab_json_uint(j, NULL, opt.cpus[i]);
+			lab_json_int(j, NULL, opt.cpus[i]);
 		lab_json_end(j);
 	} else {
 		lab_json_str(j, "cpus", "none");
@@ -563,7 +540,7 @@ static void setup_workers(void)
 
 		w->role = i < SENDERS ? "send" : i == DAEMON ? "daemon" : "recv";
 		w->index = i < SENDERS ? i + 1 : i == DAEMON ? 0 : i - DAEMON;
-		w->cpu = opt.n_cpus ? (int)opt.cpus[i % opt.n_cpus] : -1;
+		w->cpu = opt.n_cpus ? opt.cpus[i % opt.n_cpus] : -1;
 		w->log.size = i < SENDERS ? sizeof(struct sent) :
 			      i == DAEMON ? sizeof(struct hop_in) : sizeof(struct hop_out);
 	}
@@ -587,14 +564,14 @@ int main(int argc, char **argv)
 	setup_workers();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (lab_result_open(&res, PROG, opt.outdir, PROG, opt.name, 0, NULL, NULL))
+	if (lab_result_open(&res, PROG, opt.common.outdir, PROG, opt.common.name, 0, NULL, NULL))
 		return 1;
 	drained = drain();
 	if (drained > 0)
 		fprintf(stderr, PROG ": dropped %ld messages an earlier run left queued\n",
 			drained);
 	read_stats(before);
-	if (!opt.quiet) {
+	if (!opt.common.quiet) {
 		if (opt.seconds)
 			fprintf(stderr, PROG ": sending for %lu s", opt.seconds);
 		else

@@ -32,12 +32,10 @@ struct options {
 	unsigned long size_min, size_max;
 	unsigned long rate;		/* per sender, messages/s; 0: flat out */
 	unsigned long seed;
-	unsigned long *cpus;		/* -C; NULL: none */
+	int *cpus;			/* -C; NULL: none */
 	int n_cpus;
-	const char *outdir;
-	const char *name;
 	const char *perf_ctl, *perf_ack;	/* --perf-control FIFOs, or NULL */
-	int quiet;
+	struct lab_common_opts common;	/* -o, --name, -q */
 };
 
 /* What a sender logs of its message number k, at index k. */

@@ -41,8 +41,8 @@ struct options {
 	enum which call;
 	unsigned long n, warmup;
 	int cpu;		/* -1: not pinned */
-	const char *outdir, *name, *casename;
-	int quiet;
+	const char *casename;
+	struct lab_common_opts common;	/* -o, --name, -q */
 };
 
 static void usage(FILE *f)
@@ -61,7 +61,7 @@ static void usage(FILE *f)
 "      --warmup N     untimed calls first (default 1000)\n"
 "      --syscall NAME getppid (a null call) or read (1 byte from /dev/zero)\n"
 "                     (default getppid)\n"
-"  -C, --cpu N        pin to CPU N, or 'none' (default 0)\n"
+"  -C, --cpu CPU      pin to this CPU, or 'none' (default 0)\n"
 "      --case NAME    what this run is, for the analysis (e.g. strace-1us);\n"
 "                     letters, digits, '.', '_', '-'\n"
 "  -o, --output DIR   parent of the result folder (default results)\n"
@@ -93,22 +93,18 @@ static int plain_name(const char *s)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { O_WARMUP = 256, O_SYSCALL, O_NAME, O_CASE };
+	enum { O_WARMUP = 256, O_SYSCALL, O_CASE };
 	static const struct option longopts[] = {
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "syscall", required_argument, NULL, O_SYSCALL },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "case", required_argument, NULL, O_CASE },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LAB_LONGOPTS_COMMON,
 	};
 	int c, k;
 
 	*o = (struct options){ .call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0,
-			       .outdir = "results" };
+			       .common.outdir = "results" };
 	opterr = 0;	/* our own one-line messages */
 	while ((c = getopt_long(argc, argv, ":n:C:o:qh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -116,13 +112,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case O_WARMUP:
 			o->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, MAX_CALLS);
 			break;
-		case 'C':
-			if (!strcmp(optarg, "none"))
-				o->cpu = -1;
-			else
-				o->cpu = (int)lab_opt_ulong(PROG, "--cpu", optarg, 0,
-							    CPU_SETSIZE - 1);
-			break;
+		case 'C': o->cpu = lab_opt_one_cpu(PROG, "--cpu", optarg); break;
 		case O_SYSCALL:
 			for (k = 0; k < CALL_COUNT && strcmp(optarg, call_names[k]); k++)
 				;
@@ -135,28 +125,18 @@ static void parse_options(int argc, char **argv, struct options *o)
 				bad("--case", "a name of letters, digits, '.', '_' and '-'", optarg);
 			o->casename = optarg;
 			break;
-		case 'o': o->outdir = optarg; break;
-		case O_NAME:
-			if (!*optarg || strchr(optarg, '/'))
-				bad("--name", "a folder name without '/'", optarg);
-			o->name = optarg;
-			break;
-		case 'q': o->quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
 		case ':':
 			fprintf(stderr, PROG ": %s wants a value (see --help)\n", argv[optind - 1]);
 			exit(2);
-		default:
+		case '?':
 			fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
 				argv[optind - 1]);
 			exit(2);
+		default:
+			lab_opt_common(c, &o->common, PROG, usage, argv);
 		}
 	}
 	lab_opt_end(PROG, argc, argv);
-	if (o->cpu >= 0 && !lab_cpu_online(o->cpu)) {
-		fprintf(stderr, PROG ": --cpu %d: no such CPU online\n", o->cpu);
-		exit(2);
-	}
 }
 
 static inline uint64_t now_ns(void)
@@ -307,7 +287,7 @@ int main(int argc, char **argv)
 		perror(PROG ": settings");
 		return 1;
 	}
-	if (lab_result_open(&res, PROG, o.outdir, PROG, o.name, argc, argv, settings))
+	if (lab_result_open(&res, PROG, o.common.outdir, PROG, o.common.name, argc, argv, settings))
 		return 1;
 	f = lab_result_file(&res, "raw.csv");
 	if (f) {
@@ -321,7 +301,7 @@ int main(int argc, char **argv)
 		lab_result_abort(&res);
 		return 1;
 	}
-	if (!o.quiet)
+	if (!o.common.quiet)
 		printf("%s%s%s %lu calls: median %.0f ns, p99 %.0f ns, max %.0f ns "
 		       "(clock pair %.0f ns) -> %s\n", o.casename ? o.casename : "",
 		       o.casename ? ": " : "", call_names[o.call], o.n, s.p50, s.p99, s.max,

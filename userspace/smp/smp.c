@@ -107,18 +107,12 @@ static void usage(FILE *f)
 /* --- CPUs --------------------------------------------------------------- */
 
 /* CPU A and B from -C (@list, @nlist entries) and the placement. */
-static void place(struct smp *s, const unsigned long *list, int nlist, const char *arg)
+static void place(struct smp *s, const int *list, int nlist)
 {
 	unsigned int f = s->bench->flags;
 	int i;
 
-	if (nlist > 2) {
-		fprintf(stderr, PROG ": --cpu wants one or two CPUs (A,B), not '%s'\n", arg);
-		exit(2);
-	}
-	for (i = 0; i < nlist; i++)
-		lab_opt_cpu(PROG, "--cpu", list[i]);
-	s->cpu_a = nlist ? (int)list[0] : s->usable[0];
+	s->cpu_a = nlist ? list[0] : s->usable[0];
 	if (f & SMP_ONE_CPU) {
 		s->cpu_b = s->cpu_a;
 		return;
@@ -128,12 +122,7 @@ static void place(struct smp *s, const unsigned long *list, int nlist, const cha
 		return;
 	}
 	if (nlist == 2) {
-		s->cpu_b = (int)list[1];
-		if (s->cpu_b == s->cpu_a) {
-			fprintf(stderr, PROG ": --cpu wants two different CPUs, not '%s' "
-				"(--same-cpu puts both ends on one)\n", arg);
-			exit(2);
-		}
+		s->cpu_b = list[1];	/* another: lab_opt_cpus() lists each CPU once */
 		return;
 	}
 	s->cpu_b = -1;
@@ -183,26 +172,22 @@ static int preempt_rt(void)
 
 static void parse_options(struct smp *s, int argc, char **argv)
 {
-	enum { O_WARMUP = 256, O_SAME, O_NAME, O_REMOTE, O_PAGES, O_INTERVAL, O_WAIT };
+	enum { O_WARMUP = 256, O_SAME, O_REMOTE, O_PAGES, O_INTERVAL, O_WAIT };
 	static const struct option longopts[] = {
 		{ "records", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "same-cpu", no_argument, NULL, O_SAME },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, O_NAME },
 		{ "remote", required_argument, NULL, O_REMOTE },
 		{ "pages", required_argument, NULL, O_PAGES },
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "wait", required_argument, NULL, O_WAIT },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		LAB_LONGOPTS_COMMON,
 	};
 	const unsigned long big = 10000000;
 	const struct smp_bench *b = s->bench;
-	unsigned long *cpus = NULL;
-	const char *cpu_arg = NULL, *remote_arg = NULL, *only = NULL, *owner = NULL;
+	int *cpus = NULL;
+	const char *remote_arg = NULL, *only = NULL, *owner = NULL;
 	int c, ncpus = 0, wait_given = 0;
 	long remote = -1;
 
@@ -212,13 +197,10 @@ static void parse_options(struct smp *s, int argc, char **argv)
 		case 'n': s->n = lab_opt_ulong(PROG, "-n", optarg, 1, big); break;
 		case O_WARMUP: s->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, big); break;
 		case 'C':
-			cpu_arg = optarg;
 			free(cpus);
-			ncpus = lab_opt_list(PROG, "--cpu", optarg, CPU_SETSIZE - 1, &cpus);
+			ncpus = lab_opt_cpus(PROG, "--cpu", optarg, 2, &cpus);
 			break;
 		case O_SAME: s->same_cpu = 1; break;
-		case 'o': s->outdir = optarg; break;
-		case O_NAME: s->name = optarg; break;
 		case O_REMOTE:
 			remote = (long)lab_opt_ulong(PROG, "--remote", optarg, 0, CPU_SETSIZE - 1);
 			remote_arg = optarg;
@@ -246,10 +228,8 @@ static void parse_options(struct smp *s, int argc, char **argv)
 			if (!(b->flags & SMP_TIMER))
 				only = "--wait", owner = "timer";
 			break;
-		case 'q': s->quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
 		default:
-			lab_opt_bad(PROG, argv);
+			lab_opt_common(c, &s->common, PROG, usage, argv);
 		}
 	}
 	lab_opt_end(PROG, argc, argv);
@@ -257,7 +237,6 @@ static void parse_options(struct smp *s, int argc, char **argv)
 		fprintf(stderr, PROG ": %s is an option of %s, not of %s\n", only, owner, b->name);
 		exit(2);
 	}
-	lab_opt_name(PROG, s->name);
 	if (s->same_cpu && (b->flags & SMP_REMOTE)) {
 		fprintf(stderr, PROG ": tlbflush has no --same-cpu: its remote threads are on "
 			"other CPUs by definition (--remote 0: none)\n");
@@ -268,7 +247,7 @@ static void parse_options(struct smp *s, int argc, char **argv)
 		fprintf(stderr, PROG ": cannot tell which CPUs are online: %s\n", strerror(errno));
 		exit(1);
 	}
-	place(s, cpus, ncpus, cpu_arg);
+	place(s, cpus, ncpus);
 	free(cpus);
 	if (b->flags & SMP_REMOTE)
 		place_remote(s, remote, remote_arg);
@@ -484,21 +463,13 @@ int main(int argc, char **argv)
 {
 	struct smp s = {
 		.n = 500, .warmup = 50, .pages = 1, .remote = -1, .interval_us = 1000,
-		.outdir = "results",
+		.common.outdir = "results",
 	};
 	struct lab_result res = { 0 };
 	char experiment[64], *settings;
 	int i;
 
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "list")) {
+	if (!strcmp(lab_opt_command(argc, argv, usage), "list")) {
 		for (i = 0; i < NBENCHES; i++)
 			printf("%-10s %s\n", benches[i]->name, benches[i]->desc);
 		return 0;
@@ -550,7 +521,7 @@ int main(int argc, char **argv)
 						    0 : MCL_FUTURE)) == 0;
 
 	snprintf(experiment, sizeof(experiment), PROG "-%s", s.bench->name);
-	if (lab_result_open(&res, PROG, s.outdir, experiment, s.name, 0, NULL, NULL)) {
+	if (lab_result_open(&res, PROG, s.common.outdir, experiment, s.common.name, 0, NULL, NULL)) {
 		cleanup(&s);
 		return 1;
 	}
@@ -578,7 +549,7 @@ int main(int argc, char **argv)
 		lab_result_abort(&res);
 		return 1;
 	}
-	if (!s.quiet) {
+	if (!s.common.quiet) {
 		print_summary(&s);
 		printf("results: %s\n", res.final);
 	}

@@ -62,8 +62,7 @@ struct smp {
 	unsigned long interval_us;	/* timer */
 	int wait_sleep;			/* timer: wait for SIGALRM asleep, not spinning */
 	const char *wait_why;
-	int quiet;
-	const char *outdir, *name;
+	struct lab_common_opts common;	/* -o, --name, -q */
 	/* the machine */
 	double tsc_hz;
 	const char *tsc_source;

@@ -105,3 +105,36 @@ def test_folder_is_the_variant_and_meta_keeps_the_command_line(suite):
     meta = json.loads((suite / "meta.json").read_text())
     assert suite.name == meta["kernel"]["variant"] == "stock"
     assert meta["command"] == [str(GUEST), str(suite.parent), "--quick"]
+
+
+def test_delay_member_ran_each_hold_and_left_no_module(suite):
+    d = suite / "delay"
+    for ns in (0, 50000):
+        c = analyse.read_cyclictest(d / f"ns-{ns}.json")
+        assert [t["cpu"] for t in c["threads"]] == [0] and c["threads"][0]["n"] == 300
+    assert (d / "traced/trace.dat").stat().st_size > 0
+    assert (d / "traced/ns").read_text().strip() == "50000"
+    assert not MODDIR.exists()
+
+
+@pytest.mark.timing
+def test_a_hold_the_kernel_cannot_preempt_shows_in_the_maximum(tmp_path):
+    """On the stock kernel (voluntary preemption) a 50 us hold of a system
+    call on cyclictest's CPU is in its maximum, and the trace of the worst
+    wake-up names the task in the hold.  Virtual clock: the hold is 50,000
+    guest instructions' time whatever the host does."""
+    assert not MODDIR.exists()
+    out = subprocess.run([GUEST, tmp_path, "--only", "delay", "--delay-ns", "0,50000",
+                          "--delay-loops", "200"], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    d = variant_dir(tmp_path)
+    meta = json.loads((d / "meta.json").read_text())
+    if meta["settings"]["preempt_model"] != "voluntary":
+        pytest.skip(f"this kernel preempts the hold ({meta['settings']['preempt_model']})")
+    k = analyse.read_delay(d / "delay")
+    top = {h["ns"]: h for h in k["holds"]}
+    assert top[50000]["max"] >= 45 > top[0]["max"], top
+    worst = k["traced"]["worst"]
+    assert worst and worst["latency_ns"] > 40_000, worst
+    assert any(h["comm"] == "nullcall" and h["delay_ns"] for h in worst["held"]), worst

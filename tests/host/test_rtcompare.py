@@ -354,7 +354,11 @@ def test_plots_of_real_runs_are_readable(built, tmp_path, monkeypatch):
     ("guest.sh", ["-", "--check", "-r", "0"], "--repeats"),
     ("guest.sh", ["-", "--check", "--freqs", "1:"], "--freqs"),
     ("guest.sh", ["-", "--check", "--wat"], "unknown argument"),
+    ("guest.sh", ["-", "--check", "--delay-ns", "0,x"], "--delay-ns"),
+    ("guest.sh", ["-", "--check", "--delay-loops", "5"], "--delay-loops"),
     ("run.sh", ["--variants", "stock,nope"], "--variants wants a kernel variant"),
+    ("run.sh", ["--variants", "stock:preempt=full;reboot"], "--variants: boot options"),
+    ("run.sh", ["--variants", "nope:preempt=full"], "--variants wants a kernel variant"),
     ("run.sh", ["--into", "/tmp"], "--into goes with --here"),
     ("run.sh", ["--", "--ct-loops", "x"], "--ct-loops"),
 ])
@@ -408,3 +412,33 @@ def test_findings_say_where_rt_wins_and_what_it_costs():
     rows[1] = row("cyclictest loaded", "p999", "us", 800, 900, [790, 800], [895, 900])
     assert "rt does not hold the tail better here" in analyse.findings(rows, ["stock", "rt"],
                                                                         True)[0]
+
+
+def test_delay_member_of_a_real_run(tmp_path, monkeypatch):
+    """The delay member (cyclictest against a hold of known length) of a
+    real run under the virtual clock, stock against stock booted
+    preempt=full: the table has each kernel's max / p99.9 / mean per hold,
+    delay.png one line a kernel and figure and the hold itself."""
+    d = tmp_path / "rt-compare-20261125-134120"
+    write_meta(d, "rt-compare", {"variants": "stock,stock:preempt=full"})
+    for k in ("stock", "stock-preempt-full"):
+        write_meta(d / k, "rt-compare", {"variant": "stock", "kernel": k})
+        write_csv(d / k / "skipped.csv", ("member", "reason"), [])
+        for ns in (0, 50000):
+            (d / k / "delay").mkdir(parents=True, exist_ok=True)
+            shutil.copy(DATA / f"rt-tests/delay/{k}-ns-{ns}.json", d / k / "delay" / f"ns-{ns}.json")
+    figures = plotcheck.record(monkeypatch)
+    assert cli.main("rt-compare", "x", analyse.add_args, analyse.work, [str(d)]) == 0
+    comparison = json.loads((d / "comparison.json").read_text())
+    holds = {k: {h["ns"]: h for h in comparison["kernels"][k]["delay"]["holds"]}
+             for k in ("stock", "stock-preempt-full")}
+    # The stock kernel cannot preempt the hold: its max follows it.
+    assert holds["stock"][0]["max"] == 4 and holds["stock"][50000]["max"] == 51
+    assert holds["stock-preempt-full"][50000]["max"] == 4
+    text = (d / "report.txt").read_text()
+    assert "      50            51 / 51 / 23.7             4 / 3.7 / 2.9" in text
+    [ax] = figures["delay.png"]
+    plotcheck.assert_readable([ax])
+    assert ax["lines"] == 5 and ax["legend"][0] == "the hold itself"
+    assert ax["legend"][1:] == ["stock: max", "stock: p99.9", "stock-preempt-full: max",
+                                "stock-preempt-full: p99.9"]

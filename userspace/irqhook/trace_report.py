@@ -22,59 +22,21 @@ import collections
 import pathlib
 import re
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, irqhook, results  # noqa: E402
+from lablib import cli, ftrace, irqhook, results  # noqa: E402
 
-LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
-                  r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+(?P<rest>.*)$")
 TRACE_COLUMNS = ["event", "seq", "slow", "cpu", "wakeup_ns", "write_to_wakeup_ns",
                  "wakeup_to_run_ns", "migrations", "ran_before_reader"]
-FIELD = re.compile(r"(\w+)=(\S+)")
-SWITCH = re.compile(r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>\d+) "
-                    r"prev_prio=\d+ prev_state=(?P<prev_state>\S+) ==> "
-                    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>\d+)")
-
-
-def ns(ts):
-    sec, _, frac = ts.partition(".")
-    return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
-
-
-def parse_report(text):
-    """Events as dicts: ts (ns), cpu, event, and the event's fields."""
-    events = []
-    for line in text.splitlines():
-        m = LINE.match(line)
-        if not m:
-            continue
-        ev = {"ts": ns(m["ts"]), "cpu": int(m["cpu"]), "event": m["event"],
-              "comm": m["comm"], "pid": int(m["pid"])}
-        if m["event"] == "sched_switch":
-            s = SWITCH.search(m["rest"])
-            if not s:
-                continue
-            ev.update(s.groupdict())
-            ev["prev_pid"], ev["next_pid"] = int(ev["prev_pid"]), int(ev["next_pid"])
-        else:
-            ev.update(dict(FIELD.findall(m["rest"])))
-        events.append(ev)
-    events.sort(key=lambda e: e["ts"])
-    return events
+parse_report = ftrace.parse_report
 
 
 def read_trace(run_dir):
     path = pathlib.Path(run_dir) / "trace.dat"
     if not path.exists():
         raise ValueError(f"{path} does not exist: run irqhook with --trace")
-    # -N: no plugins, so every event prints in the kernel's own format.
-    out = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(path)],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ValueError(f"trace-cmd report failed: {out.stderr.strip()}")
-    return parse_report(out.stdout)
+    return ftrace.read(path)
 
 
 class Timeline:

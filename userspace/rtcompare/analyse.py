@@ -22,8 +22,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import (calibration, cli, irqhook, perf, plot, results, rttests,  # noqa: E402
-                    smp, stats)
+from lablib import (calibration, cli, ftrace, irqhook, perf, plot, results,  # noqa: E402
+                    rttests, smp, stats)
 
 # The square wave holds a frequency when its mean period is within this of
 # the requested one (the reference's criterion, read off a logic analyser).
@@ -68,6 +68,113 @@ def worst_trace(folder):
     mark = max((i for i, line in enumerate(lines) if "tracing_mark_write" in line
                 or "print:" in line), default=len(lines) - 1)
     return "\n".join(lines[max(0, mark - 80):mark + 1]) + "\n"
+
+
+def explain_worst(folder):
+    """What held the CPU at the wake-up that stopped a traced cyclictest run
+    (cyclictest -b writes a mark from the late thread, then stops the
+    trace): lablib.ftrace.wakeup_delay of that thread, or None without a
+    trace, trace-cmd or a mark."""
+    try:
+        events = ftrace.read(folder / "trace.dat")
+    except ValueError:
+        return None
+    m = ftrace.mark(events)
+    if not m:
+        return None
+    w = ftrace.wakeup_delay(events, m["pid"], before=m["ts"])
+    if w:
+        w["mark"] = m["text"]
+    return w
+
+
+def describe_worst(w):
+    """One sentence of explain_worst()'s answer."""
+    if not w:
+        return "no wake-up found before the trace's mark"
+    parts = []
+    for h in w["held"]:
+        what = ", ".join(f"{e} x{n}" for e, n in sorted(h["events"].items()))
+        if h["delay_ns"]:
+            what += f"; the delay module held {len(h['delay_ns'])} call(s) for " \
+                    f"{', '.join(f'{d / 1e3:,.1f}' for d in h['delay_ns'])} us"
+        parts.append(f"{h['comm']}-{h['pid']} {h['ns'] / 1e3:,.1f} us"
+                     + (f" ({what})" if what else ""))
+    return (f"woken on CPU {w['cpu']}, ran {w['latency_ns'] / 1e3:,.1f} us later; "
+            f"meanwhile CPU {w['cpu']} ran " + ("; then ".join(parts) or "nothing traced"))
+
+
+# --- cyclictest against a hold of known length -------------------------------
+
+def read_delay(folder):
+    """guest.sh's delay member: {"holds": [{"ns": hold, and the pooled
+    cyclictest summary}, ...] by hold, "traced": {ns, threshold_us, max,
+    worst (explain_worst)}}."""
+    holds = [{"ns": int(f.stem[3:]), **read_cyclictest(f)["pooled"]}
+             for f in folder.glob("ns-*.json")]
+    out = {"holds": sorted(holds, key=lambda h: h["ns"])}
+    traced = folder / "traced"
+    if (traced / "cyclictest.json").exists():
+        t = read_cyclictest(traced / "cyclictest.json")
+        out["traced"] = {
+            "ns": int((traced / "ns").read_text()) if (traced / "ns").exists() else None,
+            "threshold_us": int((traced / "threshold_us").read_text())
+            if (traced / "threshold_us").exists() else None,
+            "max": t["pooled"]["max"], "worst": explain_worst(traced)}
+    return out
+
+
+def delay_lines(kernels):
+    """The delay member's table: per hold, each kernel's max and p99.9."""
+    have = {v: k["delay"] for v, k in kernels.items() if get(k, "delay", "holds")}
+    if not have:
+        return []
+    holds = sorted({h["ns"] for d in have.values() for h in d["holds"]})
+    lines = ["", "cyclictest on CPU 0 against a normal task whose getppid calls the delay "
+             "module holds for a known time (us; max / p99.9 / mean):",
+             f"{'hold us':>8}" + "".join(f"{v:>26}" for v in have)]
+    for ns in holds:
+        cells = []
+        for d in have.values():
+            c = next((h for h in d["holds"] if h["ns"] == ns), None)
+            cells.append("-" if not c else
+                         f"{fmt(c['max'])} / {fmt(c['p999'])} / {c['mean']:.1f}")
+        lines.append(f"{ns / 1e3:>8g}" + "".join(f"{c:>26}" for c in cells))
+    for v, d in have.items():
+        tr = d.get("traced")
+        if not tr:
+            continue
+        head = f"  worst at a {fmt(tr['ns'] / 1e3 if tr['ns'] else None)} us hold on {v}"
+        if tr["worst"] is None and tr["max"] <= (tr["threshold_us"] or 0):
+            lines.append(f"{head}: the traced run's max ({fmt(tr['max'])} us) stayed below "
+                         f"its threshold ({tr['threshold_us']} us): no wake-up to explain")
+        else:
+            lines.append(f"{head} (traced, stopped at > {tr['threshold_us']} us, max "
+                         f"{fmt(tr['max'])} us): {describe_worst(tr['worst'])}")
+    return lines
+
+
+def plot_delay(d, kernels):
+    """delay.png: each kernel's cyclictest maximum (and p99.9) against the
+    hold, with the line a kernel that cannot preempt the hold would follow."""
+    have = {v: k["delay"]["holds"] for v, k in kernels.items() if get(k, "delay", "holds")}
+    if not have:
+        return None
+    fig, ax = plot.figure()
+    top = max(c["ns"] for h in have.values() for c in h) / 1e3
+    ax.plot([0, top], [0, top], color="grey", linestyle=":", label="the hold itself")
+    for i, (v, h) in enumerate(have.items()):
+        xs = [c["ns"] / 1e3 for c in h]
+        ax.plot(xs, [c["max"] for c in h], marker="o", color=f"C{i}",
+                label=f"{v}: max")
+        ax.plot(xs, [c["p999"] for c in h], marker="x", linestyle="--",
+                color=f"C{i}", label=f"{v}: p99.9")
+    ax.set_xlabel("the delay module's hold of each getppid call (us)")
+    ax.set_ylabel("cyclictest wake-up latency (us)")
+    ax.set_title("a non-preemptible hold of known length, CPU 0")
+    ax.legend(fontsize=7)
+    plot.save(fig, ax, d / "delay.png")
+    return "delay.png"
 
 
 # --- perf stat ---------------------------------------------------------------
@@ -172,6 +279,10 @@ def read_kernel(folder):
         k["cyclictest"]["traced"] = {
             "threshold_us": int(thr.read_text()) if thr.exists() else None,
             "max": t["pooled"]["max"], "trace": (traced / "trace.dat").exists()}
+    if "traced" in k["cyclictest"] and (traced / "trace.dat").exists():
+        k["cyclictest"]["traced"]["worst"] = explain_worst(traced)
+    if (folder / "delay").is_dir():
+        k["delay"] = read_delay(folder / "delay")
     if (folder / "perfstat").is_dir():
         k["perfstat"] = read_perfstat(folder / "perfstat")
     sq = folder / "squarewave"
@@ -318,11 +429,14 @@ def report(d, kernels, rows, names):
                          f"max {fmt(tr['max'])} us; trace: "
                          f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), last events "
                          f"before it in worst.txt")
-    if len(names) == 2:
+            if "worst" in tr:
+                lines.append(f"    the worst wake-up: {describe_worst(tr['worst'])}")
+    lines += delay_lines(kernels)
+    if len(names) == 2 and rows:
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "
                   f"'beyond' = the two kernels' ranges do not overlap (over perf stat's "
                   f"repeats, or over cyclictest's threads): more than run-to-run noise"]
-        lines.append(f"{'measurement':<52}{'unit':>8}{names[0]:>12}{names[1]:>12}"
+        lines.append(f"{'measurement':<52}{'unit':>8}{names[0]:>12} {names[1]:>12}"
                      f"{'ratio':>8}{'beyond':>8}")
         group = None
         for r in rows:
@@ -330,7 +444,7 @@ def report(d, kernels, rows, names):
                 group = r["group"]
                 lines.append(f"{group}:")
             lines.append(f"  {r['measurement'][:50]:<50}{r['unit']:>8}{fmt(r['base']):>12}"
-                         f"{fmt(r['other']):>12}{fmt(r['ratio']):>8}"
+                         f" {fmt(r['other']):>12}{fmt(r['ratio']):>8}"
                          f"{fmt(r['beyond_spread']):>8}")
     if len(names) == 2:
         emulated = any(get(k, "meta", "machine", "accelerator") == "tcg"
@@ -505,9 +619,10 @@ def work(args):
             name = plot_cyclictest(d, kernels, load)
             if name:
                 files.append(name)
-        name = plot_squarewave(d, kernels)
-        if name:
-            files.append(name)
+        for plotter in (plot_squarewave, plot_delay):
+            name = plotter(d, kernels)
+            if name:
+                files.append(name)
     cli.show(args, summary, text, d, files)
     return 0
 

@@ -6,14 +6,19 @@
 #   perfstat/      perf stat of sortsum, unsorted and sorted, each repeat:
 #                  ORDER-rK.perf (perf stat -x,) and ORDER-rK.json (rusage)
 #   squarewave/    IMPL-LOAD/ (edges.csv, meta.json) for python, c-nanosleep, c-rt
+#   delay/         ns-NS.json (+ .txt): cyclictest on CPU 0 while a normal task
+#                  there makes getppid calls the delay module holds NS ns
+#                  each; traced/ (trace.dat of the largest NS, cyclictest -b)
 #   lab/           calibrate/, irqhook/CELL/, smp/ (the lab's own experiments)
 #                  and unload.txt (delay cycled in and out under syscall load)
 #   meta.json, skipped.csv (member,reason of everything not measured)
 #
 #   guest.sh DIR [options]
-#   --only LIST        members to run: cyclictest,perfstat,squarewave,lab (all)
+#   --only LIST        members to run: cyclictest,delay,perfstat,squarewave,lab (all)
 #   --long             cyclictest 300000 loops as the reference (a real machine)
 #   --ct-loops N       cyclictest loops per run (default 20000, 1 ms apart)
+#   --delay-ns LIST    the delay member's holds, ns (default 0,20000,50000,100000,200000)
+#   --delay-loops N    its cyclictest loops per hold (default 5000)
 #   -r, --repeats N    perf stat repeats per order (default 5)
 #   --passes N         sortsum passes of a perf stat run (default 1000)
 #   --freqs LIST       square-wave frequencies, Hz (default 100,200,500,1000,2000,5000,10000,20000)
@@ -32,20 +37,24 @@ lab_help "$@"
 args=("$@")
 top=$1
 shift
-only=cyclictest,perfstat,squarewave,lab
+only=cyclictest,delay,perfstat,squarewave,lab
 ct_loops=20000 repeats=5 passes=1000 periods=200 n=300
+delay_ns=0,20000,50000,100000,200000 delay_loops=5000
 freqs=100,200,500,1000,2000,5000,10000,20000 check=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) want_value "$@"; only=$2; shift ;;
 	--long) ct_loops=300000 ;;
 	--ct-loops) want_value "$@"; want_uint --ct-loops "$2" 10; ct_loops=$2; shift ;;
+	--delay-ns) want_value "$@"; lab_list --delay-ns "$2" >/dev/null; delay_ns=$2; shift ;;
+	--delay-loops) want_value "$@"; want_uint --delay-loops "$2" 10; delay_loops=$2; shift ;;
 	-r | --repeats) want_value "$@"; want_uint --repeats "$2" 1; repeats=$2; shift ;;
 	--passes) want_value "$@"; want_uint --passes "$2" 1; passes=$2; shift ;;
 	--freqs) want_value "$@"; lab_list --freqs "$2" 1000000 >/dev/null; freqs=$2; shift ;;
 	--periods) want_value "$@"; want_uint --periods "$2" 2; periods=$2; shift ;;
 	-n) want_value "$@"; want_uint -n "$2" 10; n=$2; shift ;;
-	--quick) ct_loops=500 repeats=2 passes=50 periods=20 n=20 freqs=200,2000 ;;
+	--quick) ct_loops=500 repeats=2 passes=50 periods=20 n=20 freqs=200,2000
+		delay_ns=0,50000 delay_loops=300 ;;
 	--check) check=1 ;;
 	*) bad_arg "unknown argument '$1' (see --help)" ;;
 	esac
@@ -53,8 +62,8 @@ while [ $# -gt 0 ]; do
 done
 for m in ${only//,/ }; do
 	case $m in
-	cyclictest | perfstat | squarewave | lab) ;;
-	*) bad_arg "--only wants members of cyclictest,perfstat,squarewave,lab, not '$m'" ;;
+	cyclictest | delay | perfstat | squarewave | lab) ;;
+	*) bad_arg "--only wants members of cyclictest,delay,perfstat,squarewave,lab, not '$m'" ;;
 	esac
 done
 [ "$check" -eq 0 ] || exit 0
@@ -65,7 +74,13 @@ runs() { [[ ",$only," == *",$1,"* ]]; }
 lab_built "$LAB_TOOL" "$here/sortsum" "$here/squarewave"
 # The variant as meta.json records it: one folder per lab kernel.
 variant=$("$LAB_TOOL" variant)
-dir=$top/$variant
+# One folder per kernel as booted: the variant, and the preemption model when
+# the command line chose one (stock booted preempt=full: stock-preempt-full).
+# The model in force, from debugfs where PREEMPT_DYNAMIC shows it: "(full)".
+preempt=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^preempt=//p' | tail -1)
+kernel=$variant${preempt:+-preempt-$preempt}
+model=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/null || true)
+dir=$top/$kernel
 [ ! -e "$dir" ] || die "$dir exists: one folder per kernel"
 mkdir -p "$dir"
 echo "member,reason" >"$dir/skipped.csv"
@@ -73,8 +88,10 @@ skip() { lab_skip "$dir/skipped.csv" "$@"; }
 have() { command -v "$1" >/dev/null; }
 ncpu=$(nproc)
 
-"$LAB_TOOL" meta "$dir" rt-compare variant="$variant" members="$only" cpus:="$ncpu" \
+"$LAB_TOOL" meta "$dir" rt-compare variant="$variant" kernel="$kernel" \
+	preempt_model="${model:-unknown}" members="$only" cpus:="$ncpu" \
 	ct_loops:="$ct_loops" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
+	delay_ns="$delay_ns" delay_loops:="$delay_loops" \
 	periods:="$periods" n:="$n" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
 	rt_tests="$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V *//p' | head -1)" \
@@ -97,13 +114,14 @@ stop_load() {
 	wait "${load_pids[@]}" 2>/dev/null || true
 	load_pids=()
 }
-tracing=0
+tracing=0 delay_loaded=0
 # The null-syscall loops of the unload check (run_lab).
 hammer_pids=()
 cleanup() {
 	stop_load
 	[ ${#hammer_pids[@]} -eq 0 ] || kill "${hammer_pids[@]}" 2>/dev/null || true
 	[ "$tracing" -eq 0 ] || trace-cmd reset >/dev/null 2>&1 || true
+	[ "$delay_loaded" -eq 0 ] || rmmod delay 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -146,6 +164,65 @@ run_cyclictest() {
 		skip cyclictest-trace "trace-cmd is not installed (Debian: trace-cmd)"
 	fi
 	stop_load
+}
+
+# --- cyclictest against a hold of known length ---------------------------------
+# The delay module holds every getppid call (and only those: cyclictest makes
+# none) for NS ns; a normal task on CPU 0 makes nothing else, and one
+# cyclictest thread, FIFO 90, waits for its timer on the same CPU.  A kernel
+# that cannot preempt the hold shows it in its maximum, one that can does
+# not.  Then the largest hold again, traced and stopped at the worst
+# wake-up: the trace names what had the CPU (delay:delay_syscall events).
+GETPPID=110
+run_delay() {
+	local dd=$dir/delay ko ns max thresh load nullcall=$LAB_ROOT/userspace/calibrate/nullcall
+	if ! ko=$(lab_ko delay 2>/dev/null) || [ ! -x "$nullcall" ]; then
+		skip delay "the delay module or userspace/calibrate/nullcall is not built"
+		return 0
+	fi
+	if [ -d /sys/module/delay ]; then
+		skip delay "the delay module is loaded already"
+		return 0
+	fi
+	mkdir -p "$dd/traced"
+	insmod "$ko" syscalls=$GETPPID
+	delay_loaded=1
+	taskset -c 0 "$nullcall" getppid 1000000 1000 >/dev/null &
+	load=$!
+	hammer_pids+=("$load")
+	for ns in $(lab_list --delay-ns "$delay_ns"); do
+		echo "$ns" >/sys/module/delay/parameters/ns
+		log "cyclictest on CPU 0, getppid held $ns ns: $delay_loops loops"
+		cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 \
+			--json="$dd/ns-$ns.json" >"$dd/ns-$ns.txt"
+	done
+	if have trace-cmd; then
+		max=$(sed -n 's/.*"max": *\([0-9]*\).*/\1/p' "$dd/ns-$ns.json" | sort -n | tail -1)
+		thresh=$((${max:-0} * 9 / 10))
+		[ "$thresh" -ge 20 ] || thresh=20
+		log "the same at $ns ns, traced, stopping at a latency > $thresh us"
+		tracing=1
+		trace-cmd start -q -b 4096 -C mono -e sched:sched_switch -e sched:sched_wakeup \
+			-e sched:sched_waking -e irq -e timer -e delay:delay_syscall >/dev/null
+		set +e
+		cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 \
+			-b "$thresh" --tracemark --json="$dd/traced/cyclictest.json" \
+			>"$dd/traced/cyclictest.txt" 2>&1
+		set -e
+		trace-cmd stop >/dev/null
+		trace-cmd extract -o "$dd/traced/trace.dat" >/dev/null
+		trace-cmd reset >/dev/null 2>&1 || true
+		tracing=0
+		echo "$thresh" >"$dd/traced/threshold_us"
+		echo "$ns" >"$dd/traced/ns"
+	else
+		skip delay-trace "trace-cmd is not installed (Debian: trace-cmd)"
+	fi
+	kill "$load" 2>/dev/null || true
+	wait "$load" 2>/dev/null || true
+	hammer_pids=()
+	rmmod delay
+	delay_loaded=0
 }
 
 # --- perf stat of sortsum ----------------------------------------------------
@@ -244,6 +321,9 @@ run_lab() {
 
 if runs cyclictest; then
 	if have cyclictest; then run_cyclictest; else skip cyclictest "cyclictest is not installed (Debian: rt-tests)"; fi
+fi
+if runs delay; then
+	if have cyclictest; then run_delay; else skip delay "cyclictest is not installed (Debian: rt-tests)"; fi
 fi
 if runs perfstat; then
 	if have perf; then run_perfstat; else skip perfstat "perf is not installed (Debian: linux-perf)"; fi

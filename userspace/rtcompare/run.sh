@@ -7,7 +7,10 @@
 # (analyse.py: report.txt, comparison.csv/json, the plots).
 #
 #   run.sh [options] [-- GUEST_OPTIONS]
-#   --variants LIST   the kernels, in boot order (default stock,rt)
+#   --variants LIST   the kernels, in boot order (default stock,rt); a
+#                     kernel may carry boot options after a colon, which
+#                     go on its command line: stock:preempt=full is the
+#                     stock kernel run fully preemptible (PREEMPT_DYNAMIC)
 #   --here            no VM: run the suite on the kernel this machine runs
 #                     (a real machine booted into a lab kernel, 'make deb');
 #                     with --into DIR, add it to an earlier run's folder
@@ -37,9 +40,12 @@ while [ $# -gt 0 ]; do
 done
 IFS=, read -r -a vlist <<<"$variants"
 [ ${#vlist[@]} -ge 1 ] || bad_arg "--variants wants a list like stock,rt"
-for v in "${vlist[@]}"; do
+for spec in "${vlist[@]}"; do
+	v=${spec%%:*}
 	check_variant "$v" --variants
 	[ "$v" != nohook ] || bad_arg "--variants wants kernels with the hook, not 'nohook'"
+	[[ $spec != *:* || ${spec#*:} =~ ^[a-z0-9_.=-]+$ ]] ||
+		bad_arg "--variants: boot options like preempt=full after the colon, not '${spec#*:}'"
 done
 [ -z "$into" ] || [ "$vm" = false ] || bad_arg "--into goes with --here"
 [ -z "$into" ] || [ -d "$into" ] || bad_arg "--into wants an rt-compare folder, not '$into'"
@@ -61,7 +67,8 @@ else
 fi
 start=$(date +%s)
 if [ "$vm" = true ]; then
-	for v in "${vlist[@]}"; do
+	for spec in "${vlist[@]}"; do
+		v=${spec%%:*}
 		kobj=$(kobj_of "$v")
 		if [ ! -f "$kobj/arch/x86/boot/bzImage" ] ||
 			[ ! -f "$LAB_BUILD/modules/$(cat "$kobj/include/config/kernel.release" 2>/dev/null)/delay.ko" ]; then
@@ -69,8 +76,11 @@ if [ "$vm" = true ]; then
 			make -C "$LAB_ROOT" --no-print-directory kernel module VARIANT="$v"
 		fi
 	done
-	for v in "${vlist[@]}"; do
-		VARIANT=$v lab_guest true "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
+	for spec in "${vlist[@]}"; do
+		v=${spec%%:*} boot=
+		[[ $spec != *:* ]] || boot=${spec#*:}
+		VARIANT=$v VM_APPEND="${VM_APPEND:-}${boot:+ $boot}" \
+			lab_guest true "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"
 	done
 else
 	lab_guest false "$here/guest.sh" "$LAB_DIR" "${guest_args[@]}"

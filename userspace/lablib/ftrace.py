@@ -1,0 +1,116 @@
+"""trace-cmd's report of a trace.dat, the lab's one reader of it.
+
+'trace-cmd report -N -t' prints one event a line: the task, its pid, the
+CPU, the timestamp in seconds with ns, the event's name and its fields in
+the kernel's own format (-N: no plugins).  parse_report() turns that into
+dicts; wakeup_delay() answers the question every latency trace is taken
+for: a task was woken, and what held its CPU until it ran.
+"""
+import pathlib
+import re
+import shutil
+import subprocess
+
+LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?"
+                  r"(?P<ts>\d+\.\d+):\s+(?P<event>\w+):\s+(?P<rest>.*)$")
+FIELD = re.compile(r"(\w+)=(\S+)")
+SWITCH = re.compile(r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>\d+) "
+                    r"prev_prio=\d+ prev_state=(?P<prev_state>\S+) ==> "
+                    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>\d+)")
+# What a user-space write to trace_marker becomes (cyclictest --tracemark).
+MARKS = ("print", "tracing_mark_write")
+
+
+def ns(ts):
+    """A report timestamp ('1234.000567890') in integer ns."""
+    sec, _, frac = ts.partition(".")
+    return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def parse_report(text):
+    """Events as dicts sorted by time: ts (ns), cpu, event, comm and pid of
+    the task that was running, then the event's own fields as strings,
+    which override those (sched_wakeup's pid is the woken task's);
+    sched_switch's as prev_/next_ comm, pid (int) and state; a mark's text
+    (cyclictest --tracemark) as 'text'."""
+    events = []
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if not m:
+            continue
+        ev = {"ts": ns(m["ts"]), "cpu": int(m["cpu"]), "event": m["event"],
+              "comm": m["comm"], "pid": int(m["pid"])}
+        if m["event"] == "sched_switch":
+            s = SWITCH.search(m["rest"])
+            if not s:
+                continue
+            ev.update(s.groupdict())
+            ev["prev_pid"], ev["next_pid"] = int(ev["prev_pid"]), int(ev["next_pid"])
+        elif m["event"] in MARKS:
+            ev["text"] = m["rest"].split(":", 1)[-1].strip()
+        else:
+            ev.update(dict(FIELD.findall(m["rest"])))
+        events.append(ev)
+    events.sort(key=lambda e: e["ts"])
+    return events
+
+
+def read(path):
+    """The events of trace.dat @path (trace-cmd report); ValueError when it
+    is missing or trace-cmd fails or is not installed."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise ValueError(f"{path} does not exist")
+    if not shutil.which("trace-cmd"):
+        raise ValueError("trace-cmd is not installed (Debian: trace-cmd)")
+    out = subprocess.run(["trace-cmd", "report", "-N", "-t", "-i", str(path)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError(f"trace-cmd report failed: {out.stderr.strip()}")
+    return parse_report(out.stdout)
+
+
+def wakeup_delay(events, pid, before=None):
+    """What stood between the last wake-up of task @pid before time @before
+    (default: the end of the trace) and its running.  None if the trace
+    has no switch to it after a wake-up; else a dict: woken (ns, its first
+    sched_waking or sched_wakeup since it last slept), ran (ns), latency_ns,
+    cpu, and held: each task that had that CPU meanwhile, in order, as
+    {comm, pid, ns, events}, events counting what happened on the CPU in
+    its time (irq_handler_entry, delay_syscall, ...), and delay_ns: the
+    spins the delay module reported in its time (delay:delay_syscall)."""
+    end = before if before is not None else float("inf")
+    runs = [e for e in events if e["event"] == "sched_switch" and e["next_pid"] == pid
+            and e["ts"] <= end]
+    if not runs:
+        return None
+    run = runs[-1]
+    slept = max((e["ts"] for e in events if e["event"] == "sched_switch"
+                 and e["prev_pid"] == pid and e["ts"] < run["ts"]), default=-1)
+    wakes = [e["ts"] for e in events if e["event"] in ("sched_waking", "sched_wakeup")
+             and str(e.get("pid")) == str(pid) and slept < e["ts"] <= run["ts"]]
+    if not wakes:
+        return None
+    woken, cpu = min(wakes), run["cpu"]
+    window = [e for e in events if e["cpu"] == cpu and woken <= e["ts"] <= run["ts"]]
+    switches = [e for e in window if e["event"] == "sched_switch"]
+    held, since = [], woken
+    for sw in switches:
+        part = [e for e in window if since <= e["ts"] < sw["ts"] or e is sw]
+        counts = {}
+        for e in part:
+            if e["event"] != "sched_switch":
+                counts[e["event"]] = counts.get(e["event"], 0) + 1
+        held.append({"comm": sw["prev_comm"], "pid": sw["prev_pid"], "ns": sw["ts"] - since,
+                     "events": counts,
+                     "delay_ns": [int(e["measured_ns"]) for e in part
+                                  if e["event"] == "delay_syscall" and "measured_ns" in e]})
+        since = sw["ts"]
+    return {"woken": woken, "ran": run["ts"], "latency_ns": run["ts"] - woken, "cpu": cpu,
+            "held": held}
+
+
+def mark(events, containing=""):
+    """The last trace_marker write whose text contains @containing, or None."""
+    found = [e for e in events if e["event"] in MARKS and containing in e.get("text", "")]
+    return found[-1] if found else None

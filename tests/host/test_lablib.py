@@ -209,3 +209,58 @@ def test_import_does_not_load_matplotlib():
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+# --- text tables and the one-folder analyser ---------------------------------
+
+def test_text_table_writes_each_width_once():
+    from lablib import text
+    t = text.table([("case", "<6"), ("ns", ">5"), "  ", ("note", "")],
+                   [["a", 12, "x"], ["bb", "3,4", "yy"]], ["a note."])
+    assert t.splitlines() == ["case     ns  note", "a        12  x", "bb      3,4  yy",
+                              "a note."]
+
+
+def test_write_summary_writes_the_three_files(tmp_path):
+    names = results.write_summary(tmp_path, {"n": 1}, ["case", "n"],
+                                  [{"case": "a", "n": 1, "extra": 2}], "report\n")
+    assert names == ["summary.json", "summary.csv", "report.txt"]
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"n": 1}
+    assert (tmp_path / "summary.csv").read_text().splitlines() == ["case,n", "a,1"]
+    assert (tmp_path / "report.txt").read_text() == "report\n"
+
+
+@pytest.mark.parametrize("argv, printed, drawn", [
+    ([], "table\nresults: {d}/out.txt, hist.png, pic.png\n", True),
+    (["--no-plot"], "table\nresults: {d}/out.txt\n", False),
+    (["--json"], '{\n "n": 3\n}\n', True),
+])
+def test_folder_analyser(tmp_path, capsys, argv, printed, drawn):
+    from lablib import cli
+    seen = []
+
+    def analyse(d):
+        seen.append(d)
+        return {"n": 3}, "table\n", ["out.txt"]
+
+    def plot(summary, d):
+        (d / "pic.png").write_text(str(summary["n"]))
+        (d / "hist.png").write_text(str(summary["n"]))
+        return ["hist.png"]
+
+    add_args, work = cli.folder_analyser("DIR", "a folder", analyse, plot, "pic.png")
+    assert cli.main("toy", "toy DIR", add_args, work, [str(tmp_path), *argv]) == 0
+    assert seen == [tmp_path]
+    assert capsys.readouterr().out == printed.replace("{d}", str(tmp_path))
+    assert (tmp_path / "pic.png").exists() == (tmp_path / "hist.png").exists() == drawn
+
+
+def test_folder_analyser_without_a_plot_has_no_no_plot(tmp_path, capsys):
+    from lablib import cli
+    add_args, work = cli.folder_analyser("DIR", "a folder",
+                                         lambda d: ({}, "t\n", ["a.json"]))
+    assert cli.main("toy", "toy DIR", add_args, work, [str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"t\nresults: {tmp_path}/a.json\n"
+    with pytest.raises(SystemExit) as e:
+        cli.main("toy", "toy DIR", add_args, work, [str(tmp_path), "--no-plot"])
+    assert e.value.code == 2

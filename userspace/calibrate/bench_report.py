@@ -76,17 +76,15 @@ def table(b):
     return "\n".join(lines) + "\n"
 
 
-def add_args(p):
-    cli.add_result_args(p, "BENCH_DIR", "a calibrate-bench result folder")
-
-
-def work(args):
-    d = pathlib.Path(args.dir)
+def analyse(d):
     b = bench(collect(d))
     results.write_json(d / "bench.json", b)
     text = table(b)
     results.write_text(d / "bench.txt", text)
-    cli.show(args, b, text, d, ["bench.txt", "bench.json"])
+    return b, text, ["bench.txt", "bench.json"]
+
+
+add_args, work = cli.folder_analyser("BENCH_DIR", "a calibrate-bench result folder", analyse)
 
 
 if __name__ == "__main__":

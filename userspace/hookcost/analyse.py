@@ -87,16 +87,14 @@ def table(meta, s, boots=()):
     return "\n".join(out) + "\n"
 
 
-def add_args(p):
-    cli.add_result_args(p, "DIR", "a hookcost result folder")
-
-
-def work(args):
-    d = pathlib.Path(args.dir)
+def analyse(d):
     meta = results.read_meta(d)
     summary = summarise(read_raw(d / "raw.csv"))
     results.write_json(d / "summary.json", summary)
-    cli.show(args, summary, table(meta, summary, boot_lines(d)), d, ["summary.json"])
+    return summary, table(meta, summary, boot_lines(d)), ["summary.json"]
+
+
+add_args, work = cli.folder_analyser("DIR", "a hookcost result folder", analyse)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,26 @@ def show(args, summary, text, folder, files, picture=None):
     print(f"results: {folder}/{', '.join(files)}")
 
 
+def folder_analyser(metavar, what, analyse, plot=None, picture=None, pictures=None):
+    """add_args and work, for main(), of an analyser of one result folder.
+    add_args: the folder (@metavar, described as @what), --json, and
+    --no-plot if there is @plot, which draws @pictures (for --help; by
+    default @picture).  work(args): analyse(folder) reads the folder,
+    writes its files there and returns (summary, text, files); unless
+    --no-plot, plot(summary, folder) draws @picture and returns the names
+    of any other files it wrote; show() prints it all."""
+    def add_args(p):
+        add_result_args(p, metavar, what, picture=(pictures or picture) if plot else None)
+
+    def work(args):
+        folder = pathlib.Path(args.dir)
+        summary, text, files = analyse(folder)
+        if plot and not args.no_plot:
+            files = [*files, *(plot(summary, folder) or [])]
+        show(args, summary, text, folder, files, picture=picture if plot else None)
+    return add_args, work
+
+
 def print_json(obj):
     """@obj as indented JSON on stdout."""
     print(json.dumps(obj, indent=1, allow_nan=False))

@@ -47,6 +47,17 @@ def write_csv(path, columns, rows):
         w.writerows(rows)
 
 
+def write_summary(folder, summary, columns, rows, report):
+    """An analyser's three files in @folder: summary.json (@summary),
+    summary.csv (@rows under @columns, as write_csv) and report.txt
+    (@report).  Returns their names, for cli.show()."""
+    folder = pathlib.Path(folder)
+    write_json(folder / "summary.json", summary)
+    write_csv(folder / "summary.csv", columns, rows)
+    write_text(folder / "report.txt", report)
+    return ["summary.json", "summary.csv", "report.txt"]
+
+
 def read_json(path):
     """The JSON value in @path; ValueError naming the file if it is not JSON."""
     with open(path, encoding="utf-8") as f:

@@ -313,25 +313,19 @@ def plot(s, path):
     lplot.save(fig, ax, path)
 
 
-def add_args(p):
-    cli.add_result_args(p, "DIR", "a peers result folder (results/latest-peers)",
-                        picture="peers.png")
-
-
-def work(args):
-    d = pathlib.Path(args.dir)
+def analyse(d):
     results.read_meta(d)
     meta, summary = summarise(d)
     rows = [{"syscall": sc, "case": name, **c}
             for sc, v in summary["syscalls"].items() for name, c in v["cases"].items()]
     report = (f"peers: {summary['kernel']}\n{table(summary)}\n\n{sentences(summary)}\n")
-    results.write_json(d / "summary.json", summary)
-    results.write_csv(d / "summary.csv", CSV_COLUMNS, rows)
-    results.write_text(d / "report.txt", report)
-    if not args.no_plot:
-        plot(summary, d / "peers.png")
-    cli.show(args, summary, report, d, ["summary.json", "summary.csv", "report.txt"],
-             picture="peers.png")
+    return summary, report, results.write_summary(d, summary, CSV_COLUMNS, rows, report)
+
+
+add_args, work = cli.folder_analyser("DIR", "a peers result folder (results/latest-peers)",
+                                     analyse, lambda s, d: plot(s, d / "peers.png"),
+                                     "peers.png")
+
 
 if __name__ == "__main__":
     sys.exit(cli.main(__doc__, "userspace/peers/analyse.py results/latest-peers",

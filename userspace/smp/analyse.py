@@ -19,7 +19,7 @@ import re
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, perf, results, rttests, stats  # noqa: E402
+from lablib import cli, perf, results, rttests, stats, text  # noqa: E402
 from lablib.smp import BENCHES, read_runs, summarise_case  # noqa: E402
 
 CSV_COLUMNS = ("case", "span", "bench", "placement", "unit", *stats.SUMMARY_KEYS,
@@ -185,68 +185,62 @@ def f0(v, spec=",.0f"):
 
 
 def table(s):
-    lines = [f"{'case':<22}{'span':<12}{'p50 cyc':>13}{'p99 cyc':>13}{'p50 ns':>12}"
-             f"{'p99 ns':>12}{'mean ns':>12}{'sd ns':>12}  {'round p50 ns':>15}{'cv':>6}"]
+    rows = []
     for case, c in s["cases"].items():
         for span, v in c["spans"].items():
             r = v["round_p50"]
             spread = f"{f0(r['min'])}-{f0(r['max'])}" if r["n"] > 1 else f0(r["min"])
             cv = f"{r['cv_pct']:.1f}%" if r["n"] > 1 and r["cv_pct"] is not None else "-"
-            lines.append(f"{case:<22}{span:<12}{f0(v['cycles']['p50']):>13}"
-                         f"{f0(v['cycles']['p99']):>13}{f0(v['ns']['p50']):>12}"
-                         f"{f0(v['ns']['p99']):>12}{f0(v['ns']['mean']):>12}"
-                         f"{f0(v['ns']['stddev']):>12}  {spread:>15}{cv:>6}")
-    lines.append("pooled over every round; round p50: the range of the rounds' medians, "
-                 "cv: their coefficient of variation.")
-    return "\n".join(lines)
+            rows.append([case, span, f0(v["cycles"]["p50"]), f0(v["cycles"]["p99"]),
+                         *(f0(v["ns"][k]) for k in ("p50", "p99", "mean", "stddev")),
+                         spread, cv])
+    return text.table(
+        [("case", "<22"), ("span", "<12"), ("p50 cyc", ">13"), ("p99 cyc", ">13"),
+         ("p50 ns", ">12"), ("p99 ns", ">12"), ("mean ns", ">12"), ("sd ns", ">12"), "  ",
+         ("round p50 ns", ">15"), ("cv", ">6")], rows,
+        ["pooled over every round; round p50: the range of the rounds' medians, "
+         "cv: their coefficient of variation."])
 
 
 def tlb_table(s):
-    rows = [(case, c) for case, c in s["cases"].items() if c["bench"] == "tlbflush"]
+    rows = [[case, f0(c.get("pages")), f0(c.get("remote")),
+             f0(c.get("tlb_shootdowns_per_record"), ".2f"),
+             f0(c["spans"]["munmap"]["ns"]["p50"]), f0(c["spans"]["munmap"]["ns"]["p99"])]
+            for case, c in s["cases"].items() if c["bench"] == "tlbflush"]
     if not rows:
         return ""
-    lines = [f"{'tlbflush case':<22}{'pages':>6}{'remote':>7}{'shoot-downs/record':>20}"
-             f"{'p50 ns':>12}{'p99 ns':>12}"]
-    for case, c in rows:
-        v = c["spans"]["munmap"]["ns"]
-        per = c.get("tlb_shootdowns_per_record")
-        lines.append(f"{case:<22}{f0(c.get('pages')):>6}{f0(c.get('remote')):>7}"
-                     f"{f0(per, '.2f'):>20}{f0(v['p50']):>12}{f0(v['p99']):>12}")
-    lines.append("shoot-downs: the TLB line of /proc/interrupts, summed over CPUs, per "
-                 "timed munmap.")
-    return "\n".join(lines)
+    return text.table(
+        [("tlbflush case", "<22"), ("pages", ">6"), ("remote", ">7"),
+         ("shoot-downs/record", ">20"), ("p50 ns", ">12"), ("p99 ns", ">12")], rows,
+        ["shoot-downs: the TLB line of /proc/interrupts, summed over CPUs, per "
+         "timed munmap."])
 
 
 def pairs_table(s):
     if not s["pairs"]:
         return "no tool figures to pair (perf and rt-tests not run)"
-    lines = [f"{'ours':<24}{'stat':<6}{'ours ns':>12}  {'tool':<24}{'tool ns':>12}"
-             f"{'ratio':>7}  verdict"]
-    for p in s["pairs"]:
-        lines.append(f"{p['ours']:<24}{p['statistic']:<6}{f0(p['ours_ns']):>12}  "
-                     f"{p['tool']:<24}{f0(p['tool_ns']):>12}{p['ratio']:>7.2f}  "
-                     f"{'agree' if p['agree'] else 'differ'}")
-    lines.append(f"agree: within {AGREE:.0%} of each other, both in ns per the same "
-                 "span (round trips against round trips, one way against one way).")
-    for p in s["pairs"]:
-        if not p["agree"]:
-            lines.append(f"- {p['ours']} vs {p['tool']}: {p['tool_measures']}; "
-                         f"{p['difference']}.")
-    return "\n".join(lines)
+    rows = [[p["ours"], p["statistic"], f0(p["ours_ns"]), p["tool"], f0(p["tool_ns"]),
+             f"{p['ratio']:.2f}", "agree" if p["agree"] else "differ"] for p in s["pairs"]]
+    notes = [f"agree: within {AGREE:.0%} of each other, both in ns per the same "
+             "span (round trips against round trips, one way against one way)."]
+    notes += [f"- {p['ours']} vs {p['tool']}: {p['tool_measures']}; {p['difference']}."
+              for p in s["pairs"] if not p["agree"]]
+    return text.table(
+        [("ours", "<24"), ("stat", "<6"), ("ours ns", ">12"), "  ", ("tool", "<24"),
+         ("tool ns", ">12"), ("ratio", ">7"), "  ", ("verdict", "")], rows, notes)
 
 
 def reference_table(s):
     if not s["reference"]:
         return ""
-    lines = [f"{'reference':<20}{'ours':<28}{'ref mean':>10}{'ref sd':>8}{'our mean':>13}"
-             f"{'our sd':>13}{'x ref':>8}"]
-    for r in s["reference"]:
-        lines.append(f"{r['reference']:<20}{r['case']:<28}{f0(r['ref_mean_cycles']):>10}"
-                     f"{f0(r['ref_stddev_cycles']):>8}{f0(r['mean_cycles']):>13}"
-                     f"{f0(r['stddev_cycles']):>13}{r['ratio']:>8.1f}")
-    lines.append("TSC cycles; the reference ran on real hardware, 500 records, mean and "
-                 "standard deviation only.")
-    return "\n".join(lines)
+    rows = [[r["reference"], r["case"], f0(r["ref_mean_cycles"]), f0(r["ref_stddev_cycles"]),
+             f0(r["mean_cycles"]), f0(r["stddev_cycles"]), f"{r['ratio']:.1f}"]
+            for r in s["reference"]]
+    return text.table(
+        [("reference", "<20"), ("ours", "<28"), ("ref mean", ">10"), ("ref sd", ">8"),
+         ("our mean", ">13"), ("our sd", ">13"), ("x ref", ">8")], rows,
+        ["TSC cycles; the reference ran on real hardware, 500 records, mean and "
+         "standard deviation only."])
 
 
 def notes(s):
@@ -316,13 +310,7 @@ def plot_overview(s, runs, d):
     lplot.save(fig, ax, d / "smp.png")
 
 
-def add_args(p):
-    cli.add_result_args(p, "DIR", "an smp result folder (results/latest-smp)",
-                        picture="smp.png and hist-BENCH.png")
-
-
-def work(args):
-    d = pathlib.Path(args.dir)
+def analyse(d):
     results.read_meta(d)
     s = summarise(d)
     rows = []
@@ -335,15 +323,18 @@ def work(args):
                              "rounds": r["n"], "round_p50_min": r["min"],
                              "round_p50_max": r["max"], "round_p50_cv_pct": r["cv_pct"]})
     text = report(s)
-    results.write_json(d / "summary.json", s)
-    results.write_csv(d / "summary.csv", CSV_COLUMNS, rows)
-    results.write_text(d / "report.txt", text)
-    files = ["summary.json", "summary.csv", "report.txt"]
-    if not args.no_plot:
-        runs = read_runs(d)
-        files += plot_hists(s, runs, d)
-        plot_overview(s, runs, d)
-    cli.show(args, s, text, d, files, picture=None if args.no_plot else "smp.png")
+    return s, text, results.write_summary(d, s, CSV_COLUMNS, rows, text)
+
+
+def plot(s, d):
+    runs = read_runs(d)
+    files = plot_hists(s, runs, d)
+    plot_overview(s, runs, d)
+    return files
+
+
+add_args, work = cli.folder_analyser("DIR", "an smp result folder (results/latest-smp)",
+                                     analyse, plot, "smp.png", "smp.png and hist-BENCH.png")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,17 @@
+"""Fixed-width text tables, the analysers' report.txt: each column's title
+and width written once, for the header and every row alike."""
+
+
+def table(columns, rows, notes=()):
+    """The lines of a table, joined by newlines.  @columns: (title, spec)
+    pairs, spec a format spec of width and alignment ("<22", ">12"); a
+    plain string in @columns is put as it is between its neighbours, in the
+    header and in every row (a gap: "  ").  @rows: one sequence of values a
+    row, one for each (title, spec) column; a value that is not a string is
+    formatted with str().  @notes: lines after the rows."""
+    def line(values):
+        values = iter(values)
+        return "".join(c if isinstance(c, str) else format(str(next(values)), c[1])
+                       for c in columns)
+    head = line(c[0] for c in columns if not isinstance(c, str))
+    return "\n".join([head, *(line(r) for r in rows), *notes])

@@ -147,12 +147,14 @@ def test_cmd_sweep_calibrates_and_slows_down(tmp_path, dd):
     assert all(40000 <= n < 41000 for n in syscalls_at_zero(d))
 
 
-def test_grep_sweep(tmp_path, calibration):
-    # A few hundred system calls; the delay only has to reach them.
-    sweep("grep", "--scale", "small", "-l", "0,1000", "-r", "1", "--calibration",
+# grep: a few hundred system calls; kbuild: about 80000 a build.  The delay
+# only has to reach them.
+@pytest.mark.parametrize("workload, series", [("grep", ["grep"]), ("kbuild", ["build"])])
+def test_small_sweep(tmp_path, calibration, workload, series):
+    sweep(workload, "--scale", "small", "-l", "0,1000", "-r", "1", "--calibration",
           calibration, out=tmp_path)
-    d = result_dir(tmp_path, "grep")
-    check_results(d, "grep", ["grep"])
+    d = result_dir(tmp_path, workload)
+    check_results(d, workload, series)
     delay_reached_the_workload(d)
     # The given calibration was copied in whole.
     assert (d / "calibration/raw.csv").read_text() == (calibration / "raw.csv").read_text()
@@ -170,15 +172,6 @@ def test_apache_sweep(tmp_path, calibration):
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()
     # httpd was stopped and its cgroup removed.
     assert subprocess.run(["pgrep", "-f", "lab-sweep"], capture_output=True).returncode == 1
-
-
-def test_kbuild_sweep(tmp_path, calibration):
-    # About 80000 system calls a build; the delay only has to reach them.
-    sweep("kbuild", "--scale", "small", "-l", "0,1000", "-r", "1", "--calibration",
-          calibration, out=tmp_path)
-    d = result_dir(tmp_path, "kbuild")
-    check_results(d, "kbuild", ["build"])
-    delay_reached_the_workload(d)
 
 
 def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):

@@ -293,17 +293,14 @@ def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_p
     assert (d / "cmd.png").exists()
 
 
-def test_loops_and_ns_runs_in_one_sweep_are_refused(root, tmp_path):
-    d = tmp_path / "mixed"
+# Loops and ns runs in one sweep ("mixed"); a run with both knobs ("exactly one").
+@pytest.mark.parametrize("name, rows, message", [
+    ("mixed", "cmd,cmd,0,,1,1,1.0,5,0,\ncmd,cmd,,100,1,1,1.0,5,0,\n", "mixed"),
+    ("both", "cmd,cmd,0,100,1,1,1.0,5,0,\n", "exactly one"),
+])
+def test_runs_with_loops_and_ns_are_refused(root, tmp_path, name, rows, message):
+    d = tmp_path / name
     write_meta(d, "cmd", {"workload": "cmd"})
-    (d / "raw.csv").write_text(NS_HEADER + "\ncmd,cmd,0,,1,1,1.0,5,0,\ncmd,cmd,,100,1,1,1.0,5,0,\n")
+    (d / "raw.csv").write_text(f"{NS_HEADER}\n{rows}")
     out = report(root, tmp_path, d)
-    assert out.returncode == 1 and "mixed" in out.stderr
-
-
-def test_a_run_with_both_knobs_is_refused(root, tmp_path):
-    d = tmp_path / "both"
-    write_meta(d, "cmd", {"workload": "cmd"})
-    (d / "raw.csv").write_text(NS_HEADER + "\ncmd,cmd,0,100,1,1,1.0,5,0,\n")
-    out = report(root, tmp_path, d)
-    assert out.returncode == 1 and "exactly one" in out.stderr
+    assert out.returncode == 1 and message in out.stderr

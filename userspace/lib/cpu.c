@@ -220,24 +220,6 @@ int lab_opt_one_cpu(const char *prog, const char *opt, const char *arg)
 	return cpu;
 }
 
-int lab_pin_cpus(const int *cpus, int n)
-{
-	cpu_set_t set;
-	int i;
-
-	if (n <= 0)
-		return 0;
-	CPU_ZERO(&set);
-	for (i = 0; i < n; i++) {
-		if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) {
-			errno = EINVAL;
-			return -1;
-		}
-		CPU_SET(cpus[i], &set);
-	}
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
 #if defined(__x86_64__) || defined(__i386__)
 /* "... tsc: <what> 2994.372 MHz" in the kernel's log, or 0. */
 static double tsc_mhz_from_log(const char *what)

@@ -62,9 +62,6 @@ int lab_opt_cpus(const char *prog, const char *opt, const char *arg, int max, in
 /* lab_opt_cpus() of one CPU at most: the CPU, or -1 for "none". */
 int lab_opt_one_cpu(const char *prog, const char *opt, const char *arg);
 
-/* Let the calling thread run on the @n CPUs of @cpus only (n == 0: no change). */
-int lab_pin_cpus(const int *cpus, int n);
-
 #if defined(__x86_64__) || defined(__i386__)
 /* The time-stamp counter, unordered (rdtsc) and after earlier loads (rdtscp). */
 static inline uint64_t lab_rdtsc(void)

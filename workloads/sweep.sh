@@ -61,6 +61,12 @@ Options:
       --workdir DIR      scratch space: kbuild objects, Apache's files
                          (default: /tmp/lab-sweep)
       --step-seconds S   apache: length of one httperf rate step (default 4)
+      --in-memory        cmd: run the command's program from a tmpfs, with
+                         its libraries and the dynamic loader copied there
+                         (no ld.so.cache, LC_ALL=C): under the virtual clock
+                         a read from the host's files lasts until the next
+                         timer tick.  What the command reads is yours to
+                         put in memory (a tree in /dev/shm as its cwd)
       --no-analysis      leave summary, model and plot to a later
                          'workloads/analyse.py DIR' (make sweep runs it on the host)
   -h, --help             this text
@@ -92,6 +98,7 @@ JOBS=$(nproc)
 WORKDIR=/tmp/lab-sweep
 STEP_SECONDS=4
 ANALYSIS=1
+IN_MEMORY=0
 COMMAND=()
 ARGS=("$@")
 
@@ -110,6 +117,7 @@ while [ $# -gt 0 ]; do
 	--workdir) want_value "$@"; WORKDIR=$2; shift 2 ;;
 	--step-seconds) want_value "$@"; STEP_SECONDS=$2; shift 2 ;;
 	--no-analysis) ANALYSIS=0; shift ;;
+	--in-memory) IN_MEMORY=1; shift ;;
 	--) shift; COMMAND=("$@"); break ;;
 	-*) bad_arg "unknown option '$1' (see --help)" ;;
 	*)
@@ -204,6 +212,7 @@ if [ "$WORKLOAD" = cmd ]; then
 elif [ ${#COMMAND[@]} -gt 0 ]; then
 	bad_arg "only the cmd workload takes a command after '--'"
 fi
+[ "$IN_MEMORY" -eq 0 ] || [ "$WORKLOAD" = cmd ] || bad_arg "--in-memory goes with the cmd workload"
 
 # The calibration's added latency: ns per loop and the cost of entering the
 # delay, from lablib's fit, the one analyse.py reports.

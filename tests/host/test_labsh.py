@@ -3,6 +3,8 @@ import csv
 import os
 import subprocess
 
+import pytest
+
 
 def test_lab_skip_logs_and_appends_one_csv_row(root, tmp_path):
     """scripts/lib.sh's lab_skip, which every guest script's skipped.csv
@@ -53,3 +55,24 @@ def test_in_work_cgroup_moves_the_command_itself(root, tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "cgroup.procs").read_text() == out.stdout
     assert not (tmp_path / "bash-started").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs")
+def test_in_memory_runs_the_program_from_a_tmpfs(root, tmp_path):
+    """sweep.sh cmd --in-memory (workloads/lib/cmd.sh): the program and its
+    libraries copied into a tmpfs, run there through the loader with no
+    ld.so.cache, and the tmpfs gone afterwards."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "f").write_text("abc\n")
+    script = (f'set -euo pipefail; . {root}/scripts/lib.sh; . {root}/workloads/lib/cmd.sh; '
+              f'LAB_DIR={tmp_path}; IN_MEMORY=1; COMMAND=(md5sum {tmp_path}/f); wl_prepare; '
+              'printf "%s\\n" "${COMMAND[@]}"; mem=$MEM_DIR; findmnt -n -o FSTYPE "$mem"; '
+              '"${COMMAND[@]}"; wl_finish; [ ! -e "$mem" ] && echo gone')
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    mem = lines[0].rsplit("/", 1)[0]
+    assert lines[0].startswith("/tmp/lab-sweep-mem.") and "ld-linux" in lines[0]
+    assert lines[1:5] == ["--inhibit-cache", "--library-path", mem, f"{mem}/md5sum"]
+    assert lines[5] == f"{tmp_path}/f" and lines[6] == "tmpfs"
+    assert lines[7].startswith("0bee89b07a248e27c83fc3d5951213c1 ") and lines[8] == "gone"

@@ -56,6 +56,7 @@ BAD = [
     ("workloads/sweep.sh", ["grep", "--calibration", "/nonexistent"], {},
      "--calibration wants a calibrate result folder"),
     ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
+    ("workloads/sweep.sh", ["grep", "--in-memory"], {}, "--in-memory goes with the cmd workload"),
     ("workloads/sweep-vm.sh", [], {}, "usage: sweep-vm.sh"),
 ]
 

@@ -424,9 +424,10 @@ def test_delay_member_of_a_real_run(tmp_path, monkeypatch):
     for k in ("stock", "stock-preempt-full"):
         write_meta(d / k, "rt-compare", {"variant": "stock", "kernel": k})
         write_csv(d / k / "skipped.csv", ("member", "reason"), [])
+        (d / k / "delay").mkdir(parents=True)
         for ns in (0, 50000):
-            (d / k / "delay").mkdir(parents=True, exist_ok=True)
-            shutil.copy(DATA / f"rt-tests/delay/{k}-ns-{ns}.json", d / k / "delay" / f"ns-{ns}.json")
+            shutil.copy(DATA / f"rt-tests/delay/{k}-ns-{ns}.json",
+                        d / k / "delay" / f"ns-{ns}.json")
     figures = plotcheck.record(monkeypatch)
     assert cli.main("rt-compare", "x", analyse.add_args, analyse.work, [str(d)]) == 0
     comparison = json.loads((d / "comparison.json").read_text())

@@ -64,10 +64,17 @@ def test_in_memory_runs_the_program_from_a_tmpfs(root, tmp_path):
     ld.so.cache, and the tmpfs gone afterwards."""
     (tmp_path / "logs").mkdir()
     (tmp_path / "f").write_text("abc\n")
-    script = (f'set -euo pipefail; . {root}/scripts/lib.sh; . {root}/workloads/lib/cmd.sh; '
-              f'LAB_DIR={tmp_path}; IN_MEMORY=1; COMMAND=(md5sum {tmp_path}/f); wl_prepare; '
-              'printf "%s\\n" "${COMMAND[@]}"; mem=$MEM_DIR; findmnt -n -o FSTYPE "$mem"; '
-              '"${COMMAND[@]}"; wl_finish; [ ! -e "$mem" ] && echo gone')
+    (tmp_path / "cgroup.procs").write_text("")
+    (tmp_path / "calls").write_text("7\n")
+    # A timed run (workloads/lib/common.sh) writes its output into the
+    # tmpfs and moves it to the log after the clock stopped.
+    script = (f'set -euo pipefail; . {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; '
+              f'. {root}/workloads/lib/cmd.sh; LAB_DIR={tmp_path}; WORK_CG={tmp_path}; '
+              f'DELAY_CALLS={tmp_path}/calls; IN_MEMORY=1; COMMAND=(md5sum {tmp_path}/f); '
+              'wl_prepare; printf "%s\\n" "${COMMAND[@]}"; mem=$MEM_DIR; '
+              'findmnt -n -o FSTYPE "$mem"; WORKLOAD=cmd LOOPS=0 NS= REPEAT=1; '
+              'timed cmd "$LAB_DIR/logs/run.txt" "${COMMAND[@]}"; cat "$LAB_DIR/logs/run.txt"; '
+              '[ ! -e "$mem/output.txt" ]; wl_finish; [ ! -e "$mem" ] && echo gone')
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -76,3 +83,5 @@ def test_in_memory_runs_the_program_from_a_tmpfs(root, tmp_path):
     assert lines[1:5] == ["--inhibit-cache", "--library-path", mem, f"{mem}/md5sum"]
     assert lines[5] == f"{tmp_path}/f" and lines[6] == "tmpfs"
     assert lines[7].startswith("0bee89b07a248e27c83fc3d5951213c1 ") and lines[8] == "gone"
+    row = (tmp_path / "raw.csv").read_text().split(",")
+    assert row[:6] == ["cmd", "cmd", "0", "", "1", "1"] and row[7] == "0"

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The lab's headline figures under both clocks: for each clock (VM_CLOCK=
+# host, then virtual; README.md "The VM") short runs of calibrate,
+# rt-compare (stock and rt), smp, msgq and a cmd sweep (md5sum over files
+# in the guest's /dev/shm), each in its own boot and result folder, each
+# analysed on the host, then compare.py over them all into
+# results/clocks-<date>-<time>/ (report.txt, clocks.csv, clocks.json).
+#
+#   run.sh [--only LIST] [--clocks LIST] [--no-analysis]
+#   --only LIST     experiments, of calibrate,rt-compare,smp,msgq,sweep
+#                   (default all of them)
+#   --clocks LIST   host,virtual (the default), or one of them
+#   --no-analysis   record only: no analyser and no compare.py; says how
+#                   to run them later
+#
+# The virtual clock needs TCG; on a host with a working KVM, VM_ACCEL=tcg
+# makes the host clock's runs emulated too, a like-for-like pair.
+# An experiment that fails is named at the end (exit status 1); the others
+# are still run and compared.
+#
+# Example:  userspace/clocks/run.sh --only calibrate,smp   (make clocks CLOCKS_ARGS='--only calibrate,smp')
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+
+ALL=(calibrate rt-compare smp msgq sweep)
+only=$(IFS=,; printf '%s' "${ALL[*]}") clocks=host,virtual analysis=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--only) want_value "$@"; only=$2; shift ;;
+	--clocks) want_value "$@"; clocks=$2; shift ;;
+	--no-analysis) analysis=0 ;;
+	*) bad_arg "unknown argument '$1' (see --help)" ;;
+	esac
+	shift
+done
+IFS=, read -r -a exps <<<"$only"
+[ ${#exps[@]} -ge 1 ] || bad_arg "--only wants a list of $(IFS=,; printf '%s' "${ALL[*]}"), not '$only'"
+for e in "${exps[@]}"; do
+	[[ " ${ALL[*]} " == *" $e "* ]] ||
+		bad_arg "--only wants a list of $(IFS=,; printf '%s' "${ALL[*]}"), not '$only'"
+done
+IFS=, read -r -a clist <<<"$clocks"
+[ ${#clist[@]} -ge 1 ] || bad_arg "--clocks wants host, virtual or host,virtual, not '$clocks'"
+for c in "${clist[@]}"; do
+	case $c in
+	host | virtual) ;;
+	*) bad_arg "--clocks wants host, virtual or host,virtual, not '$clocks'" ;;
+	esac
+done
+lab_built "$LAB_TOOL"
+
+results=$LAB_ROOT/results
+mkdir -p "$results"
+latest() { readlink "$results/latest-$1" || true; }
+folders=() failed=()
+
+# run_in EXPERIMENT LINK ANALYSER COMMAND...: run COMMAND (a runner), find
+# the folder it pointed results/latest-LINK at, analyse it with ANALYSER
+# unless the runner did (-) or --no-analysis; add it to folders.
+run_in() {
+	local exp=$1 link=$2 analyser=$3 before now
+	shift 3
+	before=$(latest "$link")
+	log "$exp on the $VM_CLOCK clock: $*"
+	"$@" || { log "$exp on the $VM_CLOCK clock failed"; return 1; }
+	now=$(latest "$link")
+	if [ -z "$now" ] || [ "$now" = "$before" ]; then
+		log "$exp on the $VM_CLOCK clock left no new results/latest-$link"
+		return 1
+	fi
+	LAB_DIR=$results/$now
+	if [ "$analyser" != - ]; then
+		lab_analyse "$analysis" "$analyser" || return 1
+	fi
+	folders+=("$LAB_DIR")
+}
+
+no_analysis=()
+[ "$analysis" -eq 1 ] || no_analysis=(--no-analysis)
+start=$(date +%s)
+for clock in "${clist[@]}"; do
+	export VM_CLOCK=$clock
+	for e in "${exps[@]}"; do
+		case $e in
+		calibrate)
+			run_in calibrate calibrate "$LAB_ROOT/userspace/calibrate/analyse.py" \
+				"$LAB_ROOT/scripts/vm.sh" -- "$LAB_ROOT/userspace/calibrate/run.sh" \
+				-l 0:700:100 -n 50 -q
+			;;
+		rt-compare)
+			run_in rt-compare rt-compare - "$LAB_ROOT/userspace/rtcompare/run.sh" \
+				--variants stock,rt "${no_analysis[@]}" -- --only cyclictest,delay \
+				--ct-loops 3000 --delay-loops 1000
+			;;
+		smp)
+			run_in smp smp - "$LAB_ROOT/userspace/smp/run.sh" -r 1 "${no_analysis[@]}"
+			;;
+		msgq)
+			run_in msgq msgq-profile - "$LAB_ROOT/userspace/msgq/run.sh" -r 3 -n 5000 \
+				"${no_analysis[@]}"
+			;;
+		sweep)
+			run_in sweep cmd "$LAB_ROOT/workloads/analyse.py" \
+				"$LAB_ROOT/scripts/vm.sh" -- "$here/sweep-guest.sh"
+			;;
+		esac || failed+=("$e/$clock")
+	done
+done
+log "measured in $(($(date +%s) - start)) s: ${folders[*]:-nothing}"
+
+if [ ${#folders[@]} -gt 0 ]; then
+	if [ "$analysis" -eq 1 ]; then
+		lab_python "$here/compare.py" "${folders[@]}" || failed+=(compare.py)
+	else
+		log "analyse each folder with its analyse.py, then: userspace/clocks/compare.py ${folders[*]}"
+	fi
+fi
+[ ${#failed[@]} -eq 0 ] || die "failed: ${failed[*]}"

@@ -34,7 +34,8 @@ MEASURES = {
 RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
                "errors", "detail"]
 COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean",
-           "stddev", "min", "max", "unit", "seconds_per_unit", "syscalls_per_unit",
+           "stddev", "min", "max", "unit", "seconds_per_unit", "median_seconds_per_unit",
+           "syscalls_per_unit",
            "predicted_throughput", "checked_seconds_per_unit", "check_error", "errors",
            "knee_kept_up", "knee_overloaded"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
@@ -152,6 +153,8 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0):
             "n": t["n"], "mean": t["mean"], "stddev": t["stddev"], "min": t["min"],
             "max": t["max"], "unit": unit,
             "seconds_per_unit": mean([r["seconds"] / r["units"] for r in done]),
+            "median_seconds_per_unit": stats.summary([r["seconds"] / r["units"]
+                                                      for r in done])["p50"],
             "syscalls_per_unit": mean([r["syscalls"] / r["units"] for r in done
                                        if r["syscalls"] is not None]),
             "predicted_throughput": None, "checked_seconds_per_unit": None,
@@ -207,7 +210,7 @@ def model(rows, measure, cpus):
     if calls is not None:
         for p in rows:
             p["predicted_throughput"] = factor / (base + calls * p["added_ns"] * 1e-9)
-    check = check_points(rows, base)
+    check = check_points(rows)
     thr0, thr_max = first["mean"], last["mean"]
     measured = thr0 / thr_max if thr_max > 0 else None
     predicted = None
@@ -225,21 +228,24 @@ def model(rows, measure, cpus):
     return m
 
 
-def check_points(rows, base):
+def check_points(rows):
     """The model checked point by point with what the module measured:
     time per unit = base + the point's delayed calls per unit x the ns the
     module measured per delayed call (its spin, not the calibration).  This
-    tests the model itself, free of the calibration's error.  Fills in each
-    point's checked_seconds_per_unit and check_error (measured / checked -
-    1) and returns the largest |error| and over how many points, or None
-    if the module measured nothing (an old sweep, loops 0 only)."""
+    tests the model itself, free of the calibration's error.  Times are
+    the points' medians over their runs, which one disturbed run does not
+    move.  Fills in each point's checked_seconds_per_unit and check_error
+    (measured / checked - 1) and returns the largest |error| and over how
+    many points, or None if the module measured nothing (an old sweep,
+    loops 0 only)."""
+    base = rows[0]["median_seconds_per_unit"]
     errors = []
     for p in rows[1:]:
-        calls, got = p["syscalls_per_unit"], p["measured_ns"]
-        if calls is None or got is None or p["seconds_per_unit"] is None:
+        calls, got, took = p["syscalls_per_unit"], p["measured_ns"], p["median_seconds_per_unit"]
+        if calls is None or got is None or took is None or base is None:
             continue
         p["checked_seconds_per_unit"] = base + calls * got * 1e-9
-        p["check_error"] = p["seconds_per_unit"] / p["checked_seconds_per_unit"] - 1
+        p["check_error"] = took / p["checked_seconds_per_unit"] - 1
         errors.append(p["check_error"])
     if not errors:
         return None

@@ -88,6 +88,16 @@ def explain_worst(folder):
     return w
 
 
+def worst_line(tr):
+    """What a traced run found: its worst wake-up explained, or that it
+    never passed its threshold (then the trace has no mark)."""
+    if tr.get("worst") is None and tr["max"] <= (tr["threshold_us"] or 0):
+        return (f": the traced run's max ({fmt(tr['max'])} us) stayed below its threshold "
+                f"({tr['threshold_us']} us): no wake-up to explain")
+    return (f" (traced, stopped at > {tr['threshold_us']} us, max {fmt(tr['max'])} us): "
+            f"{describe_worst(tr.get('worst'))}")
+
+
 def describe_worst(w):
     """One sentence of explain_worst()'s answer."""
     if not w:
@@ -144,13 +154,8 @@ def delay_lines(kernels):
         tr = d.get("traced")
         if not tr:
             continue
-        head = f"  worst at a {fmt(tr['ns'] / 1e3 if tr['ns'] else None)} us hold on {v}"
-        if tr["worst"] is None and tr["max"] <= (tr["threshold_us"] or 0):
-            lines.append(f"{head}: the traced run's max ({fmt(tr['max'])} us) stayed below "
-                         f"its threshold ({tr['threshold_us']} us): no wake-up to explain")
-        else:
-            lines.append(f"{head} (traced, stopped at > {tr['threshold_us']} us, max "
-                         f"{fmt(tr['max'])} us): {describe_worst(tr['worst'])}")
+        lines.append(f"  worst at a {fmt(tr['ns'] / 1e3 if tr['ns'] else None)} us hold on "
+                     f"{v}{worst_line(tr)}")
     return lines
 
 
@@ -430,7 +435,7 @@ def report(d, kernels, rows, names):
                          f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), last events "
                          f"before it in worst.txt")
             if "worst" in tr:
-                lines.append(f"    the worst wake-up: {describe_worst(tr['worst'])}")
+                lines.append(f"    the worst wake-up{worst_line(tr)}")
     lines += delay_lines(kernels)
     if len(names) == 2 and rows:
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "

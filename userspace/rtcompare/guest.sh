@@ -132,34 +132,44 @@ trap cleanup EXIT
 cyclic() {
 	cyclictest -q -p 90 -m -t -a -i 1000 -l "$ct_loops" -h 20000 "$@"
 }
+# traced UNTRACED_JSON OUT FLOOR EVENTS -- CYCLICTEST...: the cyclictest
+# run of UNTRACED_JSON again under trace-cmd (EVENTS: -e options), stopped
+# by cyclictest -b at the first wake-up later than 90 % of that run's worst
+# (at least FLOOR us), so that the trace ends at that event: OUT/trace.dat,
+# OUT/cyclictest.json and .txt, OUT/threshold_us.
+traced() {
+	local json=$1 out=$2 floor=$3 events=() max thresh
+	shift 3
+	while [ "$1" != -- ]; do events+=("$1"); shift; done
+	shift
+	max=$(sed -n 's/.*"max": *\([0-9]*\).*/\1/p' "$json" | sort -n | tail -1)
+	thresh=$((${max:-0} * 9 / 10))
+	[ "$thresh" -ge "$floor" ] || thresh=$floor
+	log "traced, stopping at a latency > $thresh us"
+	mkdir -p "$out"
+	tracing=1
+	trace-cmd start -q -b 4096 -C mono -e sched:sched_switch -e sched:sched_wakeup \
+		-e sched:sched_waking -e irq -e timer "${events[@]}" >/dev/null
+	set +e
+	"$@" -b "$thresh" --tracemark --json="$out/cyclictest.json" >"$out/cyclictest.txt" 2>&1
+	set -e
+	trace-cmd stop >/dev/null
+	trace-cmd extract -o "$out/trace.dat" >/dev/null
+	trace-cmd reset >/dev/null 2>&1 || true
+	tracing=0
+	echo "$thresh" >"$out/threshold_us"
+}
 run_cyclictest() {
-	local ct=$dir/cyclictest max thresh
+	local ct=$dir/cyclictest
 	mkdir -p "$ct/traced"
 	log "cyclictest idle: $ct_loops loops a thread"
 	cyclic --json="$ct/idle.json" >"$ct/idle.txt"
 	log "cyclictest loaded ($ncpu x sortsum)"
 	start_load
 	cyclic --json="$ct/loaded.json" >"$ct/loaded.txt"
-	# Again, traced, stopped by cyclictest at the first wake-up later than
-	# 90 % of the untraced run's worst: the trace ends at that event.
+	# Again, traced: the trace ends at its worst wake-up.
 	if have trace-cmd; then
-		max=$(sed -n 's/.*"max": *\([0-9]*\).*/\1/p' "$ct/loaded.json" | sort -n | tail -1)
-		thresh=$((${max:-0} * 9 / 10))
-		[ "$thresh" -ge 50 ] || thresh=50
-		log "cyclictest loaded and traced, stopping at a latency > $thresh us"
-		tracing=1
-		trace-cmd start -q -b 4096 -C mono -e sched:sched_switch -e sched:sched_wakeup \
-			-e sched:sched_waking -e sched:sched_migrate_task -e irq -e timer \
-			>/dev/null
-		set +e
-		cyclic -b "$thresh" --tracemark --json="$ct/traced/cyclictest.json" \
-			>"$ct/traced/cyclictest.txt" 2>&1
-		set -e
-		trace-cmd stop >/dev/null
-		trace-cmd extract -o "$ct/traced/trace.dat" >/dev/null
-		trace-cmd reset >/dev/null 2>&1 || true
-		tracing=0
-		echo "$thresh" >"$ct/traced/threshold_us"
+		traced "$ct/loaded.json" "$ct/traced" 50 -e sched:sched_migrate_task -- cyclic
 	else
 		skip cyclictest-trace "trace-cmd is not installed (Debian: trace-cmd)"
 	fi
@@ -174,8 +184,11 @@ run_cyclictest() {
 # not.  Then the largest hold again, traced and stopped at the worst
 # wake-up: the trace names what had the CPU (delay:delay_syscall events).
 GETPPID=110
+cyclic_cpu0() {
+	cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 "$@"
+}
 run_delay() {
-	local dd=$dir/delay ko ns max thresh load nullcall=$LAB_ROOT/userspace/calibrate/nullcall
+	local dd=$dir/delay ko ns load nullcall=$LAB_ROOT/userspace/calibrate/nullcall
 	if ! ko=$(lab_ko delay 2>/dev/null) || [ ! -x "$nullcall" ]; then
 		skip delay "the delay module or userspace/calibrate/nullcall is not built"
 		return 0
@@ -193,27 +206,11 @@ run_delay() {
 	for ns in $(lab_list --delay-ns "$delay_ns"); do
 		echo "$ns" >/sys/module/delay/parameters/ns
 		log "cyclictest on CPU 0, getppid held $ns ns: $delay_loops loops"
-		cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 \
-			--json="$dd/ns-$ns.json" >"$dd/ns-$ns.txt"
+		cyclic_cpu0 --json="$dd/ns-$ns.json" >"$dd/ns-$ns.txt"
 	done
 	if have trace-cmd; then
-		max=$(sed -n 's/.*"max": *\([0-9]*\).*/\1/p' "$dd/ns-$ns.json" | sort -n | tail -1)
-		thresh=$((${max:-0} * 9 / 10))
-		[ "$thresh" -ge 20 ] || thresh=20
-		log "the same at $ns ns, traced, stopping at a latency > $thresh us"
-		tracing=1
-		trace-cmd start -q -b 4096 -C mono -e sched:sched_switch -e sched:sched_wakeup \
-			-e sched:sched_waking -e irq -e timer -e delay:delay_syscall >/dev/null
-		set +e
-		cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 \
-			-b "$thresh" --tracemark --json="$dd/traced/cyclictest.json" \
-			>"$dd/traced/cyclictest.txt" 2>&1
-		set -e
-		trace-cmd stop >/dev/null
-		trace-cmd extract -o "$dd/traced/trace.dat" >/dev/null
-		trace-cmd reset >/dev/null 2>&1 || true
-		tracing=0
-		echo "$thresh" >"$dd/traced/threshold_us"
+		log "the largest hold again, $ns ns"
+		traced "$dd/ns-$ns.json" "$dd/traced" 20 -e delay:delay_syscall -- cyclic_cpu0
 		echo "$ns" >"$dd/traced/ns"
 	else
 		skip delay-trace "trace-cmd is not installed (Debian: trace-cmd)"

@@ -44,6 +44,8 @@ def test_wakeup_delay_names_what_held_the_cpu():
     h = w["held"][0]
     assert (h["comm"], h["pid"], h["ns"]) == ("nullcall", 93, 47_556)
     assert h["delay_ns"] == [50016] and h["events"]["delay_syscall"] == 1
+    # hrtimer_start's expires=22303782007, hrtimer_expire_entry at .303782636.
+    assert w["timer_late_ns"] == 629
 
 
 def test_wakeup_delay_before_a_time_takes_the_wake_up_before_it():

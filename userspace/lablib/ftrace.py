@@ -78,7 +78,8 @@ def wakeup_delay(events, pid, before=None):
     cpu, and held: each task that had that CPU meanwhile, in order, as
     {comm, pid, ns, events}, events counting what happened on the CPU in
     its time (irq_handler_entry, delay_syscall, ...), and delay_ns: the
-    spins the delay module reported in its time (delay:delay_syscall)."""
+    spins the delay module reported in its time (delay:delay_syscall);
+    timer_late_ns: how late the timer that woke it fired (timer_late())."""
     end = before if before is not None else float("inf")
     runs = [e for e in events if e["event"] == "sched_switch" and e["next_pid"] == pid
             and e["ts"] <= end]
@@ -107,7 +108,23 @@ def wakeup_delay(events, pid, before=None):
                                   if e["event"] == "delay_syscall" and "measured_ns" in e]})
         since = sw["ts"]
     return {"woken": woken, "ran": run["ts"], "latency_ns": run["ts"] - woken, "cpu": cpu,
-            "held": held}
+            "held": held, "timer_late_ns": timer_late(events, cpu, woken)}
+
+
+def timer_late(events, cpu, woken):
+    """How late the hrtimer whose expiry woke the task (the last
+    hrtimer_expire_entry on @cpu up to @woken) ran after it was due (its
+    hrtimer_start's expires, on the trace's clock, trace-cmd -C mono), in
+    ns; None if the trace lacks either event."""
+    entry = next((e for e in reversed(events) if e["event"] == "hrtimer_expire_entry"
+                  and e["cpu"] == cpu and e["ts"] <= woken), None)
+    if entry is None:
+        return None
+    start = next((e for e in reversed(events) if e["event"] == "hrtimer_start"
+                  and e.get("hrtimer") == entry.get("hrtimer") and e["ts"] < entry["ts"]), None)
+    if start is None or not start.get("expires", "").isdigit():
+        return None
+    return entry["ts"] - int(start["expires"])
 
 
 def mark(events, containing=""):

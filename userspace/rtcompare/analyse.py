@@ -110,7 +110,9 @@ def describe_worst(w):
                     f"{', '.join(f'{d / 1e3:,.1f}' for d in h['delay_ns'])} us"
         parts.append(f"{h['comm']}-{h['pid']} {h['ns'] / 1e3:,.1f} us"
                      + (f" ({what})" if what else ""))
-    return (f"woken on CPU {w['cpu']}, ran {w['latency_ns'] / 1e3:,.1f} us later; "
+    late = w.get("timer_late_ns")
+    timer = "" if late is None else f"its timer fired {late / 1e3:,.1f} us after it was due, "
+    return (f"{timer}woken on CPU {w['cpu']}, ran {w['latency_ns'] / 1e3:,.1f} us later; "
             f"meanwhile CPU {w['cpu']} ran " + ("; then ".join(parts) or "nothing traced"))
 
 

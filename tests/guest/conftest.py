@@ -131,9 +131,20 @@ def kernel_log_since_test_start():
     return lines[starts[-1] + 1:] if starts else lines
 
 
+KMEMLEAK_REPORT = pathlib.Path("/sys/kernel/debug/kmemleak")
+
+
 def kernel_problems():
-    """Lines the kernel logged during the current test that say it went wrong."""
-    return [ln for ln in kernel_log_since_test_start() if BAD_KERNEL_LINE.search(ln)]
+    """Lines the kernel logged during the current test that say it went
+    wrong; after a kmemleak line, kmemleak's report itself (what leaked,
+    from which call chain), which the log does not carry."""
+    found = [ln for ln in kernel_log_since_test_start() if BAD_KERNEL_LINE.search(ln)]
+    if any("kmemleak" in ln for ln in found):
+        try:
+            found += KMEMLEAK_REPORT.read_text().splitlines()[:60]
+        except OSError:
+            pass
+    return found
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ the kernel's own format (-N: no plugins).  parse_report() turns that into
 dicts; wakeup_delay() answers the question every latency trace is taken
 for: a task was woken, and what held its CPU until it ran.
 """
+import collections
 import pathlib
 import re
 import shutil
@@ -97,13 +98,10 @@ def wakeup_delay(events, pid, before=None):
     switches = [e for e in window if e["event"] == "sched_switch"]
     held, since = [], woken
     for sw in switches:
-        part = [e for e in window if since <= e["ts"] < sw["ts"] or e is sw]
-        counts = {}
-        for e in part:
-            if e["event"] != "sched_switch":
-                counts[e["event"]] = counts.get(e["event"], 0) + 1
+        part = [e for e in window if since <= e["ts"] < sw["ts"]
+                and e["event"] != "sched_switch"]
         held.append({"comm": sw["prev_comm"], "pid": sw["prev_pid"], "ns": sw["ts"] - since,
-                     "events": counts,
+                     "events": dict(collections.Counter(e["event"] for e in part)),
                      "delay_ns": [int(e["measured_ns"]) for e in part
                                   if e["event"] == "delay_syscall" and "measured_ns" in e]})
         since = sw["ts"]

@@ -60,3 +60,56 @@ def test_wakeup_delay_without_a_wake_up_is_none():
     ev = events()
     assert ftrace.wakeup_delay(ev, 4242) is None
     assert ftrace.wakeup_delay(ev, 110, before=22_302_700_000) is None
+
+
+def loaded():
+    """cyclictest's thread (pid 78, FIFO 90) beside sortsum on stock, the
+    whole run traced: the 3 ms before its worst wake-up of 20,000."""
+    return ftrace.parse_report((DATA / "trace-report-loaded.txt").read_text())
+
+
+def test_timer_wakeups_measure_from_due_to_run_for_the_rt_threads_only():
+    runs = ftrace.timer_wakeups(loaded())
+    # cyclictest's main thread (pid 77, prio 120) sleeps on a timer too;
+    # only the measuring thread is followed.
+    assert [r["pid"] for r in runs] == [78, 78, 78]
+    # expires=77358012142 was armed at the run before; due .357012142,
+    # switched in at .357023668.
+    last = runs[-1]
+    assert (last["due"], last["ran"], last["latency_ns"]) == (
+        77_357_012_142, 77_357_023_668, 11_526)
+    assert [r["latency_ns"] for r in runs[:2]] == [5_700, 5_542]
+    assert ftrace.timer_wakeups(loaded(), pids={77}) == []
+
+
+def test_worst_wakeup_explains_the_latest_run():
+    w = ftrace.worst_wakeup(loaded())
+    assert w["latency_ns"] == 11_526 and w["count"] == 3
+    d = w["delay"]
+    assert d["timer_late_ns"] == 649 and d["latency_ns"] == 10_228
+    (h,) = d["held"]
+    assert (h["comm"], h["pid"], h["ns"]) == ("sortsum", 74, 10_228)
+    # What ran meanwhile: the main thread's timer, which woke it; not the
+    # measuring thread's own wake-up.
+    assert h["ran"] == {"hrtimer hrtimer_wakeup": 1, "wakes cyclictest-77": 1}
+
+
+def test_worst_wakeup_without_timed_sleepers_is_none():
+    assert ftrace.worst_wakeup(events()[:0]) is None
+
+
+def test_parse_report_names_work_items_and_softirqs():
+    ev = ftrace.parse_report(
+        "     kworker/0:1-9     [000]    58.100000000: workqueue_execute_start: "
+        "work struct 0xff11000003e1a0c8: function vmstat_update\n"
+        "         sortsum-74    [000]    58.100002000: softirq_entry:        vec=1 "
+        "[action=TIMER]\n")
+    assert ev[0]["function"] == "vmstat_update"
+    assert [ftrace._what(e) for e in ev] == ["work vmstat_update", "softirq TIMER"]
+
+
+def test_excerpt_keeps_the_lines_of_a_time_window():
+    text = (DATA / "trace-report-loaded.txt").read_text()
+    lines = ftrace.excerpt(text, 77_357_012_000, 77_357_023_668).splitlines()
+    assert "hrtimer_expire_entry" in lines[0] and "next_comm=cyclictest" in lines[-1]
+    assert len(lines) == 11

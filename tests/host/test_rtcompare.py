@@ -443,3 +443,24 @@ def test_delay_member_of_a_real_run(tmp_path, monkeypatch):
     assert ax["lines"] == 5 and ax["legend"][0] == "the hold itself"
     assert ax["legend"][1:] == ["stock: max", "stock: p99.9", "stock-preempt-full: max",
                                 "stock-preempt-full: p99.9"]
+
+
+def test_worst_line_says_whether_the_traced_worst_covers_the_measured_max():
+    held = [{"comm": "sortsum", "pid": 74, "ns": 10_228, "events": {},
+             "ran": {"wakes cyclictest-77": 1}, "delay_ns": []}]
+    tr = {"max": 12, "cycles": 60_000, "measured_max": 11, "trace": True,
+          "worst": {"latency_ns": 11_526, "count": 60_000,
+                    "delay": {"cpu": 0, "latency_ns": 10_228, "timer_late_ns": 649,
+                              "held": held}}}
+    line = analyse.worst_line(tr)
+    assert "60,000 of 60,000 wake-ups" in line and "its worst, 11.5 us" in line
+    assert "sortsum-74 10.2 us (wakes cyclictest-77)" in line
+    assert "its timer fired 0.6 us after it was due" in line
+    assert "the measured run's max, 11 us, is within it" in line
+    tr["measured_max"] = 51
+    assert "max, 51 us, did not recur under the trace: not explained" in \
+        analyse.worst_line(tr)
+    tr["worst"] = None
+    assert analyse.worst_line(tr) == ": no cyclictest wake-up in its trace, nothing explained"
+    tr["trace"] = False
+    assert analyse.worst_line(tr) == ": no trace.dat, nothing explained"

@@ -5,7 +5,11 @@ CPU, the timestamp in seconds with ns, the event's name and its fields in
 the kernel's own format (-N: no plugins).  parse_report() turns that into
 dicts; wakeup_delay() answers the question every latency trace is taken
 for: a task was woken, and what held its CPU until it ran.
+timer_wakeups() finds, in a whole traced run, every time a task that
+slept on its own timer (cyclictest's threads) ran late, and
+worst_wakeup() explains the latest.
 """
+import bisect
 import collections
 import pathlib
 import re
@@ -17,7 +21,10 @@ LINE = re.compile(r"^\s*(?P<comm>.*?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?:\S+\s
 FIELD = re.compile(r"(\w+)=(\S+)")
 SWITCH = re.compile(r"prev_comm=(?P<prev_comm>.*?) prev_pid=(?P<prev_pid>\d+) "
                     r"prev_prio=\d+ prev_state=(?P<prev_state>\S+) ==> "
-                    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>\d+)")
+                    r"next_comm=(?P<next_comm>.*?) next_pid=(?P<next_pid>\d+)"
+                    r"(?: next_prio=(?P<next_prio>\d+))?")
+# workqueue_execute_start: "work struct 0x...: function vmstat_update".
+WORK = re.compile(r"function (\S+)")
 # What a user-space write to trace_marker becomes (cyclictest --tracemark).
 MARKS = ("print", "tracing_mark_write")
 
@@ -47,8 +54,12 @@ def parse_report(text):
                 continue
             ev.update(s.groupdict())
             ev["prev_pid"], ev["next_pid"] = int(ev["prev_pid"]), int(ev["next_pid"])
+            ev["next_prio"] = int(ev["next_prio"]) if ev["next_prio"] else None
         elif m["event"] in MARKS:
             ev["text"] = m["rest"].split(":", 1)[-1].strip()
+        elif m["event"] == "workqueue_execute_start":
+            f = WORK.search(m["rest"])
+            ev["function"] = f[1] if f else "?"
         else:
             ev.update(dict(FIELD.findall(m["rest"])))
         events.append(ev)
@@ -56,9 +67,9 @@ def parse_report(text):
     return events
 
 
-def read(path):
-    """The events of trace.dat @path (trace-cmd report); ValueError when it
-    is missing or trace-cmd fails or is not installed."""
+def report(path):
+    """trace-cmd report -N -t of trace.dat @path, as text; ValueError when
+    it is missing or trace-cmd fails or is not installed."""
     path = pathlib.Path(path)
     if not path.exists():
         raise ValueError(f"{path} does not exist")
@@ -68,7 +79,23 @@ def read(path):
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise ValueError(f"trace-cmd report failed: {out.stderr.strip()}")
-    return parse_report(out.stdout)
+    return out.stdout
+
+
+def read(path):
+    """The events of trace.dat @path (report(), parse_report())."""
+    return parse_report(report(path))
+
+
+def excerpt(text, start, end):
+    """The lines of report text @text whose timestamps lie from @start to
+    @end (ns): what a reader looks at around one event."""
+    keep = []
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if m and start <= ns(m["ts"]) <= end:
+            keep.append(line)
+    return "\n".join(keep) + "\n"
 
 
 def wakeup_delay(events, pid, before=None):
@@ -77,8 +104,11 @@ def wakeup_delay(events, pid, before=None):
     has no switch to it after a wake-up; else a dict: woken (ns, its first
     sched_waking or sched_wakeup since it last slept), ran (ns), latency_ns,
     cpu, and held: each task that had that CPU meanwhile, in order, as
-    {comm, pid, ns, events}, events counting what happened on the CPU in
-    its time (irq_handler_entry, delay_syscall, ...), and delay_ns: the
+    {comm, pid, ns, events, ran}, events counting what happened on the CPU
+    in its time (irq_handler_entry, delay_syscall, ...), ran counting the
+    code they name (_what(): "work vmstat_update", "softirq TIMER", "irq
+    virtio0-requests", "hrtimer hrtimer_wakeup", "wakes kworker/0:1-9",
+    not the task's own wake-up), and delay_ns: the
     spins the delay module reported in its time (delay:delay_syscall);
     timer_late_ns: how late the timer that woke it fired (timer_late())."""
     end = before if before is not None else float("inf")
@@ -102,11 +132,30 @@ def wakeup_delay(events, pid, before=None):
                 and e["event"] != "sched_switch"]
         held.append({"comm": sw["prev_comm"], "pid": sw["prev_pid"], "ns": sw["ts"] - since,
                      "events": dict(collections.Counter(e["event"] for e in part)),
+                     "ran": dict(collections.Counter(
+                         _what(e) for e in part if _what(e)
+                         and not (e["event"] == "sched_waking" and str(e["pid"]) == str(pid)))),
                      "delay_ns": [int(e["measured_ns"]) for e in part
                                   if e["event"] == "delay_syscall" and "measured_ns" in e]})
         since = sw["ts"]
     return {"woken": woken, "ran": run["ts"], "latency_ns": run["ts"] - woken, "cpu": cpu,
             "held": held, "timer_late_ns": timer_late(events, cpu, woken)}
+
+
+def _what(e):
+    """The code an event says ran: a work item's function, a softirq's
+    action, an interrupt handler's name; None for other events."""
+    if e["event"] == "workqueue_execute_start":
+        return f"work {e['function']}"
+    if e["event"] == "softirq_entry":
+        return f"softirq {e.get('action', e.get('vec', '?')).strip('[]')}"
+    if e["event"] == "irq_handler_entry":
+        return f"irq {e.get('name', e.get('irq', '?'))}"
+    if e["event"] == "sched_waking":
+        return f"wakes {e.get('comm', '?')}-{e['pid']}"
+    if e["event"] in ("hrtimer_expire_entry", "timer_expire_entry"):
+        return f"{e['event'].split('_')[0]} {e.get('function', '?').split('/')[0]}"
+    return None
 
 
 def timer_late(events, cpu, woken):
@@ -129,3 +178,47 @@ def mark(events, containing=""):
     """The last trace_marker write whose text contains @containing, or None."""
     found = [e for e in events if e["event"] in MARKS and containing in e.get("text", "")]
     return found[-1] if found else None
+
+
+def timer_wakeups(events, pids=None):
+    """Every run of a task that had slept on its own hrtimer
+    (clock_nanosleep: hrtimer_start of hrtimer_wakeup in its context), in
+    time order: dicts of pid, due (the timer's expires, ns, on the trace's
+    clock: trace-cmd -C mono), ran (its sched_switch in) and latency_ns =
+    ran - due, what cyclictest measures from user space.  @pids: the
+    tasks to follow; default every task named cyclictest that was
+    switched in at a real-time priority (its measuring threads, not its
+    main thread)."""
+    if pids is None:
+        pids = {e["next_pid"] for e in events if e["event"] == "sched_switch"
+                and e["next_comm"].startswith("cyclictest")
+                and e["next_prio"] is not None and e["next_prio"] < 100}
+    due, out = {}, []
+    for e in events:
+        if e["event"] == "hrtimer_start" and e["pid"] in pids \
+                and e.get("function", "").startswith("hrtimer_wakeup") \
+                and e.get("expires", "").isdigit():
+            due[e["pid"]] = int(e["expires"])
+        elif e["event"] == "sched_switch" and e["next_pid"] in due:
+            d = due.pop(e["next_pid"])
+            out.append({"pid": e["next_pid"], "due": d, "ran": e["ts"],
+                        "latency_ns": e["ts"] - d})
+    return out
+
+
+def worst_wakeup(events, pids=None):
+    """The latest of timer_wakeups(), explained: its dict with count (how
+    many wake-ups the trace holds) and wakeup_delay()'s answer for it as
+    'delay' (what held the CPU from its wake-up to its run, and how late
+    its timer fired); None if the trace holds no such wake-up."""
+    runs = timer_wakeups(events, pids)
+    if not runs:
+        return None
+    worst = dict(max(runs, key=lambda r: r["latency_ns"]), count=len(runs))
+    # Only the events since the timer was armed matter: a window keeps a
+    # long trace's search short.
+    ts = [e["ts"] for e in events]
+    lo = bisect.bisect_left(ts, worst["due"] - 2 * worst["latency_ns"] - 1_000_000)
+    hi = bisect.bisect_right(ts, worst["ran"])
+    worst["delay"] = wakeup_delay(events[lo:hi], worst["pid"], before=worst["ran"])
+    return worst

@@ -11,14 +11,12 @@ repeats (or threads) do not overlap.
 
 Writes DIR/comparison.json, DIR/comparison.csv, DIR/report.txt,
 DIR/cyclictest-idle.png, DIR/cyclictest-loaded.png (both kernels' log
-histograms), DIR/squarewave.png, and DIR/<variant>/cyclictest/traced/
-worst.txt (the trace's last events before the worst wake-up, when
-trace-cmd is there); prints the report.
+histograms), DIR/squarewave.png, and DIR/<variant>/{cyclictest,delay}/
+traced/worst.txt (the trace's events around the traced run's worst
+wake-up, when trace-cmd is there); prints the report.
 """
 import math
 import pathlib
-import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -54,57 +52,58 @@ def read_cyclictest(path):
             "return_code": run["return_code"], "from_text": run["from_text"]}
 
 
-def worst_trace(folder):
-    """The last scheduler events before cyclictest stopped the trace, as
-    text (worst.txt), or None without trace.dat or trace-cmd."""
-    dat = folder / "trace.dat"
-    if not dat.exists() or not shutil.which("trace-cmd"):
-        return None
-    out = subprocess.run(["trace-cmd", "report", "-i", str(dat)], capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        return None
-    lines = out.stdout.splitlines()
-    mark = max((i for i, line in enumerate(lines) if "tracing_mark_write" in line
-                or "print:" in line), default=len(lines) - 1)
-    return "\n".join(lines[max(0, mark - 80):mark + 1]) + "\n"
-
-
-def explain_worst(folder):
-    """What held the CPU at the wake-up that stopped a traced cyclictest run
-    (cyclictest -b writes a mark from the late thread, then stops the
-    trace): lablib.ftrace.wakeup_delay of that thread, or None without a
-    trace, trace-cmd or a mark."""
+def read_traced(folder, measured_max=None):
+    """A traced run of guest.sh (traced: the whole run in trace.dat):
+    cyclictest's own max and cycles, and the worst wake-up the trace holds
+    (lablib.ftrace.worst_wakeup: due, ran, latency_ns, count, and 'delay',
+    what held the CPU), None without trace-cmd or such a wake-up;
+    measured_max: the untraced run's max (us) it stands for.  'excerpt':
+    the trace's lines from 100 us before the worst wake-up's timer was due
+    to its run (worst.txt)."""
+    t = read_cyclictest(folder / "cyclictest.json")
+    out = {"max": t["pooled"]["max"], "cycles": t["pooled"]["n"],
+           "measured_max": measured_max, "trace": (folder / "trace.dat").exists(),
+           "worst": None}
     try:
-        events = ftrace.read(folder / "trace.dat")
+        text = ftrace.report(folder / "trace.dat")
     except ValueError:
-        return None
-    m = ftrace.mark(events)
-    if not m:
-        return None
-    w = ftrace.wakeup_delay(events, m["pid"], before=m["ts"])
-    if w:
-        w["mark"] = m["text"]
-    return w
+        return out
+    out["worst"] = ftrace.worst_wakeup(ftrace.parse_report(text))
+    if out["worst"]:
+        out["excerpt"] = ftrace.excerpt(text, out["worst"]["due"] - 100_000,
+                                        out["worst"]["ran"])
+    return out
 
 
 def worst_line(tr):
-    """What a traced run found: its worst wake-up explained, or that it
-    never passed its threshold (then the trace has no mark)."""
-    if tr.get("worst") is None and tr["max"] <= (tr["threshold_us"] or 0):
-        return (f": the traced run's max ({fmt(tr['max'])} us) stayed below its threshold "
-                f"({tr['threshold_us']} us): no wake-up to explain")
-    return (f" (traced, stopped at > {tr['threshold_us']} us, max {fmt(tr['max'])} us): "
-            f"{describe_worst(tr.get('worst'))}")
+    """What a traced run found: its worst wake-up explained, and whether
+    the measured run's maximum lies within it (cyclictest's us are whole
+    and include its own return to user space: 1 us of slack)."""
+    w = tr.get("worst")
+    if w is None:
+        why = "no trace.dat" if not tr["trace"] else "no cyclictest wake-up in its trace"
+        return f": {why}, nothing explained"
+    us = w["latency_ns"] / 1e3
+    text = (f" (whole run traced, {w['count']:,} of {tr['cycles']:,} wake-ups in the "
+            f"trace, cyclictest's max {fmt(tr['max'])} us): its worst, {us:,.1f} us: "
+            f"{describe_worst(w['delay'])}")
+    m = tr.get("measured_max")
+    if m is not None:
+        text += (f"; the measured run's max, {fmt(m)} us, is within it" if m <= us + 1 else
+                 f"; the measured run's max, {fmt(m)} us, did not recur under the trace: "
+                 f"not explained")
+    return text
 
 
 def describe_worst(w):
-    """One sentence of explain_worst()'s answer."""
+    """One sentence of lablib.ftrace.wakeup_delay()'s answer."""
     if not w:
-        return "no wake-up found before the trace's mark"
+        return "the trace lacks its wake-up"
     parts = []
     for h in w["held"]:
-        what = ", ".join(f"{e} x{n}" for e, n in sorted(h["events"].items()))
+        # The code the events name, else the events themselves.
+        named = h.get("ran") or h["events"]
+        what = ", ".join(f"{e} x{n}" if n > 1 else e for e, n in sorted(named.items()))
         if h["delay_ns"]:
             what += f"; the delay module held {len(h['delay_ns'])} call(s) for " \
                     f"{', '.join(f'{d / 1e3:,.1f}' for d in h['delay_ns'])} us"
@@ -120,19 +119,16 @@ def describe_worst(w):
 
 def read_delay(folder):
     """guest.sh's delay member: {"holds": [{"ns": hold, and the pooled
-    cyclictest summary}, ...] by hold, "traced": {ns, threshold_us, max,
-    worst (explain_worst)}}."""
+    cyclictest summary}, ...] by hold, "traced": read_traced() of the
+    largest hold, with its "ns"}."""
     holds = [{"ns": int(f.stem[3:]), **read_cyclictest(f)["pooled"]}
              for f in folder.glob("ns-*.json")]
     out = {"holds": sorted(holds, key=lambda h: h["ns"])}
     traced = folder / "traced"
     if (traced / "cyclictest.json").exists():
-        t = read_cyclictest(traced / "cyclictest.json")
-        out["traced"] = {
-            "ns": int((traced / "ns").read_text()) if (traced / "ns").exists() else None,
-            "threshold_us": int((traced / "threshold_us").read_text())
-            if (traced / "threshold_us").exists() else None,
-            "max": t["pooled"]["max"], "worst": explain_worst(traced)}
+        ns = int((traced / "ns").read_text()) if (traced / "ns").exists() else None
+        same = next((h for h in out["holds"] if h["ns"] == ns), None)
+        out["traced"] = {"ns": ns, **read_traced(traced, same and same["max"])}
     return out
 
 
@@ -281,13 +277,8 @@ def read_kernel(folder):
             k["cyclictest"][load] = read_cyclictest(ct / f"{load}.json")
     traced = ct / "traced"
     if (traced / "cyclictest.json").exists():
-        t = read_cyclictest(traced / "cyclictest.json")
-        thr = traced / "threshold_us"
-        k["cyclictest"]["traced"] = {
-            "threshold_us": int(thr.read_text()) if thr.exists() else None,
-            "max": t["pooled"]["max"], "trace": (traced / "trace.dat").exists()}
-    if "traced" in k["cyclictest"] and (traced / "trace.dat").exists():
-        k["cyclictest"]["traced"]["worst"] = explain_worst(traced)
+        k["cyclictest"]["traced"] = read_traced(
+            traced, get(k, "cyclictest", "loaded", "pooled", "max"))
     if (folder / "delay").is_dir():
         k["delay"] = read_delay(folder / "delay")
     if (folder / "perfstat").is_dir():
@@ -432,12 +423,10 @@ def report(d, kernels, rows, names):
                              f"{fmt(t['p999']):>7} {fmt(t['max']):>7} {t['overflow']:>5}")
         tr = get(k, "cyclictest", "traced")
         if tr:
-            lines.append(f"  traced loaded run ({v}): stopped at > {tr['threshold_us']} us, "
-                         f"max {fmt(tr['max'])} us; trace: "
-                         f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), last events "
-                         f"before it in worst.txt")
-            if "worst" in tr:
-                lines.append(f"    the worst wake-up{worst_line(tr)}")
+            lines.append(f"  the loaded run again, traced ({v}): "
+                         f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), its worst "
+                         f"wake-up's events in worst.txt")
+            lines.append(f"    the worst wake-up{worst_line(tr)}")
     lines += delay_lines(kernels)
     if len(names) == 2 and rows:
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "
@@ -607,11 +596,12 @@ def work(args):
     kernels = kernels_of(d)
     names = list(kernels)
     rows = compare(kernels[names[0]], kernels[names[1]]) if len(names) >= 2 else []
-    for v in names:
-        traced = d / v / "cyclictest" / "traced"
-        text = worst_trace(traced)
-        if text:
-            results.write_text(traced / "worst.txt", text)
+    for v, k in kernels.items():
+        for member, tr in (("cyclictest", get(k, "cyclictest", "traced")),
+                           ("delay", get(k, "delay", "traced"))):
+            if tr and "excerpt" in tr:
+                results.write_text(d / v / member / "traced" / "worst.txt",
+                                   tr.pop("excerpt"))
     summary = {"experiment": "rt-compare", "kernels": {
         v: {key: val for key, val in k.items() if key != "meta"} for v, k in kernels.items()},
         "base": names[0], "other": names[1] if len(names) > 1 else None, "rows": rows}

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The rt-compare suite on the kernel it runs on (in the VM, or on a machine
 # booted into a lab kernel), into DIR/<variant>/ of the folder run.sh made:
-#   cyclictest/    idle.json, loaded.json (+ .txt), traced/ (trace.dat of a
-#                  loaded run stopped at its worst wake-up, cyclictest -b)
+#   cyclictest/    idle.json, loaded.json (+ .txt), traced/ (the loaded run
+#                  again, the whole of it in trace.dat)
 #   perfstat/      perf stat of sortsum, unsorted and sorted, each repeat:
 #                  ORDER-rK.perf (perf stat -x,) and ORDER-rK.json (rusage)
 #   squarewave/    IMPL-LOAD/ (edges.csv, meta.json) for python, c-nanosleep, c-rt
 #   delay/         ns-NS.json (+ .txt): cyclictest on CPU 0 while a normal task
 #                  there makes getppid calls the delay module holds NS ns
-#                  each; traced/ (trace.dat of the largest NS, cyclictest -b)
+#                  each; traced/ (the largest NS again, the whole run traced)
 #   lab/           calibrate/, irqhook/CELL/, smp/ (the lab's own experiments)
 #                  and unload.txt (delay cycled in and out under syscall load)
 #   meta.json, skipped.csv (member,reason of everything not measured)
@@ -132,32 +132,41 @@ trap cleanup EXIT
 cyclic() {
 	cyclictest -q -p 90 -m -t -a -i 1000 -l "$ct_loops" -h 20000 "$@"
 }
-# traced UNTRACED_JSON OUT FLOOR EVENTS -- CYCLICTEST...: the cyclictest
-# run of UNTRACED_JSON again under trace-cmd (EVENTS: -e options), stopped
-# by cyclictest -b at the first wake-up later than 90 % of that run's worst
-# (at least FLOOR us), so that the trace ends at that event: OUT/trace.dat,
-# OUT/cyclictest.json and .txt, OUT/threshold_us.
+# traced OUT LOOPS EVENTS -- CYCLICTEST...: a cyclictest run of LOOPS
+# loops again under trace-cmd (EVENTS: more -e options), the whole run in
+# the trace: OUT/trace.dat, OUT/cyclictest.json and .txt.  The analyser
+# finds the run's worst wake-up in the trace itself and names what held
+# the CPU; nothing has to guess a threshold beforehand.  The buffer gets
+# 1 kB a loop and CPU (a wake-up, its timer, the tick's: about 0.5 kB
+# under a CPU-bound load), 4 MB at least and 64 MB at most, so the run
+# is cut to what 64 MB hold; the trace is extracted to the guest's memory
+# first, and only then written out.
+TRACE_MAX_LOOPS=60000
 traced() {
-	local json=$1 out=$2 floor=$3 events=() max thresh
-	shift 3
+	local out=$1 loops=$2 events=() kb tmp
+	shift 2
 	while [ "$1" != -- ]; do events+=("$1"); shift; done
 	shift
-	max=$(sed -n 's/.*"max": *\([0-9]*\).*/\1/p' "$json" | sort -n | tail -1)
-	thresh=$((${max:-0} * 9 / 10))
-	[ "$thresh" -ge "$floor" ] || thresh=$floor
-	log "traced, stopping at a latency > $thresh us"
+	[ "$loops" -le "$TRACE_MAX_LOOPS" ] || loops=$TRACE_MAX_LOOPS
+	kb=$((loops > 4096 ? loops : 4096))
+	log "traced: $loops loops, the whole run"
 	mkdir -p "$out"
+	tmp=$(mktemp -d /dev/shm/rtcompare-trace.XXXXXX)
 	tracing=1
-	trace-cmd start -q -b 4096 -C mono -e sched:sched_switch -e sched:sched_wakeup \
-		-e sched:sched_waking -e irq -e timer "${events[@]}" >/dev/null
+	trace-cmd start -q -b "$kb" -C mono -e sched:sched_switch -e sched:sched_wakeup \
+		-e sched:sched_waking -e irq -e irq_vectors -e timer \
+		-e workqueue:workqueue_execute_start -e workqueue:workqueue_execute_end \
+		"${events[@]}" >/dev/null
 	set +e
-	"$@" -b "$thresh" --tracemark --json="$out/cyclictest.json" >"$out/cyclictest.txt" 2>&1
+	# The later -l wins: cyclic and cyclic_cpu0 give theirs first.
+	"$@" -l "$loops" --json="$tmp/cyclictest.json" >"$tmp/cyclictest.txt" 2>&1
 	set -e
 	trace-cmd stop >/dev/null
-	trace-cmd extract -o "$out/trace.dat" >/dev/null
+	trace-cmd extract -o "$tmp/trace.dat" >/dev/null
 	trace-cmd reset >/dev/null 2>&1 || true
 	tracing=0
-	echo "$thresh" >"$out/threshold_us"
+	mv "$tmp"/* "$out/"
+	rmdir "$tmp"
 }
 run_cyclictest() {
 	local ct=$dir/cyclictest
@@ -167,9 +176,12 @@ run_cyclictest() {
 	log "cyclictest loaded ($ncpu x sortsum)"
 	start_load
 	cyclic --json="$ct/loaded.json" >"$ct/loaded.txt"
-	# Again, traced: the trace ends at its worst wake-up.
+	# Again, traced: the analyser explains its worst wake-up.  Three times
+	# as long, so that what made the untraced run's rare worst has three
+	# chances to recur (on the virtual clock, 1 in 20,000 wake-ups of
+	# stock's loaded run once took 51 us, against 4 for the others).
 	if have trace-cmd; then
-		traced "$ct/loaded.json" "$ct/traced" 50 -e sched:sched_migrate_task -- cyclic
+		traced "$ct/traced" "$((ct_loops * 3))" -e sched:sched_migrate_task -- cyclic
 	else
 		skip cyclictest-trace "trace-cmd is not installed (Debian: trace-cmd)"
 	fi
@@ -181,8 +193,8 @@ run_cyclictest() {
 # none) for NS ns; a normal task on CPU 0 makes nothing else, and one
 # cyclictest thread, FIFO 90, waits for its timer on the same CPU.  A kernel
 # that cannot preempt the hold shows it in its maximum, one that can does
-# not.  Then the largest hold again, traced and stopped at the worst
-# wake-up: the trace names what had the CPU (delay:delay_syscall events).
+# not.  Then the largest hold again, traced: the trace names what had the
+# CPU at the worst wake-up (delay:delay_syscall events).
 GETPPID=110
 cyclic_cpu0() {
 	cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 "$@"
@@ -210,7 +222,7 @@ run_delay() {
 	done
 	if have trace-cmd; then
 		log "the largest hold again, $ns ns"
-		traced "$dd/ns-$ns.json" "$dd/traced" 20 -e delay:delay_syscall -- cyclic_cpu0
+		traced "$dd/traced" "$delay_loops" -e delay:delay_syscall -- cyclic_cpu0
 		echo "$ns" >"$dd/traced/ns"
 	else
 		skip delay-trace "trace-cmd is not installed (Debian: trace-cmd)"

@@ -19,7 +19,8 @@ import subprocess
 import time
 
 import pytest
-from conftest import MODDIR, insmod, kernel_problems, rmmod, wait_for_dying
+from conftest import (KMEMLEAK_REPORT, MODDIR, insmod, kernel_problems, kmemleak_scan, rmmod,
+                      wait_for_dying)
 
 SEED = int(os.environ.get("LAB_STRESS_SEED", "20261125"))
 OPS = 1500               # per worker
@@ -27,7 +28,6 @@ CYCLES = 25              # insmod/rmmod rounds of each module
 IRQHOOK = "/dev/irqhook"
 QUEUES = [f"/dev/{q}" for q in ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")]
 MSGQ = pathlib.Path("/sys/module/msgq")
-KMEMLEAK = pathlib.Path("/sys/kernel/debug/kmemleak")
 BAD_POINTERS = [16, 0xFFFF_8000_0000_0000, 0x7FFF_FFFF_F000]
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -133,10 +133,6 @@ def cycle_modules(rnd):
         rmmod("msgq", check=False)
 
 
-def kmemleak(command):
-    KMEMLEAK.write_text(command)
-
-
 def unload_all():
     for name in ("delay", "hooktest", "msgq"):
         if pathlib.Path(f"/sys/module/{name}").exists():
@@ -154,8 +150,8 @@ def test_every_interface_under_fuzzing_and_module_cycles(scratch_cgroups):
     before, dirs = scratch_cgroups
     print(f"seed {SEED} (LAB_STRESS_SEED replays it)")
     unload_all()
-    if KMEMLEAK.exists():
-        kmemleak("clear")   # what boot left is not ours
+    if KMEMLEAK_REPORT.exists():
+        KMEMLEAK_REPORT.write_text("clear")   # what came before is not ours
     rnd = random.Random(SEED)
     cgroups = [f"/{d.name}" for d in dirs]
     kinds = ["irqhook", "irqhook", "msgq", "msgq", "params"]
@@ -195,12 +191,8 @@ def test_every_interface_under_fuzzing_and_module_cycles(scratch_cgroups):
         d.rmdir()
     assert wait_for_dying(before) == before, "a cgroup reference was kept"
 
-    if KMEMLEAK.exists():
-        # An object is reported only once two scans found it unreferenced.
-        for _ in range(2):
-            kmemleak("scan")
-            time.sleep(1)
-        leaks = KMEMLEAK.read_text()
+    if KMEMLEAK_REPORT.exists():
+        leaks = kmemleak_scan()
         assert leaks == "", leaks[:4000]
     assert kernel_problems() == []
     assert not MODDIR.exists() and not MSGQ.exists()
@@ -221,4 +213,4 @@ def test_the_debug_kernel_has_its_checkers():
     symbols = {line.split()[2] for line in open("/proc/kallsyms")}
     missing = [name for name, sym in DEBUG_SYMBOLS.items() if sym not in symbols]
     assert missing == []
-    assert KMEMLEAK.exists(), "kmemleak is off (kmemleak=off, or its pool ran out at boot)"
+    assert KMEMLEAK_REPORT.exists(), "kmemleak is off (kmemleak=off, or its pool ran out at boot)"

@@ -22,6 +22,7 @@ def test_liblab_unit_tests(root):
 
 import json  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -107,6 +108,32 @@ def test_meta_writes_settings_and_the_command(lab, tmp_path):
 
 def root_of(lab):
     return pathlib.Path(lab).resolve().parents[2]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_meta_finds_the_commit_in_a_linked_worktree(lab, tmp_path, packed):
+    """In a 'git worktree add' checkout .git is a file naming the worktree's
+    git folder (HEAD), whose commondir names the repository's (branches,
+    loose or packed)."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    common = tmp_path / "repo.git"
+    gitdir = common / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "HEAD").write_text("ref: refs/heads/helper\n")
+    (gitdir / "commondir").write_text("../..\n")
+    if packed:
+        (common / "packed-refs").write_text(f"# pack-refs with: peeled\n"
+                                            f"{commit} refs/heads/helper\n")
+    else:
+        (common / "refs" / "heads").mkdir(parents=True)
+        (common / "refs" / "heads" / "helper").write_text(commit + "\n")
+    tree = tmp_path / "wt"
+    (tree / "userspace" / "lib").mkdir(parents=True)
+    (tree / ".git").write_text(f"gitdir: {gitdir}\n")
+    shutil.copy(lab, tree / "userspace" / "lib" / "lab")
+    out = run(tree / "userspace" / "lib" / "lab", "meta", tmp_path, "demo")
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "meta.json").read_text())["lab_commit"] == commit
 
 
 def test_meta_refuses_a_malformed_setting(lab, tmp_path):

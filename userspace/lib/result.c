@@ -177,25 +177,60 @@ static int lab_root(char *buf, size_t size)
 	return 0;
 }
 
+/* @name as is if absolute, else under @dir, into @buf; -1 if too long. */
+static int path_from(char *buf, size_t size, const char *dir, const char *name)
+{
+	int n = name[0] == '/' ? snprintf(buf, size, "%s", name) :
+				 snprintf(buf, size, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/*
+ * The lab's git folders: @gitdir holds HEAD, @common the branches.  In a
+ * clone both are ROOT/.git; in a linked worktree (git worktree add) .git
+ * is a file, "gitdir: PATH", and PATH/commondir names the repository's.
+ */
+static int git_dirs(const char *root, char *gitdir, char *common, size_t size)
+{
+	char line[PATH_MAX];
+	struct stat st;
+
+	if (path_from(gitdir, size, root, ".git") || stat(gitdir, &st))
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		read_line(gitdir, line, sizeof(line));
+		if (strncmp(line, "gitdir: ", 8) || path_from(gitdir, size, root, line + 8))
+			return -1;
+	}
+	if (path_from(common, size, gitdir, "commondir"))
+		return -1;
+	read_line(common, line, sizeof(line));
+	return path_from(common, size, gitdir, line[0] ? line : ".");
+}
+
 /* HEAD's commit of the lab's git repository, without running git. */
 static char *git_commit(char *buf, size_t size)
 {
-	char root[PATH_MAX], path[PATH_MAX + 512], line[512], ref[256];
+	char root[PATH_MAX], gitdir[PATH_MAX], common[PATH_MAX];
+	char path[PATH_MAX + 512], line[512], ref[256];
 	FILE *f;
 
 	if (cmdline_value("lab.commit", buf, size) || lab_root(root, sizeof(root)))
 		return buf[0] ? buf : NULL;
-	snprintf(path, sizeof(path), "%s/.git/HEAD", root);
+	if (git_dirs(root, gitdir, common, sizeof(gitdir)))
+		return NULL;
+	snprintf(path, sizeof(path), "%s/HEAD", gitdir);
 	read_line(path, line, sizeof(line));
 	if (strncmp(line, "ref: ", 5)) {
 		snprintf(buf, size, "%s", line);
 		return strlen(buf) == 40 ? buf : NULL;
 	}
 	snprintf(ref, sizeof(ref), "%.250s", line + 5);
-	snprintf(path, sizeof(path), "%s/.git/%s", root, ref);
+	snprintf(path, sizeof(path), "%s/%s", common, ref);
 	if (read_line(path, buf, size)[0])
 		return buf;
-	snprintf(path, sizeof(path), "%s/.git/packed-refs", root);
+	snprintf(path, sizeof(path), "%s/packed-refs", common);
 	f = fopen(path, "r");
 	if (!f)
 		return NULL;

@@ -35,6 +35,7 @@ BAD = [
     ("userspace/msgq/run.sh", ["--repeats", "x"], {}, "--repeats wants a whole number"),
     ("userspace/msgq/guest.sh", ["/nonexistent", "x"], {}, "RUNS wants a whole number"),
     ("userspace/hookcost/run.sh", [], {"ROUNDS": "0"}, "ROUNDS wants a whole number >= 1"),
+    ("userspace/hookcost/run.sh", ["--boots", "2"], {}, "takes no arguments, not '--boots'"),
     ("userspace/hookcost/guest.sh", ["a"], {}, "usage: guest.sh"),
     ("userspace/calibrate/bench.sh", [], {"RUNS": "1"}, "RUNS wants a whole number >= 2"),
     ("userspace/calibrate/run.sh", ["--runs", "0"], {}, "--runs wants a whole number >= 1"),

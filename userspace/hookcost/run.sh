@@ -18,6 +18,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 lab_help "$@"
 
 lab_env_uint ROUNDS 5 1  BOOTS 3 1
+# Its settings come from the environment: an argument would be a mistake
+# that meta.json then records as if it had been used.
+[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': BOOTS and ROUNDS come from the environment"
 lab_built "$LAB_TOOL"
 
 log "building the comparison kernel without the hook (VARIANT=nohook)"

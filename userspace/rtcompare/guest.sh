@@ -117,7 +117,12 @@ stop_load() {
 tracing=0 delay_loaded=0
 # The null-syscall loops of the unload check (run_lab).
 hammer_pids=()
+# Every cyclictest run writes into the guest's memory, and its files go
+# to the result folder (the host's share, in the VM) only after it: a
+# latency run has no business waiting for the host's file server.
+shm=$(mktemp -d /dev/shm/rtcompare.XXXXXX)
 cleanup() {
+	rm -rf "$shm"
 	stop_load
 	[ ${#hammer_pids[@]} -eq 0 ] || kill "${hammer_pids[@]}" 2>/dev/null || true
 	[ "$tracing" -eq 0 ] || trace-cmd reset >/dev/null 2>&1 || true
@@ -132,6 +137,14 @@ trap cleanup EXIT
 cyclic() {
 	cyclictest -q -p 90 -m -t -a -i 1000 -l "$ct_loops" -h 20000 "$@"
 }
+# ct_run DIR NAME CYCLICTEST...: one cyclictest run, DIR/NAME.json and
+# DIR/NAME.txt written in the guest's memory first.
+ct_run() {
+	local dest=$1 name=$2
+	shift 2
+	"$@" --json="$shm/$name.json" >"$shm/$name.txt"
+	mv "$shm/$name.json" "$shm/$name.txt" "$dest/"
+}
 # traced OUT LOOPS EVENTS -- CYCLICTEST...: a cyclictest run of LOOPS
 # loops again under trace-cmd (EVENTS: more -e options), the whole run in
 # the trace: OUT/trace.dat, OUT/cyclictest.json and .txt.  The analyser
@@ -139,11 +152,10 @@ cyclic() {
 # the CPU; nothing has to guess a threshold beforehand.  The buffer gets
 # 1 kB a loop and CPU (a wake-up, its timer, the tick's: about 0.5 kB
 # under a CPU-bound load), 4 MB at least and 64 MB at most, so the run
-# is cut to what 64 MB hold; the trace is extracted to the guest's memory
-# first, and only then written out.
+# is cut to what 64 MB hold.
 TRACE_MAX_LOOPS=60000
 traced() {
-	local out=$1 loops=$2 events=() kb tmp
+	local out=$1 loops=$2 events=() kb
 	shift 2
 	while [ "$1" != -- ]; do events+=("$1"); shift; done
 	shift
@@ -151,31 +163,29 @@ traced() {
 	kb=$((loops > 4096 ? loops : 4096))
 	log "traced: $loops loops, the whole run"
 	mkdir -p "$out"
-	tmp=$(mktemp -d /dev/shm/rtcompare-trace.XXXXXX)
 	tracing=1
 	trace-cmd start -q -b "$kb" -C mono -e sched:sched_switch -e sched:sched_wakeup \
 		-e sched:sched_waking -e irq -e irq_vectors -e timer \
 		-e workqueue:workqueue_execute_start -e workqueue:workqueue_execute_end \
 		"${events[@]}" >/dev/null
-	set +e
 	# The later -l wins: cyclic and cyclic_cpu0 give theirs first.
-	"$@" -l "$loops" --json="$tmp/cyclictest.json" >"$tmp/cyclictest.txt" 2>&1
+	set +e
+	ct_run "$out" cyclictest "$@" -l "$loops"
 	set -e
 	trace-cmd stop >/dev/null
-	trace-cmd extract -o "$tmp/trace.dat" >/dev/null
+	trace-cmd extract -o "$shm/trace.dat" >/dev/null
 	trace-cmd reset >/dev/null 2>&1 || true
 	tracing=0
-	mv "$tmp"/* "$out/"
-	rmdir "$tmp"
+	mv "$shm/trace.dat" "$out/"
 }
 run_cyclictest() {
 	local ct=$dir/cyclictest
 	mkdir -p "$ct/traced"
 	log "cyclictest idle: $ct_loops loops a thread"
-	cyclic --json="$ct/idle.json" >"$ct/idle.txt"
+	ct_run "$ct" idle cyclic
 	log "cyclictest loaded ($ncpu x sortsum)"
 	start_load
-	cyclic --json="$ct/loaded.json" >"$ct/loaded.txt"
+	ct_run "$ct" loaded cyclic
 	# Again, traced: the analyser explains its worst wake-up.  Three times
 	# as long, so that what made the untraced run's rare worst has three
 	# chances to recur (on the virtual clock, 1 in 20,000 wake-ups of
@@ -218,7 +228,7 @@ run_delay() {
 	for ns in $(lab_list --delay-ns "$delay_ns"); do
 		echo "$ns" >/sys/module/delay/parameters/ns
 		log "cyclictest on CPU 0, getppid held $ns ns: $delay_loops loops"
-		cyclic_cpu0 --json="$dd/ns-$ns.json" >"$dd/ns-$ns.txt"
+		ct_run "$dd" "ns-$ns" cyclic_cpu0
 	done
 	if have trace-cmd; then
 		log "the largest hold again, $ns ns"

@@ -45,7 +45,8 @@ def log_axis(ax, axis="x", lo=None, hi=None):
     can read: plain numbers (20, 5,000), at 1, 2 and 5 of each decade over
     up to three decades, at each decade over more, at most about eight.
     With @lo and @hi (> 0, the data's range) the axis spans them with a
-    margin, and at least a factor 6.25, so that two ticks are labelled."""
+    margin of a factor 1.25 at each end (a marker at @hi is drawn whole),
+    and at least a factor 6.25, so that two ticks are labelled."""
     from matplotlib import ticker
     a = ax.xaxis if axis == "x" else ax.yaxis
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
@@ -55,7 +56,7 @@ def log_axis(ax, axis="x", lo=None, hi=None):
     a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
     a.set_minor_formatter(ticker.NullFormatter())
     if lo and hi:
-        mid, half = math.sqrt(lo * hi), max(1.05 * math.sqrt(hi / lo), 2.5)
+        mid, half = math.sqrt(lo * hi), max(1.25 * math.sqrt(hi / lo), 2.5)
         (ax.set_xlim if axis == "x" else ax.set_ylim)(mid / half, mid * half)
 
 

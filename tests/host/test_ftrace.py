@@ -113,3 +113,37 @@ def test_excerpt_keeps_the_lines_of_a_time_window():
     lines = ftrace.excerpt(text, 77_357_012_000, 77_357_023_668).splitlines()
     assert "hrtimer_expire_entry" in lines[0] and "next_comm=cyclictest" in lines[-1]
     assert len(lines) == 11
+
+
+def line(ts, comm, pid, event, rest):
+    return f"{comm:>16}-{pid:<5} [000] {ts:>16}: {event}: {rest}"
+
+
+def switch(ts, prev, prev_pid, prev_prio, state, nxt, next_pid, next_prio):
+    return line(ts, prev, prev_pid, "sched_switch",
+                f"prev_comm={prev} prev_pid={prev_pid} prev_prio={prev_prio} "
+                f"prev_state={state} ==> next_comm={nxt} next_pid={next_pid} "
+                f"next_prio={next_prio}")
+
+
+def test_timer_wakeups_skip_a_boosted_main_thread_and_a_preempted_arming():
+    """PREEMPT_RT: cyclictest's main thread (prio 120) once ran boosted to
+    9, and the measuring thread (9) was preempted between arming its
+    timer and sleeping; neither is a timer wake-up."""
+    arm = "function=hrtimer_wakeup expires={} softexpires={} mode=0x8 was_armed=0"
+    ev = ftrace.parse_report("\n".join([
+        switch("1.000000000", "sortsum", 7, 120, "R", "cyclictest", 5, 120),
+        line("1.000001000", "cyclictest", 5, "hrtimer_start",
+             "hrtimer=0xa " + arm.format(1_010_000_000, 1_010_000_000)),
+        switch("1.000002000", "cyclictest", 5, 120, "S", "cyclictest", 5, 9),
+        switch("1.000003000", "cyclictest", 5, 9, "S", "cyclictest", 6, 9),
+        line("1.000004000", "cyclictest", 6, "hrtimer_start",
+             "hrtimer=0xb " + arm.format(1_001_000_000, 1_001_000_000)),
+        switch("1.000005000", "cyclictest", 6, 9, "R", "ksoftirqd/0", 16, 120),
+        switch("1.000006000", "ksoftirqd/0", 16, 120, "S", "cyclictest", 6, 9),
+        switch("1.000007000", "cyclictest", 6, 9, "S", "sortsum", 7, 120),
+        switch("1.001002500", "sortsum", 7, 120, "R", "cyclictest", 6, 9),
+        switch("1.010004000", "sortsum", 7, 120, "R", "cyclictest", 5, 120),
+    ]))
+    runs = ftrace.timer_wakeups(ev)
+    assert [(r["pid"], r["latency_ns"]) for r in runs] == [(6, 2_500)]

@@ -187,19 +187,34 @@ def timer_wakeups(events, pids=None):
     clock: trace-cmd -C mono), ran (its sched_switch in) and latency_ns =
     ran - due, what cyclictest measures from user space.  @pids: the
     tasks to follow; default every task named cyclictest that was
-    switched in at a real-time priority (its measuring threads, not its
-    main thread)."""
+    switched in at a real-time priority most of the time (its measuring
+    threads, not its main thread)."""
     if pids is None:
-        pids = {e["next_pid"] for e in events if e["event"] == "sched_switch"
-                and e["next_comm"].startswith("cyclictest")
-                and e["next_prio"] is not None and e["next_prio"] < 100}
-    due, out = {}, []
+        # The priority a thread runs at most often: cyclictest's main
+        # thread can be boosted to real-time for a moment (priority
+        # inheritance on PREEMPT_RT), which does not make it a measuring one.
+        prios = collections.defaultdict(collections.Counter)
+        for e in events:
+            if e["event"] == "sched_switch" and e["next_comm"].startswith("cyclictest") \
+                    and e["next_prio"] is not None:
+                prios[e["next_pid"]][e["next_prio"]] += 1
+        pids = {p for p, c in prios.items() if c.most_common(1)[0][0] < 100}
+    # A run counts when the task had armed its timer and then slept (left
+    # the CPU in a state other than R): one preempted between the two, as
+    # PREEMPT_RT does, comes back without having slept, and that is not a
+    # wake-up.
+    due, asleep, out = {}, set(), []
     for e in events:
         if e["event"] == "hrtimer_start" and e["pid"] in pids \
                 and e.get("function", "").startswith("hrtimer_wakeup") \
                 and e.get("expires", "").isdigit():
             due[e["pid"]] = int(e["expires"])
-        elif e["event"] == "sched_switch" and e["next_pid"] in due:
+        elif e["event"] != "sched_switch":
+            continue
+        elif e["prev_pid"] in due and not e["prev_state"].startswith("R"):
+            asleep.add(e["prev_pid"])
+        if e["event"] == "sched_switch" and e["next_pid"] in asleep:
+            asleep.discard(e["next_pid"])
             d = due.pop(e["next_pid"])
             out.append({"pid": e["next_pid"], "due": d, "ran": e["ts"],
                         "latency_ns": e["ts"] - d})

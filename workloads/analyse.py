@@ -431,7 +431,9 @@ def draw(workload, meta, ns_per_loop, measures, path):
                     label=f"model: base + {count(calls)} calls/{word} \u00d7 added latency")
         ax.set_xlabel("added latency per system call (ns)")
         ax.set_ylabel(f"{name} throughput ({unit})")
-        ax.set_ylim(bottom=0)
+        # From 0, and room above the highest mean and its error bar: an
+        # autoscaled top cut the highest dot in half.
+        ax.set_ylim(0, max(p["mean"] + (p["stddev"] or 0) for p in rows) * 1.12)
         if ns_per_loop:
             top = ax.secondary_xaxis("top", functions=(lambda v: v / ns_per_loop,
                                                        lambda v: v * ns_per_loop))

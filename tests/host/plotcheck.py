@@ -47,8 +47,8 @@ def _overlaps(labels, renderer, dpi):
 def describe(fig):
     """Per Axes of @fig: title, labels, scales, whether an axis is
     categorical (strings as data) or shared with another Axes, the tick
-    labels seen, their overlaps, the legend's entries and how many lines
-    and patches were drawn."""
+    labels seen, their overlaps, the legend's entries, how many lines and
+    patches were drawn, the y limits and the highest y a line reaches."""
     import matplotlib.category
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -65,6 +65,9 @@ def describe(fig):
             d[f"{axis}ticks"] = [lb.get_text() for lb in labels]
             d[f"{axis}_overlaps"] = (_overlaps(labels, renderer, fig.dpi)
                                      if len(labels) <= 4 * MAX_TICKS else ["too many"])
+        d["ylim"] = ax.get_ylim()
+        ys = [y for ln in ax.lines for y in ln.get_ydata() if y == y]
+        d["ydata_max"] = max(ys, default=None)
         legend = ax.get_legend()
         d["legend"] = [t.get_text() for t in legend.get_texts()] if legend else []
         out.append(d)

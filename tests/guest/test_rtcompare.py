@@ -44,12 +44,16 @@ def test_cyclictest_wrote_results_for_idle_loaded_and_traced(suite):
     # cyclictest -l: the first thread to reach the count stops the others.
     idle = analyse.read_cyclictest(suite / "cyclictest/idle.json")["threads"]
     assert max(t["n"] for t in idle) == 500 and all(0 < t["n"] <= 500 for t in idle)
-    # The traced run is three times as long, and its trace holds every
-    # wake-up of it: the worst one the analyser explains is the run's own.
-    traced = analyse.read_cyclictest(suite / "cyclictest/traced/cyclictest.json")["threads"]
-    assert max(t["n"] for t in traced) == 1500
+    # The traced run is three times as long, and its trace holds the
+    # whole of it (nothing lost): every loop that slept on its timer (on a
+    # busy host's clock a loop more than an interval late finds its next
+    # expiry past and does not sleep), and a few at most of threads
+    # stopping at the end.
+    run = analyse.read_cyclictest(suite / "cyclictest/traced/cyclictest.json")
+    assert max(t["n"] for t in run["threads"]) == 1500
     tr = analyse.read_traced(suite / "cyclictest/traced")
-    assert tr["worst"]["count"] >= tr["cycles"], tr
+    assert tr["lost_events"] == 0, tr
+    assert 0 < tr["worst"]["count"] <= tr["cycles"] + os.cpu_count(), tr
     assert tr["worst"]["delay"]["held"], tr
     # cyclictest reads the clock after the switch the trace saw, and
     # truncates to whole us: no wake-up in the trace can be later than

@@ -147,3 +147,8 @@ def test_timer_wakeups_skip_a_boosted_main_thread_and_a_preempted_arming():
     ]))
     runs = ftrace.timer_wakeups(ev)
     assert [(r["pid"], r["latency_ns"]) for r in runs] == [(6, 2_500)]
+
+
+def test_lost_counts_what_the_ring_buffer_dropped():
+    assert ftrace.lost((DATA / "trace-report-loaded.txt").read_text()) == 0
+    assert ftrace.lost("CPU:0 [12 EVENTS DROPPED]\nx\nCPU:1 [EVENTS DROPPED]\n") == 13

@@ -87,6 +87,16 @@ def read(path):
     return parse_report(report(path))
 
 
+LOST = re.compile(r"^CPU:\d+ \[(?:(\d+) )?EVENTS DROPPED\]", re.M)
+
+
+def lost(text):
+    """How many events report text @text says the ring buffer dropped
+    (trace-cmd prints "CPU:0 [12 EVENTS DROPPED]"; one where it does not
+    say how many)."""
+    return sum(int(m[1] or 1) for m in LOST.finditer(text))
+
+
 def excerpt(text, start, end):
     """The lines of report text @text whose timestamps lie from @start to
     @end (ns): what a reader looks at around one event."""

@@ -56,7 +56,8 @@ def read_traced(folder, measured_max=None):
     """A traced run of guest.sh (traced: the whole run in trace.dat):
     cyclictest's own max and cycles, and the worst wake-up the trace holds
     (lablib.ftrace.worst_wakeup: due, ran, latency_ns, count, and 'delay',
-    what held the CPU), None without trace-cmd or such a wake-up;
+    what held the CPU), None without trace-cmd or such a wake-up, and
+    lost_events, what the ring buffer dropped (0: the whole run);
     measured_max: the untraced run's max (us) it stands for.  'excerpt':
     the trace's lines from 100 us before the worst wake-up's timer was due
     to its run (worst.txt)."""
@@ -68,6 +69,7 @@ def read_traced(folder, measured_max=None):
         text = ftrace.report(folder / "trace.dat")
     except ValueError:
         return out
+    out["lost_events"] = ftrace.lost(text)
     out["worst"] = ftrace.worst_wakeup(ftrace.parse_report(text))
     if out["worst"]:
         out["excerpt"] = ftrace.excerpt(text, out["worst"]["due"] - 100_000,
@@ -84,7 +86,9 @@ def worst_line(tr):
         why = "no trace.dat" if not tr["trace"] else "no cyclictest wake-up in its trace"
         return f": {why}, nothing explained"
     us = w["latency_ns"] / 1e3
-    text = (f" (whole run traced, {w['count']:,} of {tr['cycles']:,} wake-ups in the "
+    whole = ("whole run traced" if not tr.get("lost_events") else
+             f"run traced, {tr['lost_events']:,} events lost")
+    text = (f" ({whole}, {w['count']:,} of {tr['cycles']:,} wake-ups in the "
             f"trace, cyclictest's max {fmt(tr['max'])} us): its worst, {us:,.1f} us: "
             f"{describe_worst(w['delay'])}")
     m = tr.get("measured_max")

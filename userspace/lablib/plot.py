@@ -40,6 +40,10 @@ def log_bins(lo, hi, n=60):
     return [lo * (hi / lo) ** (i / n) for i in range(n + 1)]
 
 
+# A log axis ends this factor beyond the data at each end.
+MARGIN = 1.25
+
+
 def log_axis(ax, axis="x", lo=None, hi=None):
     """Put @axis ("x" or "y") of @ax on a log scale whose ticks a reader
     can read: plain numbers (20, 5,000), at 1, 2 and 5 of each decade over
@@ -50,13 +54,14 @@ def log_axis(ax, axis="x", lo=None, hi=None):
     from matplotlib import ticker
     a = ax.xaxis if axis == "x" else ax.yaxis
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    decades = math.log10(hi / lo) if lo and hi else 3
+    # What is drawn, margins included, decides how dense the labels are.
+    decades = math.log10(hi / lo) + 2 * math.log10(MARGIN) if lo and hi else 3
     a.set_major_locator(ticker.LogLocator(subs=(1, 2, 5) if decades <= 3 else (1,),
                                           numticks=8))
     a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
     a.set_minor_formatter(ticker.NullFormatter())
     if lo and hi:
-        mid, half = math.sqrt(lo * hi), max(1.25 * math.sqrt(hi / lo), 2.5)
+        mid, half = math.sqrt(lo * hi), max(MARGIN * math.sqrt(hi / lo), 2.5)
         (ax.set_xlim if axis == "x" else ax.set_ylim)(mid / half, mid * half)
 
 

@@ -143,7 +143,7 @@ def wakeup_delay(events, pid, before=None):
         held.append({"comm": sw["prev_comm"], "pid": sw["prev_pid"], "ns": sw["ts"] - since,
                      "events": dict(collections.Counter(e["event"] for e in part)),
                      "ran": dict(collections.Counter(
-                         _what(e) for e in part if _what(e)
+                         w for e in part if (w := _what(e))
                          and not (e["event"] == "sched_waking" and str(e["pid"]) == str(pid)))),
                      "delay_ns": [int(e["measured_ns"]) for e in part
                                   if e["event"] == "delay_syscall" and "measured_ns" in e]})
@@ -215,15 +215,16 @@ def timer_wakeups(events, pids=None):
     # wake-up.
     due, asleep, out = {}, set(), []
     for e in events:
-        if e["event"] == "hrtimer_start" and e["pid"] in pids \
-                and e.get("function", "").startswith("hrtimer_wakeup") \
-                and e.get("expires", "").isdigit():
-            due[e["pid"]] = int(e["expires"])
-        elif e["event"] != "sched_switch":
+        if e["event"] == "hrtimer_start":
+            if e["pid"] in pids and e.get("function", "").startswith("hrtimer_wakeup") \
+                    and e.get("expires", "").isdigit():
+                due[e["pid"]] = int(e["expires"])
             continue
-        elif e["prev_pid"] in due and not e["prev_state"].startswith("R"):
+        if e["event"] != "sched_switch":
+            continue
+        if e["prev_pid"] in due and not e["prev_state"].startswith("R"):
             asleep.add(e["prev_pid"])
-        if e["event"] == "sched_switch" and e["next_pid"] in asleep:
+        if e["next_pid"] in asleep:
             asleep.discard(e["next_pid"])
             d = due.pop(e["next_pid"])
             out.append({"pid": e["next_pid"], "due": d, "ran": e["ts"],

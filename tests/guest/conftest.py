@@ -206,31 +206,33 @@ def cgroup2_root():
     pytest.fail("cgroup2 is not mounted")
 
 
-def dying_cgroups():
-    stats = dict(line.split() for line in (cgroup2_root() / "cgroup.stat").read_text()
-                 .splitlines())
+def dying_cgroups(under):
+    """Removed cgroups below @under that are not yet freed. Counted under a
+    parent of the test's own, so what other tests or the system left dying
+    elsewhere cannot change it."""
+    stats = dict(line.split() for line in (under / "cgroup.stat").read_text().splitlines())
     return int(stats["nr_dying_descendants"])
 
 
-def wait_for_dying(expected, timeout=30):
-    """nr_dying_descendants once it reaches @expected, or its last value.
-    A removed cgroup dies after an RCU grace period and its last put."""
+def wait_for_no_dying(under, timeout=30):
+    """dying_cgroups(@under) once it is 0, or its last value. A removed
+    cgroup dies after an RCU grace period and its last put; one that keeps
+    a reference stays dying for good."""
     deadline = time.monotonic() + timeout
-    while (n := dying_cgroups()) != expected and time.monotonic() < deadline:
+    while (n := dying_cgroups(under)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return n
 
 
 @pytest.fixture
 def scratch_cgroups(clean_module):
-    """Fresh cgroups /labtest-<pid>-a and -b (removed after, if the test did
-    not) and the number of dying cgroups before they existed."""
-    before = wait_for_dying(dying_cgroups(), timeout=0)
-    root = cgroup2_root()
-    dirs = [root / f"labtest-{os.getpid()}-{x}" for x in "ab"]
+    """A parent cgroup /labtest-<pid>-scratch and two fresh children a and b in it:
+    (parent, [a, b]). All are removed afterwards, whatever the test left."""
+    parent = cgroup2_root() / f"labtest-{os.getpid()}-scratch"
+    dirs = [parent / x for x in "ab"]
     for d in dirs:
-        d.mkdir()
-    yield before, dirs
-    for d in dirs:
+        d.mkdir(parents=True)
+    yield parent, dirs
+    for d in dirs + [parent]:
         if d.exists():
             d.rmdir()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import MODDIR, ROOT, cgroup2_root, insmod, kernel_problems, ko, read_int, rmmod, \
-    wait_for_dying, write_param
+    wait_for_no_dying, write_param
 
 CGROUP = MODDIR / "parameters/cgroup"
 CALLS = MODDIR / "stats/calls"
@@ -109,16 +109,16 @@ def test_target_survives_rmdir_and_unload(delay, target):
 def test_a_failed_load_releases_its_cgroup(scratch_cgroups, how):
     """insmod with a target that then fails must not keep the cgroup: once
     removed, it must die for good, not linger as a dying descendant."""
-    before, (cg, _) = scratch_cgroups
+    parent, (cg, _) = scratch_cgroups
     if how == "hook taken":
         subprocess.run(["insmod", ko("hooktest")], check=True)
-        failed = insmod("delay", f"cgroup=/{cg.name}", check=False)
+        failed = insmod("delay", f"cgroup=/{parent.name}/{cg.name}", check=False)
         subprocess.run(["rmmod", "hooktest"], check=True)
     else:
-        failed = insmod("delay", f"cgroup=/{cg.name}", "loops=abc", check=False)
+        failed = insmod("delay", f"cgroup=/{parent.name}/{cg.name}", "loops=abc", check=False)
     assert failed.returncode != 0 and not MODDIR.exists(), failed
     cg.rmdir()
-    assert wait_for_dying(before) == before, "the failed load kept a reference on the cgroup"
+    assert wait_for_no_dying(parent) == 0, "the failed load kept a reference on the cgroup"
 
 
 def _write_parameters(stop, names):
@@ -142,8 +142,8 @@ def test_parameter_writes_racing_unload(scratch_cgroups):
     module is loaded and unloaded 50 times: the target and set belong to
     whoever holds them last and are freed once, so nothing is freed twice
     (the kernel log stays clean) and no cgroup reference is lost or kept."""
-    before, dirs = scratch_cgroups
-    names = [f"/{d.name}" for d in dirs]
+    parent, dirs = scratch_cgroups
+    names = [f"/{parent.name}/{d.name}" for d in dirs]
     stop = multiprocessing.Event()
     writers = [multiprocessing.Process(target=_write_parameters, args=(stop, names))
                for _ in range(2)]
@@ -162,4 +162,4 @@ def test_parameter_writes_racing_unload(scratch_cgroups):
     assert kernel_problems() == []
     for d in dirs:
         d.rmdir()
-    assert wait_for_dying(before) == before, "a cgroup reference was kept"
+    assert wait_for_no_dying(parent) == 0, "a cgroup reference was kept"

@@ -21,6 +21,7 @@ import textwrap
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
 from lablib import calibration, cli, plot, results, stats  # noqa: E402
+from lablib.text import num  # noqa: E402
 
 # measure: (throughput = factor x units / seconds, its unit, one unit of work)
 MEASURES = {
@@ -335,16 +336,6 @@ def explain(measure, rows, m, cpus):
             f"{word} ({share:.0%} of the predicted extra time shows up).")
 
 
-def num(v):
-    if v is None:
-        return "-"
-    if abs(v) >= 100:
-        return f"{v:.1f}"
-    if abs(v) >= 1:
-        return f"{v:.3f}"
-    return f"{v:.4g}"
-
-
 def count(v):
     """A system call count: whole and grouped when large, 3 digits when small."""
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
@@ -376,9 +367,9 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
             got, err = p["measured_ns"], p["check_error"]
             check = "-" if err is None else f"{100 * err:+.1f}"
             out.append(f"{p['setting']:>7}{p['added_ns']:>10.0f}"
-                       f"{'-' if got is None else f'{got:.0f}':>10}{num(p['mean']):>13}"
-                       f" \u00b1{num(p['stddev']):>10}{p['n']:>4}"
-                       f"{num(p['predicted_throughput']):>12}"
+                       f"{'-' if got is None else f'{got:.0f}':>10}{num(p['mean'], 4):>13}"
+                       f" \u00b1{num(p['stddev'], 4):>10}{p['n']:>4}"
+                       f"{num(p['predicted_throughput'], 4):>12}"
                        f"{'-' if sc is None else count(sc):>15}"
                        f"{check:>8}"
                        + (f"{p['errors']:>8}" if show_errors else ""))

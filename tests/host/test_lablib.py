@@ -221,6 +221,16 @@ def test_text_table_writes_each_width_once():
                               "a note."]
 
 
+@pytest.mark.parametrize("v, digits, want", [
+    (None, 3, "-"), (True, 3, "yes"), (False, 3, "no"), (4.0, 3, "4"), (12, 3, "12"),
+    (1234.56, 3, "1,235"), (999.4, 3, "999"), (3.0527, 3, "3.05"), (3.0527, 4, "3.053"),
+    (0.000123, 3, "0.000123"), (-2.5, 3, "-2.5"), (float("nan"), 3, "nan"),
+])
+def test_num_writes_a_figure_one_way(v, digits, want):
+    from lablib import text
+    assert text.num(v, digits) == want
+
+
 def test_write_summary_writes_the_three_files(tmp_path):
     names = results.write_summary(tmp_path, {"n": 1}, ["case", "n"],
                                   [{"case": "a", "n": 1, "extra": 2}], "report\n")

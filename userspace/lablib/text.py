@@ -1,5 +1,7 @@
 """Fixed-width text tables, the analysers' report.txt: each column's title
-and width written once, for the header and every row alike."""
+and width written once, for the header and every row alike; and the one way a
+report writes a figure (num)."""
+import math
 
 
 def table(columns, rows, notes=()):
@@ -15,3 +17,19 @@ def table(columns, rows, notes=()):
                        for c in columns)
     head = line(c[0] for c in columns if not isinstance(c, str))
     return "\n".join([head, *(line(r) for r in rows), *notes])
+
+
+def num(v, digits=3):
+    """@v as a report's tables and sentences write a figure: "-" when it
+    is unknown, yes or no for a flag, a whole number (or one of 10**@digits
+    and more) without places and with thousands separators, anything else
+    to @digits significant digits."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if not math.isfinite(v):
+        return str(v)
+    if abs(v) >= 10 ** digits or v == int(v):
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"

@@ -26,6 +26,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from lablib import cli, perf, plot, results, stats  # noqa: E402
+from lablib.text import num  # noqa: E402
 
 QUEUES = ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")
 MESSAGE_COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns",
@@ -282,16 +283,6 @@ def summarise_profile(d):
     return summary, pooled
 
 
-def fmt(v, unit=""):
-    if v is None:
-        return "-"
-    if abs(v) >= 1e6:
-        return f"{v:.4g}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
-
-
 IDLE = re.compile(r"safe_halt|default_idle|cpu_idle|intel_idle|acpi_idle|poll_idle|mwait")
 
 
@@ -306,8 +297,8 @@ def verdict(summary):
     sta = summary["strategies"]["static"]["figures"]["cpu_us_per_msg"]
     cheaper = "static" if c["ratio"] < 1 else "dynamic"
     pct = abs(c["ratio"] - 1) * 100
-    text = (f"CPU time per message: dynamic {fmt(dyn['p50'])} us, static "
-            f"{fmt(sta['p50'])} us (medians of the rounds): {cheaper} is {pct:.1f} % "
+    text = (f"CPU time per message: dynamic {num(dyn['p50'])} us, static "
+            f"{num(sta['p50'])} us (medians of the rounds): {cheaper} is {pct:.1f} % "
             "cheaper, ")
     text += ("beyond the rounds' spread." if c["beyond_spread"] else
              "within the rounds' spread: no difference this run can tell apart.")
@@ -330,7 +321,7 @@ def profile_text(summary):
         cells = []
         for s in strats:
             f = summary["strategies"][s]["figures"].get(k)
-            cells.append(f"{fmt(f['p50']):>10} [{fmt(f['min'])} - {fmt(f['max'])}]"
+            cells.append(f"{num(f['p50']):>10} [{num(f['min'])} - {num(f['max'])}]"
                          if f else "-")
         row = f"{k:<26}" + "".join(f"{c:>30}" for c in cells)
         cmp_ = summary["comparison"].get(k)

@@ -22,6 +22,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from lablib import (calibration, cli, ftrace, irqhook, perf, plot, results,  # noqa: E402
                     rttests, smp, stats)
+from lablib.text import num  # noqa: E402
 
 # The square wave holds a frequency when its mean period is within this of
 # the requested one (the reference's criterion, read off a logic analyser).
@@ -89,12 +90,12 @@ def worst_line(tr):
     whole = ("whole run traced" if not tr.get("lost_events") else
              f"run traced, {tr['lost_events']:,} events lost")
     text = (f" ({whole}, {w['count']:,} of {tr['cycles']:,} wake-ups in the "
-            f"trace, cyclictest's max {fmt(tr['max'])} us): its worst, {us:,.1f} us: "
+            f"trace, cyclictest's max {num(tr['max'])} us): its worst, {us:,.1f} us: "
             f"{describe_worst(w['delay'])}")
     m = tr.get("measured_max")
     if m is not None:
-        text += (f"; the measured run's max, {fmt(m)} us, is within it" if m <= us + 1 else
-                 f"; the measured run's max, {fmt(m)} us, did not recur under the trace: "
+        text += (f"; the measured run's max, {num(m)} us, is within it" if m <= us + 1 else
+                 f"; the measured run's max, {num(m)} us, did not recur under the trace: "
                  f"not explained")
     return text
 
@@ -150,13 +151,13 @@ def delay_lines(kernels):
         for d in have.values():
             c = next((h for h in d["holds"] if h["ns"] == ns), None)
             cells.append("-" if not c else
-                         f"{fmt(c['max'])} / {fmt(c['p999'])} / {c['mean']:.1f}")
+                         f"{num(c['max'])} / {num(c['p999'])} / {c['mean']:.1f}")
         lines.append(f"{ns / 1e3:>8g}" + "".join(f"{c:>26}" for c in cells))
     for v, d in have.items():
         tr = d.get("traced")
         if not tr:
             continue
-        lines.append(f"  worst at a {fmt(tr['ns'] / 1e3 if tr['ns'] else None)} us hold on "
+        lines.append(f"  worst at a {num(tr['ns'] / 1e3 if tr['ns'] else None)} us hold on "
                      f"{v}{worst_line(tr)}")
     return lines
 
@@ -385,16 +386,6 @@ def compare(base, other):
 
 # --- report and plots --------------------------------------------------------------
 
-def fmt(v, unit=""):
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if abs(v) >= 1000 or v == int(v):
-        return f"{v:,.0f}"
-    return f"{v:.3g}"
-
-
 def report(d, kernels, rows, names):
     lines = [f"rt-compare: {d}"]
     emulated = False
@@ -423,8 +414,8 @@ def report(d, kernels, rows, names):
                          f"overflow")
             for t in c["threads"]:
                 lines.append(f"  {t['thread']:>3} {t['cpu']!s:>3} {t['n']:>7} "
-                             f"{fmt(t['min']):>6} {t['mean']:>8.1f} {fmt(t['p99']):>7} "
-                             f"{fmt(t['p999']):>7} {fmt(t['max']):>7} {t['overflow']:>5}")
+                             f"{num(t['min']):>6} {t['mean']:>8.1f} {num(t['p99']):>7} "
+                             f"{num(t['p999']):>7} {num(t['max']):>7} {t['overflow']:>5}")
         tr = get(k, "cyclictest", "traced")
         if tr:
             lines.append(f"  the loaded run again, traced ({v}): "
@@ -443,9 +434,9 @@ def report(d, kernels, rows, names):
             if r["group"] != group:
                 group = r["group"]
                 lines.append(f"{group}:")
-            lines.append(f"  {r['measurement'][:50]:<50}{r['unit']:>8}{fmt(r['base']):>12}"
-                         f" {fmt(r['other']):>12}{fmt(r['ratio']):>8}"
-                         f"{fmt(r['beyond_spread']):>8}")
+            lines.append(f"  {r['measurement'][:50]:<50}{r['unit']:>8}{num(r['base']):>12}"
+                         f" {num(r['other']):>12}{num(r['ratio']):>8}"
+                         f"{num(r['beyond_spread']):>8}")
     if len(names) == 2:
         emulated = any(get(k, "meta", "machine", "accelerator") == "tcg"
                        for k in kernels.values())
@@ -478,7 +469,7 @@ def _said(r, names, better_low=True):
     """'stock 1,234 -> rt 567 us (x0.46, beyond the spread)'."""
     spread = {True: ", beyond the spread", False: ", within the spread",
               None: ""}[r["beyond_spread"]]
-    return (f"{names[0]} {fmt(r['base'])} -> {names[1]} {fmt(r['other'])} {r['unit']} "
+    return (f"{names[0]} {num(r['base'])} -> {names[1]} {num(r['other'])} {r['unit']} "
             f"(x{r['ratio']:.2f}{spread})")
 
 
@@ -548,7 +539,7 @@ def plot_cyclictest(d, kernels, load):
         over = sum(t["overflow"] for t in c["threads"])
         ax.hist([u + 0.5 for u in c["hist"]["us"]], bins=bins, weights=c["hist"]["count"],
                 histtype="step", linewidth=1.5,
-                label=f"{v}: max {fmt(c['pooled']['max'])} us" +
+                label=f"{v}: max {num(c['pooled']['max'])} us" +
                 (f", {over:,} past the histogram" if over else ""))
     plot.log_axis(ax, "x", bins[0], bins[-1])
     ax.set_yscale("log")

@@ -96,6 +96,25 @@ def test_lab_experiments_ran(suite):
     assert kernel_problems() == []
 
 
+def test_caught_run_stops_at_the_first_wake_up_over_its_threshold(suite):
+    """Wake-ups 100 us apart, 10 times the loaded run's 500, the trace
+    stopped at the first over 20 us (on the host's clock under TCG, at
+    once; on the virtual clock, maybe never)."""
+    d = suite / "cyclictest/caught"
+    assert (d / "threshold").read_text() == "20\n"
+    assert (d / "trace.dat").stat().st_size > 0
+    c = analyse.read_caught(d)
+    run = analyse.read_cyclictest(d / "cyclictest.json")
+    if c["caught"] is None:
+        assert c["max"] <= 20 and max(t["n"] for t in run["threads"]) == 5000, c
+    else:
+        h = c["caught"]
+        assert h["threshold_us"] == 20 < h["latency_us"] <= c["max"], c
+        assert 0 <= h["cpu"] < os.cpu_count()
+        assert max(t["n"] for t in run["threads"]) < 5000, c
+        assert all(r["overlap_ns"] >= 0 and r["start"] <= h["at"] for r in h["ran"]), h
+
+
 def test_analyser_reads_one_kernel(suite, tmp_path):
     out = subprocess.run([sys.executable, ROOT / "userspace/rtcompare/analyse.py",
                           suite.parent, "--no-plot", "--json"], capture_output=True, text=True)

@@ -152,3 +152,37 @@ def test_timer_wakeups_skip_a_boosted_main_thread_and_a_preempted_arming():
 def test_lost_counts_what_the_ring_buffer_dropped():
     assert ftrace.lost((DATA / "trace-report-loaded.txt").read_text()) == 0
     assert ftrace.lost("CPU:0 [12 EVENTS DROPPED]\nx\nCPU:1 [EVENTS DROPPED]\n") == 13
+
+
+def test_caught_names_the_work_item_a_late_wake_up_waited_for():
+    """Captured: stock on the virtual clock, only workqueue events traced,
+    cyclictest -i 100 -b 25 --tracemark stopped at a 43 us wake-up that
+    was due while vmstat_update drained the per-CPU page lists."""
+    ev = ftrace.parse_report((DATA / "trace-report-caught.txt").read_text())
+    c = ftrace.caught(ev)
+    assert (c["latency_us"], c["threshold_us"], c["cpu"]) == (43, 25, 0)
+    assert c["due"] == c["at"] - 43_000
+    first = c["ran"][0]
+    assert first["what"] == "work vmstat_update" and first["comm"] == "kworker/0:1"
+    assert first["ns"] == 18_908_092_655 - 18_908_005_812
+    assert first["overlap_ns"] == 18_908_092_655 - c["due"]
+    # Earlier work items (the vmstat_update of a second before) are not in it.
+    assert [r["start"] for r in c["ran"]] == [18_908_005_812]
+
+
+def test_caught_counts_what_was_still_running_and_nests_kinds():
+    def ev(ts, event, **f):
+        return {"ts": ts, "cpu": 0, "event": event, "comm": "kworker/0:1", "pid": 9, **f}
+    events = [ev(1000, "workqueue_execute_start", function="drain"),
+              ev(2000, "softirq_entry", vec="1", action="TIMER"),
+              ev(3000, "softirq_exit", vec="1", action="TIMER"),
+              ev(9000, "print", text="hit latency threshold (5 > 4)")]
+    c = ftrace.caught(events)
+    assert c["due"] == 4000
+    # The softirq ended before the wake-up was due; the work item never ended.
+    assert [(r["what"], r["end"], r["overlap_ns"]) for r in c["ran"]] == \
+        [("work drain", None, 5000)]
+
+
+def test_caught_without_the_mark_is_none():
+    assert ftrace.caught([e for e in events() if e["event"] not in ftrace.MARKS]) is None

@@ -464,3 +464,25 @@ def test_worst_line_says_whether_the_traced_worst_covers_the_measured_max():
     assert analyse.worst_line(tr) == ": no cyclictest wake-up in its trace, nothing explained"
     tr["trace"] = False
     assert analyse.worst_line(tr) == ": no trace.dat, nothing explained"
+
+
+def test_caught_line_names_what_ran_while_the_wake_up_waited(tmp_path, monkeypatch):
+    """The caught member's folder as guest.sh leaves it, read through the
+    captured report of a real stopped run (trace-report-caught.txt)."""
+    d = tmp_path / "caught"
+    d.mkdir()
+    shutil.copy(DATA / "rt-tests/cyclictest-h20000-a-loaded.json", d / "cyclictest.json")
+    (d / "threshold").write_text("25\n")
+    (d / "trace.dat").write_text("")
+    events = analyse.ftrace.parse_report((DATA / "trace-report-caught.txt").read_text())
+    monkeypatch.setattr(analyse.ftrace, "read", lambda path: events)
+    c = analyse.read_caught(d)
+    assert c["threshold"] == 25 and c["caught"]["latency_us"] == 43
+    line = analyse.caught_line(c)
+    assert line.startswith("stopped at a 43 us wake-up (over 25) after ")
+    assert "CPU 0 ran work vmstat_update (kworker/0:1-9, 86.8 us, 39.2 us of it after the " \
+        "wake-up was due)" in line
+    monkeypatch.setattr(analyse.ftrace, "read", lambda path: [])
+    c = analyse.read_caught(d)
+    assert c["caught"] is None
+    assert analyse.caught_line(c).startswith("no wake-up over 25 us in ")

@@ -7,7 +7,9 @@ dicts; wakeup_delay() answers the question every latency trace is taken
 for: a task was woken, and what held its CPU until it ran.
 timer_wakeups() finds, in a whole traced run, every time a task that
 slept on its own timer (cyclictest's threads) ran late, and
-worst_wakeup() explains the latest.
+worst_wakeup() explains the latest.  caught() reads a lighter trace,
+one that cyclictest -b stopped at a late wake-up, and names the code
+that ran while it waited.
 """
 import bisect
 import collections
@@ -57,7 +59,7 @@ def parse_report(text):
             ev["next_prio"] = int(ev["next_prio"]) if ev["next_prio"] else None
         elif m["event"] in MARKS:
             ev["text"] = m["rest"].split(":", 1)[-1].strip()
-        elif m["event"] == "workqueue_execute_start":
+        elif m["event"] in ("workqueue_execute_start", "workqueue_execute_end"):
             f = WORK.search(m["rest"])
             ev["function"] = f[1] if f else "?"
         else:
@@ -248,3 +250,50 @@ def worst_wakeup(events, pids=None):
     hi = bisect.bisect_right(ts, worst["ran"])
     worst["delay"] = wakeup_delay(events[lo:hi], worst["pid"], before=worst["ran"])
     return worst
+
+
+# cyclictest -b N --tracemark writes this when a wake-up exceeds N us.
+HIT = re.compile(r"hit latency threshold \((\d+) > (\d+)\)")
+# The events that open and close a piece of code _what() names.
+SPANS = {"workqueue_execute_start": "workqueue_execute_end",
+         "softirq_entry": "softirq_exit", "irq_handler_entry": "irq_handler_exit"}
+
+
+def caught(events):
+    """What ran while a late wake-up waited, from a trace that cyclictest
+    -b --tracemark stopped (only work items, softirqs and interrupt
+    handlers need be traced: tens of events a second, which leaves the run
+    nearly as it is).  None without the mark; else a dict: latency_us and
+    threshold_us (the mark's), cpu, at (the mark, ns), due (at - latency:
+    when the wake-up was due, to the us) and ran: every work item, softirq
+    and handler on that CPU whose run overlaps due..at, longest overlap
+    first, as {what (_what()), comm, pid, start, end (None: still running
+    when the trace stopped), ns (its whole run), overlap_ns}."""
+    mark_ = next((e for e in reversed(events)
+                  if e["event"] in MARKS and HIT.search(e.get("text", ""))), None)
+    if mark_ is None:
+        return None
+    latency, threshold = map(int, HIT.search(mark_["text"]).groups())
+    at, cpu = mark_["ts"], mark_["cpu"]
+    due = at - latency * 1000
+    opened, ran = {}, []
+
+    def add(start, end):
+        stop = at if end is None else min(end, at)
+        if stop >= due:
+            ran.append({"what": _what(start), "comm": start["comm"], "pid": start["pid"],
+                        "start": start["ts"], "end": end,
+                        "ns": None if end is None else end - start["ts"],
+                        "overlap_ns": stop - max(start["ts"], due)})
+    for e in events:
+        if e["cpu"] != cpu or e["ts"] > at:
+            continue
+        if e["event"] in SPANS:
+            opened[SPANS[e["event"]]] = e
+        elif e["event"] in opened:
+            add(opened.pop(e["event"]), e["ts"])
+    for start in opened.values():
+        add(start, None)
+    ran.sort(key=lambda r: -r["overlap_ns"])
+    return {"latency_us": latency, "threshold_us": threshold, "cpu": cpu, "at": at,
+            "due": due, "ran": ran}

@@ -13,7 +13,8 @@ Writes DIR/comparison.json, DIR/comparison.csv, DIR/report.txt,
 DIR/cyclictest-idle.png, DIR/cyclictest-loaded.png (both kernels' log
 histograms), DIR/squarewave.png, and DIR/<variant>/{cyclictest,delay}/
 traced/worst.txt (the trace's events around the traced run's worst
-wake-up, when trace-cmd is there); prints the report.
+wake-up, when trace-cmd is there); reads cyclictest/caught/ (the wake-up
+a caught run stopped at and what ran meanwhile); prints the report.
 """
 import math
 import pathlib
@@ -98,6 +99,38 @@ def worst_line(tr):
                  f"; the measured run's max, {num(m)} us, did not recur under the trace: "
                  f"not explained")
     return text
+
+
+def read_caught(folder):
+    """The caught run of guest.sh (caught/: wake-ups 100 us apart, the
+    trace stopped by cyclictest -b at the first over the threshold):
+    cyclictest's max and cycles, threshold (us), and caught:
+    lablib.ftrace.caught()'s answer, None when no wake-up crossed the
+    threshold or trace-cmd cannot read the trace."""
+    t = read_cyclictest(folder / "cyclictest.json")
+    th = folder / "threshold"
+    out = {"max": t["pooled"]["max"], "cycles": t["pooled"]["n"],
+           "threshold": int(th.read_text()) if th.exists() else None, "caught": None}
+    try:
+        out["caught"] = ftrace.caught(ftrace.read(folder / "trace.dat"))
+    except ValueError:
+        pass
+    return out
+
+
+def caught_line(c):
+    """What the caught run stopped at, and what ran meanwhile."""
+    if c["caught"] is None:
+        return (f"no wake-up over {num(c['threshold'])} us in {c['cycles']:,} "
+                f"(max {num(c['max'])} us)")
+    h = c["caught"]
+    ran = "; ".join(f"{r['what']} ({r['comm']}-{r['pid']}, "
+                    + (f"{r['ns'] / 1e3:,.1f} us" if r["ns"] is not None else "still running")
+                    + f", {r['overlap_ns'] / 1e3:,.1f} us of it after the wake-up was due)"
+                    for r in h["ran"])
+    return (f"stopped at a {h['latency_us']} us wake-up (over {h['threshold_us']}) after "
+            f"{c['cycles']:,}; while it waited CPU {h['cpu']} ran "
+            + (ran or "no traced work item, softirq or handler"))
 
 
 def describe_worst(w):
@@ -284,6 +317,8 @@ def read_kernel(folder):
     if (traced / "cyclictest.json").exists():
         k["cyclictest"]["traced"] = read_traced(
             traced, get(k, "cyclictest", "loaded", "pooled", "max"))
+    if (ct / "caught" / "cyclictest.json").exists():
+        k["cyclictest"]["caught"] = read_caught(ct / "caught")
     if (folder / "delay").is_dir():
         k["delay"] = read_delay(folder / "delay")
     if (folder / "perfstat").is_dir():
@@ -422,6 +457,11 @@ def report(d, kernels, rows, names):
                          f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), its worst "
                          f"wake-up's events in worst.txt")
             lines.append(f"    the worst wake-up{worst_line(tr)}")
+        c = get(k, "cyclictest", "caught")
+        if c:
+            lines.append(f"  the load again, wake-ups 100 us apart, work items, softirqs and "
+                         f"handlers traced ({v}): {d}/{v}/cyclictest/caught/trace.dat")
+            lines.append(f"    {caught_line(c)}")
     lines += delay_lines(kernels)
     if len(names) == 2 and rows:
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "

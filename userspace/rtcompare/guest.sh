@@ -2,7 +2,9 @@
 # The rt-compare suite on the kernel it runs on (in the VM, or on a machine
 # booted into a lab kernel), into DIR/<variant>/ of the folder run.sh made:
 #   cyclictest/    idle.json, loaded.json (+ .txt), traced/ (the loaded run
-#                  again, the whole of it in trace.dat)
+#                  again, the whole of it in trace.dat), caught/ (the load
+#                  again, wake-ups 100 us apart, the trace stopped at the
+#                  first over --catch-us: trace.dat, cyclictest.json, threshold)
 #   perfstat/      perf stat of sortsum, unsorted and sorted, each repeat:
 #                  ORDER-rK.perf (perf stat -x,) and ORDER-rK.json (rusage)
 #   squarewave/    IMPL-LOAD/ (edges.csv, meta.json) for python, c-nanosleep, c-rt
@@ -17,6 +19,7 @@
 #   --only LIST        members to run: cyclictest,delay,perfstat,squarewave,lab (all)
 #   --long             cyclictest 300000 loops as the reference (a real machine)
 #   --ct-loops N       cyclictest loops per run (default 20000, 1 ms apart)
+#   --catch-us N       caught/'s threshold, us (default 20)
 #   --delay-ns LIST    the delay member's holds, ns (default 0,20000,50000,100000,200000)
 #   --delay-loops N    its cyclictest loops per hold (default 5000)
 #   -r, --repeats N    perf stat repeats per order (default 5)
@@ -39,13 +42,14 @@ top=$1
 shift
 only=cyclictest,delay,perfstat,squarewave,lab
 ct_loops=20000 repeats=5 passes=1000 periods=200 n=300
-delay_ns=0,20000,50000,100000,200000 delay_loops=5000
+delay_ns=0,20000,50000,100000,200000 delay_loops=5000 catch_us=20
 freqs=100,200,500,1000,2000,5000,10000,20000 check=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--only) want_value "$@"; only=$2; shift ;;
 	--long) ct_loops=300000 ;;
 	--ct-loops) want_value "$@"; want_uint --ct-loops "$2" 10; ct_loops=$2; shift ;;
+	--catch-us) want_value "$@"; want_uint --catch-us "$2" 1; catch_us=$2; shift ;;
 	--delay-ns) want_value "$@"; lab_list --delay-ns "$2" >/dev/null; delay_ns=$2; shift ;;
 	--delay-loops) want_value "$@"; want_uint --delay-loops "$2" 10; delay_loops=$2; shift ;;
 	-r | --repeats) want_value "$@"; want_uint --repeats "$2" 1; repeats=$2; shift ;;
@@ -90,7 +94,7 @@ ncpu=$(nproc)
 
 "$LAB_TOOL" meta "$dir" rt-compare variant="$variant" kernel="$kernel" \
 	preempt_model="${model:-unknown}" members="$only" cpus:="$ncpu" \
-	ct_loops:="$ct_loops" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
+	ct_loops:="$ct_loops" catch_us:="$catch_us" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
 	delay_ns="$delay_ns" delay_loops:="$delay_loops" \
 	periods:="$periods" n:="$n" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
@@ -178,6 +182,34 @@ traced() {
 	tracing=0
 	mv "$shm/trace.dat" "$out/"
 }
+# caught OUT LOOPS: the loaded run a third way, for what the whole trace
+# can miss: a rare stretch of non-preemptible kernel work that a wake-up
+# lands in once a boot (stock's vmstat_update draining the per-CPU page
+# lists, README).  Wake-ups ten times as dense (100 us apart, LOOPS of
+# them), so that no stretch of that length slips between two; only work
+# items, softirqs and interrupt handlers traced, tens of events a second,
+# so that the run is nearly as it was untraced; cyclictest -b stops the
+# trace at the first wake-up over catch_us, and the analyser names what
+# ran while it waited (lablib.ftrace.caught).
+caught() {
+	local out=$1 loops=$2
+	log "caught: $loops wake-ups 100 us apart, stopped at the first over $catch_us us"
+	mkdir -p "$out"
+	tracing=1
+	trace-cmd start -q -b 8192 -C mono -e workqueue:workqueue_execute_start \
+		-e workqueue:workqueue_execute_end -e irq:softirq_entry -e irq:softirq_exit \
+		-e irq:irq_handler_entry -e irq:irq_handler_exit >/dev/null
+	set +e
+	ct_run "$out" cyclictest cyclictest -q -p 90 -m -t -a -i 100 -l "$loops" -h 20000 \
+		-b "$catch_us" --tracemark
+	set -e
+	trace-cmd stop >/dev/null
+	trace-cmd extract -o "$shm/trace.dat" >/dev/null
+	trace-cmd reset >/dev/null 2>&1 || true
+	tracing=0
+	mv "$shm/trace.dat" "$out/"
+	echo "$catch_us" >"$out/threshold"
+}
 run_cyclictest() {
 	local ct=$dir/cyclictest
 	mkdir -p "$ct/traced"
@@ -192,6 +224,7 @@ run_cyclictest() {
 	# stock's loaded run once took 51 us, against 4 for the others).
 	if have trace-cmd; then
 		traced "$ct/traced" "$((ct_loops * 3))" -e sched:sched_migrate_task -- cyclic
+		caught "$ct/caught" "$((ct_loops * 10))"
 	else
 		skip cyclictest-trace "trace-cmd is not installed (Debian: trace-cmd)"
 	fi

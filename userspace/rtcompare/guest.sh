@@ -149,6 +149,16 @@ ct_run() {
 	"$@" --json="$shm/$name.json" >"$shm/$name.txt"
 	mv "$shm/$name.json" "$shm/$name.txt" "$dest/"
 }
+# trace_save OUT: stop the trace started for a run, extract it to the
+# guest's memory first (not the share, inside the run's window), reset
+# ftrace and move OUT/trace.dat to the share.
+trace_save() {
+	trace-cmd stop >/dev/null
+	trace-cmd extract -o "$shm/trace.dat" >/dev/null
+	trace-cmd reset >/dev/null 2>&1 || true
+	tracing=0
+	mv "$shm/trace.dat" "$1/"
+}
 # traced OUT LOOPS EVENTS -- CYCLICTEST...: a cyclictest run of LOOPS
 # loops again under trace-cmd (EVENTS: more -e options), the whole run in
 # the trace: OUT/trace.dat, OUT/cyclictest.json and .txt.  The analyser
@@ -176,11 +186,7 @@ traced() {
 	set +e
 	ct_run "$out" cyclictest "$@" -l "$loops"
 	set -e
-	trace-cmd stop >/dev/null
-	trace-cmd extract -o "$shm/trace.dat" >/dev/null
-	trace-cmd reset >/dev/null 2>&1 || true
-	tracing=0
-	mv "$shm/trace.dat" "$out/"
+	trace_save "$out"
 }
 # caught OUT LOOPS: the loaded run a third way, for what the whole trace
 # can miss: a rare stretch of non-preemptible kernel work that a wake-up
@@ -203,11 +209,7 @@ caught() {
 	ct_run "$out" cyclictest cyclictest -q -p 90 -m -t -a -i 100 -l "$loops" -h 20000 \
 		-b "$catch_us" --tracemark
 	set -e
-	trace-cmd stop >/dev/null
-	trace-cmd extract -o "$shm/trace.dat" >/dev/null
-	trace-cmd reset >/dev/null 2>&1 || true
-	tracing=0
-	mv "$shm/trace.dat" "$out/"
+	trace_save "$out"
 	echo "$catch_us" >"$out/threshold"
 }
 run_cyclictest() {

@@ -120,11 +120,16 @@ def test_analyser_reads_one_kernel(suite, tmp_path):
                           suite.parent, "--no-plot", "--json"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     k = json.loads(out.stdout)["kernels"][suite.name]
-    # cyclictest -l 500 stops every thread once the first has its 500 loops:
-    # under load the others may lag a few behind.
+    # cyclictest -l 500 stops every thread once the first has its 500 loops;
+    # how far the others lag depends on how the host scheduled the vCPUs
+    # (366 on a host running three other VMs; a thread that never started
+    # is left out), so each count is checked against cyclictest's own.
     threads = k["cyclictest"]["loaded"]["threads"]
-    assert len(threads) == os.cpu_count()
-    assert max(t["n"] for t in threads) == 500 and min(t["n"] for t in threads) > 400
+    raw = json.loads((suite / "cyclictest/loaded.json").read_text())["thread"]
+    assert len(raw) == os.cpu_count()
+    assert sorted(t["n"] for t in threads) == sorted(t["cycles"] for t in raw.values()
+                                                     if t["cycles"])
+    assert max(t["n"] for t in threads) == 500
     assert set(k["squarewave"]) == {f"{i}-{load}" for i in ("python", "c-nanosleep", "c-rt")
                                     for load in ("idle", "loaded")}
     assert k["lab"]["calibrate"]["getppid"]["slope_ns_per_loop"] > 0

@@ -19,7 +19,7 @@
 #   --only LIST        members to run: cyclictest,delay,perfstat,squarewave,lab (all)
 #   --long             cyclictest 300000 loops as the reference (a real machine)
 #   --ct-loops N       cyclictest loops per run (default 20000, 1 ms apart)
-#   --catch-us N       caught/'s threshold, us (default 20)
+#   --catch-us N       caught/'s threshold, us (default 10)
 #   --delay-ns LIST    the delay member's holds, ns (default 0,20000,50000,100000,200000)
 #   --delay-loops N    its cyclictest loops per hold (default 5000)
 #   -r, --repeats N    perf stat repeats per order (default 5)
@@ -42,7 +42,7 @@ top=$1
 shift
 only=cyclictest,delay,perfstat,squarewave,lab
 ct_loops=20000 repeats=5 passes=1000 periods=200 n=300
-delay_ns=0,20000,50000,100000,200000 delay_loops=5000 catch_us=20
+delay_ns=0,20000,50000,100000,200000 delay_loops=5000 catch_us=10
 freqs=100,200,500,1000,2000,5000,10000,20000 check=0
 while [ $# -gt 0 ]; do
 	case $1 in

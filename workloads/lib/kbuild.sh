@@ -43,9 +43,11 @@ wl_prepare() {
 	# targets (a moved tree, a newer compiler); the timed ones must not.
 	log "one untimed build to settle the object tree"
 	# shellcheck disable=SC2046  # the targets are words
-	CCACHE_DISABLE=1 make -s -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets) \
-		>"$LAB_DIR/logs/build-warmup.txt" 2>&1 ||
-		die "the build fails; see $LAB_DIR/logs/build-warmup.txt"
+	if ! CCACHE_DISABLE=1 make -s -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets) \
+		>"$LAB_DIR/logs/build-warmup.txt" 2>&1; then
+		tail -n 20 "$LAB_DIR/logs/build-warmup.txt" >&2
+		die "the build fails (its last lines above); see $LAB_DIR/logs/build-warmup.txt"
+	fi
 }
 
 wl_point_begin() { :; }

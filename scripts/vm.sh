@@ -61,6 +61,13 @@ case $VM_TIMEOUT in '' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" 
 vng_base=(--run "$KERNEL" --cpus "$VM_CPUS" --memory "$VM_MEM" --rwdir "$LAB_ROOT"
 	--cwd "$PWD" --disable-microvm --force-9p --append root=/dev/root)
 [ -z "${VM_APPEND:-}" ] || vng_base+=(--append "$VM_APPEND")
+# build/ may be a link to another disk; the guest writes there too (the
+# kbuild workload's object tree), so it gets that folder read-write as well.
+build_real=$(readlink -f "$LAB_BUILD" 2>/dev/null || true)
+case $build_real in
+"" | "$LAB_ROOT" | "$LAB_ROOT"/*) ;;
+*) vng_base+=(--rwdir "$build_real") ;;
+esac
 
 # A KVM that exists but does not work: on some hosts a KVM guest hangs
 # while decompressing the kernel, on others QEMU dies setting up the vCPU.

@@ -486,3 +486,12 @@ def test_caught_line_names_what_ran_while_the_wake_up_waited(tmp_path, monkeypat
     c = analyse.read_caught(d)
     assert c["caught"] is None
     assert analyse.caught_line(c).startswith("no wake-up over 25 us in ")
+
+    def unreadable(path):
+        raise ValueError("trace-cmd is not installed (Debian: trace-cmd)")
+    monkeypatch.setattr(analyse.ftrace, "read", unreadable)
+    c = analyse.read_caught(d)
+    assert c["caught"] is None
+    line = analyse.caught_line(c)
+    assert line.startswith("its trace was not read (trace-cmd is not installed")
+    assert "no wake-up over" not in line

@@ -106,20 +106,25 @@ def read_caught(folder):
     trace stopped by cyclictest -b at the first over the threshold):
     cyclictest's max and cycles, threshold (us), and caught:
     lablib.ftrace.caught()'s answer, None when no wake-up crossed the
-    threshold or trace-cmd cannot read the trace."""
+    threshold or the trace could not be read; unread: why not (trace-cmd
+    missing here, no trace.dat), else None."""
     t = read_cyclictest(folder / "cyclictest.json")
     th = folder / "threshold"
     out = {"max": t["pooled"]["max"], "cycles": t["pooled"]["n"],
-           "threshold": int(th.read_text()) if th.exists() else None, "caught": None}
+           "threshold": int(th.read_text()) if th.exists() else None, "caught": None,
+           "unread": None}
     try:
         out["caught"] = ftrace.caught(ftrace.read(folder / "trace.dat"))
-    except ValueError:
-        pass
+    except ValueError as e:
+        out["unread"] = str(e)
     return out
 
 
 def caught_line(c):
     """What the caught run stopped at, and what ran meanwhile."""
+    if c["unread"]:
+        return (f"its trace was not read ({c['unread']}); cyclictest's max "
+                f"{num(c['max'])} us in {c['cycles']:,}")
     if c["caught"] is None:
         return (f"no wake-up over {num(c['threshold'])} us in {c['cycles']:,} "
                 f"(max {num(c['max'])} us)")

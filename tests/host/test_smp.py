@@ -155,6 +155,63 @@ def test_pictures(root, tmp_path):
     assert "no tool figures to pair" in (d / "report.txt").read_text()
 
 
+def went_backwards(d, case, rnd, span, records, said=None):
+    """Make @records of @span in runs/CASE-rRND/raw.csv go backwards (the
+    end before the start, as when two vCPUs' TSCs disagree) and say so in
+    its meta.json as smp does (@said: a wrong count instead)."""
+    run = d / "runs" / f"{case}-r{rnd}"
+    rows = list(csv.DictReader(open(run / "raw.csv")))
+    for r in rows:
+        if r["span"] == span and int(r["record"]) in records:
+            r["cycles"], r["ns"] = -int(r["cycles"]) - 800000, -float(r["ns"]) - 400000
+    write_csv(run / "raw.csv", ("record", "span", "cycles", "ns"),
+              [tuple(r.values()) for r in rows])
+    meta = json.loads((run / "meta.json").read_text())
+    meta["settings"]["backward"] = {sp: 0 for sp in meta["settings"]["spans"]}
+    meta["settings"]["backward"][span] = len(records) if said is None else said
+    (run / "meta.json").write_text(json.dumps(meta))
+
+
+def test_spans_that_went_backwards_are_counted_and_left_out(root, tmp_path):
+    """A record whose end came before its start (a cross-CPU span on vCPUs
+    whose TSCs disagree went 400 us backwards) is a fact to report, not a
+    broken folder: counted per span and round, left out of every figure,
+    named in the report."""
+    d = smp_dir(tmp_path / "s", tools=False)
+    went_backwards(d, "timer", 2, "nanosleep", {1, 3})
+    out = analyse(root, "--no-plot", d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    ns = s["cases"]["timer"]["spans"]["nanosleep"]
+    assert ns["backward"] == 2 and ns["ns"]["n"] == ns["cycles"]["n"] == 3 * N - 2
+    assert ns["ns"]["min"] == 29980 and ns["cycles"]["min"] > 0
+    assert [r["backward"] for r in ns["rounds"]] == [0, 2, 0]
+    assert [r["ns"]["n"] for r in ns["rounds"]] == [N, N - 2, N]
+    assert s["cases"]["timer"]["spans"]["sigalrm"]["backward"] == 0
+    assert s["cases"]["pipes-cross"]["spans"]["round_trip"]["backward"] == 0
+    rows = [r for r in csv.DictReader(open(d / "summary.csv"))
+            if (r["case"], r["span"]) == ("timer", "nanosleep")]
+    assert [(r["unit"], r["backward"], r["n"]) for r in rows] == \
+        [("cycles", "2", str(3 * N - 2)), ("ns", "2", str(3 * N - 2))]
+    report = (d / "report.txt").read_text()
+    assert f"left out: timer nanosleep: 2 of {3 * N} records went backwards" in report
+    assert report.count("went backwards") == 1
+
+
+def test_a_span_whose_every_record_went_backwards(root, tmp_path):
+    """Nothing left to summarise: no figures, no pairs, no picture of it,
+    and still a report."""
+    d = smp_dir(tmp_path / "s", {"timer": CASES["timer"]}, rounds=1)
+    went_backwards(d, "timer", 1, "nanosleep", set(range(N)))
+    out = analyse(root, d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    ns = s["cases"]["timer"]["spans"]["nanosleep"]
+    assert (ns["backward"], ns["ns"]["n"], ns["ns"]["p50"]) == (N, 0, None)
+    assert not [p for p in s["pairs"] if p["ours"] == "timer nanosleep"]
+    assert f"left out: timer nanosleep: {N} of {N} records" in (d / "report.txt").read_text()
+
+
 @pytest.mark.parametrize("breakage, message", [
     ("empty", "no runs/*/ folders"),
     ("badname", "not CASE-rK"),
@@ -162,6 +219,8 @@ def test_pictures(root, tmp_path):
     ("span", "span 'bogus' is not one of round_trip"),
     ("perf", "no 'usecs/op' line"),
     ("cyclictest", "not a cyclictest --json file"),
+    ("backward", "1 records of span round_trip went backwards, but meta.json says 2"),
+    ("signs", "not finite, or of different signs"),
 ])
 def test_bad_folders(root, tmp_path, breakage, message):
     d = smp_dir(tmp_path / "s", {"pipes-cross": CASES["pipes-cross"]}, rounds=1)
@@ -174,6 +233,10 @@ def test_bad_folders(root, tmp_path, breakage, message):
         raw.write_text("\n".join(raw.read_text().splitlines()[:-1]) + "\n")
     elif breakage == "span":
         raw.write_text(raw.read_text() + "5,bogus,1,1\n")
+    elif breakage == "backward":
+        went_backwards(d, "pipes-cross", 1, "round_trip", {2}, said=2)
+    elif breakage == "signs":
+        raw.write_text(raw.read_text().replace("\n0,round_trip,", "\n0,round_trip,-", 1))
     elif breakage == "perf":
         (d / "tools/perf-pipe-threads-cross-r1.txt").write_text("Segmentation fault\n")
     else:

@@ -22,7 +22,11 @@ def split_name(name):
 
 
 def read_run(folder):
-    """(meta, settings, {span: {"cycles": [...], "ns": [...]}}) of one smp folder."""
+    """(meta, settings, {span: {"cycles": [...], "ns": [...], "backward": k}})
+    of one smp folder.  A record that went backwards (negative cycles and
+    ns: the ends' clocks disagree) is counted in "backward" and left out
+    of the lists; smp counts them too (settings "backward"), and the two
+    counts must agree."""
     meta = results.read_meta(folder)
     s = results.settings(meta)
     for key in ("bench", "n", "tsc_hz", "spans"):
@@ -31,7 +35,8 @@ def read_run(folder):
     if s["bench"] not in BENCHES:
         raise ValueError(f"{folder}/meta.json: unknown bench {s['bench']!r}")
     path = pathlib.Path(folder) / "raw.csv"
-    spans = {sp: {"cycles": [], "ns": []} for sp in s["spans"]}
+    spans = {sp: {"cycles": [], "ns": [], "backward": 0} for sp in s["spans"]}
+    records = dict.fromkeys(s["spans"], 0)
     for i, row in enumerate(results.read_csv(path, ("record", "span", "cycles", "ns")), 2):
         if row["span"] not in spans:
             raise ValueError(f"{path} line {i}: span {row['span']!r} is not one of "
@@ -40,14 +45,25 @@ def read_run(folder):
             c, ns = float(row["cycles"]), float(row["ns"])
         except ValueError:
             raise ValueError(f"{path} line {i}: cycles and ns must be numbers") from None
-        if not (0 <= c < math.inf and 0 <= ns < math.inf):
-            raise ValueError(f"{path} line {i}: a negative or infinite time")
-        spans[row["span"]]["cycles"].append(c)
-        spans[row["span"]]["ns"].append(ns)
+        if not (abs(c) < math.inf and abs(ns) < math.inf) or (c < 0) != (ns < 0):
+            raise ValueError(f"{path} line {i}: cycles {row['cycles']} and ns {row['ns']}: "
+                             f"not finite, or of different signs")
+        v = spans[row["span"]]
+        records[row["span"]] += 1
+        if c < 0:
+            v["backward"] += 1
+            continue
+        v["cycles"].append(c)
+        v["ns"].append(ns)
+    said = s.get("backward") or {}
     for sp, v in spans.items():
-        if len(v["ns"]) != s["n"]:
-            raise ValueError(f"{path}: {len(v['ns'])} records of span {sp}, but meta.json "
+        if records[sp] != s["n"]:
+            raise ValueError(f"{path}: {records[sp]} records of span {sp}, but meta.json "
                              f"says n = {s['n']}")
+        # Folders from before smp counted them have no "backward".
+        if sp in said and said[sp] != v["backward"]:
+            raise ValueError(f"{path}: {v['backward']} records of span {sp} went "
+                             f"backwards, but meta.json says {said[sp]}")
     return meta, s, spans
 
 
@@ -79,14 +95,17 @@ def _summary(values, unit):
 def summarise_span(rounds, span):
     """One span of a case {round: (meta, settings, spans)}: the summary of
     every round's records pooled, in cycles and in ns; each round's own
-    ("rounds"); and the summary of the rounds' medians in ns with their
+    ("rounds"); the summary of the rounds' medians in ns with their
     coefficient of variation, cv_pct (run-to-run noise, apart from the
-    spread within a run)."""
-    per_round = [{"round": r, **{u: _summary(rounds[r][2][span][u], u) for u in UNITS}}
+    spread within a run); and "backward", the records that went backwards,
+    left out of every summary (each round's too)."""
+    per_round = [{"round": r, **{u: _summary(rounds[r][2][span][u], u) for u in UNITS},
+                  "backward": rounds[r][2][span].get("backward", 0)}
                  for r in sorted(rounds)]
-    meds = _summary([r["ns"]["p50"] for r in per_round], "ns")
+    meds = _summary([r["ns"]["p50"] for r in per_round if r["ns"]["n"]], "ns")
     return {**{u: _summary([x for r in sorted(rounds) for x in rounds[r][2][span][u]], u)
                for u in UNITS},
+            "backward": sum(r["backward"] for r in per_round),
             "rounds": per_round,
             "round_p50": {**meds, "cv_pct": meds["stddev"] / meds["mean"] * 100
                           if meds["mean"] else None}}

@@ -7,8 +7,9 @@ record,span,cycles,ns and meta.json), DIR/tools/ (the field's tools, each
 round) and DIR/skipped.csv.  For each case and span: the pooled
 distribution of every round's records (n, min, mean, stddev, p50, p90,
 p99, p999, max in cycles and in ns) and the spread of the rounds' medians
-(run-to-run noise, apart from the within-run spread); the TLB shoot-downs
-the kernel counted per record; each pair of one of our spans and a tool's
+(run-to-run noise, apart from the within-run spread), the records that
+went backwards (the ends' clocks disagree) counted and left out; the TLB
+shoot-downs the kernel counted per record; each pair of one of our spans and a tool's
 figure for the same thing, in ns on the same definition, their ratio and
 whether they agree; and our means against the reference figures.  Writes
 DIR/summary.json, DIR/summary.csv, DIR/report.txt, DIR/smp.png (every
@@ -23,7 +24,7 @@ from lablib import cli, perf, results, rttests, stats, text  # noqa: E402
 from lablib.smp import BENCHES, read_runs, summarise_case  # noqa: E402
 
 CSV_COLUMNS = ("case", "span", "bench", "placement", "unit", *stats.SUMMARY_KEYS,
-               "rounds", "round_p50_min", "round_p50_max", "round_p50_cv_pct")
+               "backward", "rounds", "round_p50_min", "round_p50_max", "round_p50_cv_pct")
 # |ratio - 1| within this: the two figures agree.
 AGREE = 0.25
 
@@ -124,6 +125,8 @@ def pair_rows(cases, tools):
         if not vals:
             continue
         ours = cases[case]["spans"][span]["ns"][stat]
+        if ours is None:
+            continue
         theirs = sum(vals) / len(vals) * 1000
         ratio = ours / theirs if theirs else None
         agree = ratio is not None and abs(ratio - 1) <= AGREE
@@ -139,7 +142,7 @@ def reference_rows(cases):
     rows = []
     for name, case, span, mean, sd in REFERENCE:
         c = cases.get(case, {}).get("spans", {}).get(span)
-        if not c:
+        if not c or not c["cycles"]["n"]:
             continue
         cy = c["cycles"]
         rows.append({"reference": name, "case": f"{case} {span}", "ref_mean_cycles": mean,
@@ -251,6 +254,14 @@ def notes(s):
                    "the same span takes on hardware; compare ratios within this run.")
     for k in s["skipped"]:
         out.append(f"not measured: {k['case']}: {k['reason']}.")
+    for case, c in s["cases"].items():
+        for span, v in c["spans"].items():
+            if v["backward"]:
+                total = v["backward"] + v["ns"]["n"]
+                out.append(f"left out: {case} {span}: {v['backward']} of {total} records "
+                           "went backwards (the end before the start: the two ends' TSCs, "
+                           "or for timer the TSC and CLOCK_MONOTONIC, disagree; under "
+                           "QEMU TCG the vCPUs' TSCs need not agree).")
     for tool, rounds in s["tools"].items():
         for rnd, v in sorted(rounds.items()):
             if v.get("invalid"):
@@ -273,7 +284,8 @@ def plot_hists(s, runs, d):
         series = [(f"{case} {span}", v["ns"]) for case, rounds in runs.items()
                   if case.split("-")[0] == bench
                   for span in next(iter(rounds.values()))[1]["spans"]
-                  for v in [{"ns": [x for r in rounds.values() for x in r[2][span]["ns"]]}]]
+                  for v in [{"ns": [x for r in rounds.values() for x in r[2][span]["ns"]]}]
+                  if v["ns"]]     # every record went backwards: nothing to draw
         if not series:
             continue
         fig, ax = lplot.figure(width=8, height=4.5)
@@ -297,8 +309,10 @@ def plot_overview(s, runs, d):
     labels, data = [], []
     for case, rounds in runs.items():
         for span in next(iter(rounds.values()))[1]["spans"]:
-            labels.append(f"{case} {span}")
-            data.append([x for r in rounds.values() for x in r[2][span]["ns"]])
+            v = [x for r in rounds.values() for x in r[2][span]["ns"]]
+            if v:
+                labels.append(f"{case} {span}")
+                data.append(v)
     fig, ax = lplot.figure(width=max(8, 0.45 * len(labels) + 2), height=5)
     ax.boxplot(data, whis=(1, 99), showfliers=False)
     ax.set_xticks(range(1, len(labels) + 1))
@@ -320,7 +334,7 @@ def analyse(d):
                 r = v["round_p50"]
                 rows.append({"case": case, "span": span, "bench": c["bench"],
                              "placement": c["placement"], "unit": unit, **v[unit],
-                             "rounds": r["n"], "round_p50_min": r["min"],
+                             "backward": v["backward"], "rounds": r["n"], "round_p50_min": r["min"],
                              "round_p50_max": r["max"], "round_p50_cv_pct": r["cv_pct"]})
     text = report(s)
     return s, text, results.write_summary(d, s, CSV_COLUMNS, rows, text)

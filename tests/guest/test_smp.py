@@ -1,9 +1,10 @@
 """The smp tool (userspace/smp) on the lab kernel: every benchmark writes
 raw.csv with N records of each span and a meta.json whose settings say what
-was measured; cycles and ns agree with the TSC frequency; the TLB
-shoot-downs the kernel counts follow the remote CPUs; every datagram sent
-into the tun device comes back out; bad options, a missing privilege and
-Ctrl-C leave nothing behind.  Short runs (-n 20): the emulator is slow."""
+was measured and count the records that went backwards; cycles and ns
+agree with the TSC frequency; the TLB shoot-downs the kernel counts follow
+the remote CPUs; every datagram sent into the tun device comes back out;
+bad options, a missing privilege and Ctrl-C leave nothing behind.  Short
+runs (-n 20): the emulator is slow."""
 import csv
 import json
 import os
@@ -57,9 +58,13 @@ def test_every_bench_writes_every_record(tmp_path, bench, args, placement):
     for span in SPANS[bench]:
         mine = [r for r in rows if r["span"] == span]
         assert [int(r["record"]) for r in mine] == list(range(N)), span
+        # A record whose end came before its start (under TCG the vCPUs'
+        # TSCs need not agree; on the host's clock one went 400 us back)
+        # is kept and counted, however many there are.
+        assert s["backward"][span] == sum(int(r["cycles"]) < 0 for r in mine), span
     for r in rows:
         cycles, ns = int(r["cycles"]), float(r["ns"])
-        assert cycles > 0, r
+        assert cycles != 0, r
         assert ns * s["tsc_hz"] / 1e9 == pytest.approx(cycles, rel=0.01, abs=1), r
     if bench == "timer":
         assert s["interval_ns"] == 500000 and s["policy"] == "SCHED_FIFO 99"

@@ -7,12 +7,19 @@
  *
  * Like perf bench: this file has the table of benchmarks, the options they
  * share, where the CPUs go, and the result folder; threads.c the threads
- * and how a run is stopped; each benchmark is one bench_*.c.  Every record of every span is
- * timed with the TSC and goes, in cycles and in ns (cycles / the TSC
- * frequency the kernel reports), into raw.csv (record,span,cycles,ns); the
- * settings, the TSC frequency and its source and what the benchmark
- * counted go into meta.json.  userspace/smp/analyse.py summarises, on the
- * host.
+ * and how a run is stopped; each benchmark is one bench_*.c.  Every record
+ * of every span is timed with the TSC and goes, in cycles and in ns
+ * (cycles / the TSC frequency the kernel reports), into raw.csv
+ * (record,span,cycles,ns); the settings, the TSC frequency and its source,
+ * what the benchmark counted and how many records of each span went
+ * backwards go into meta.json.  userspace/smp/analyse.py summarises, on
+ * the host.
+ *
+ * A record that went backwards (negative cycles) is a fact about the
+ * machine, not a failed run: the two ends' TSCs disagree (under QEMU TCG
+ * the vCPUs' need not agree), or for timer the TSC and CLOCK_MONOTONIC do.
+ * It stays in raw.csv, is counted in meta.json's settings ("backward") and
+ * in the printed summary, and is left out of the printed statistics.
  *
  * Stopping: SIGINT, SIGTERM (and SIGUSR2, SIGALRM) are blocked in every
  * thread; the main thread only waits for them, or for the benchmark's
@@ -69,8 +76,9 @@ static void usage(FILE *f)
 "SMP micro-benchmarks: each times one span with the TSC, warm-up records\n"
 "first, then N timed records.  Writes OUTPUT/smp-BENCH-<date>-<time>/ with\n"
 "raw.csv (record,span,cycles,ns: every record of every span) and meta.json\n"
-"(the settings, the TSC frequency and its source, what the kernel counted);\n"
-"'userspace/smp/analyse.py' summarises runs of userspace/smp/run.sh.\n"
+"(the settings, the TSC frequency and its source, what the kernel counted,\n"
+"the records of each span that went backwards: kept in raw.csv, left out of\n"
+"the summary); 'userspace/smp/analyse.py' summarises runs of run.sh.\n"
 "\n"
 "Benchmarks:\n");
 	for (i = 0; i < NBENCHES; i++)
@@ -373,6 +381,11 @@ static char *settings_json(struct smp *s)
 		lab_json_end(&j);
 	}
 	lab_json_end(&j);
+	/* Records of each span whose end came before its start (raw.csv has them). */
+	lab_json_object(&j, "backward");
+	for (i = 0; i < b->nspans; i++)
+		lab_json_uint(&j, b->spans[i], s->backward[i]);
+	lab_json_end(&j);
 	if (b->settings)
 		b->settings(s, &j);
 	lab_json_end(&j);
@@ -398,36 +411,49 @@ static int write_raw(const struct lab_result *r, const struct smp *s)
 	return fclose(f);
 }
 
-/* A negative span: the CPUs' TSCs disagree, or a benchmark is wrong. */
-static int check_records(const struct smp *s)
+/* Count, per span, the records that went backwards. */
+static void count_backward(struct smp *s)
 {
-	for (int k = 0; k < s->bench->nspans; k++)
+	for (int k = 0; k < s->bench->nspans; k++) {
+		s->backward[k] = 0;
 		for (unsigned long i = 0; i < s->n; i++)
-			if (s->cycles[(size_t)k * s->n + i] < 0) {
-				fprintf(stderr, PROG ": %s record %lu of span %s is negative (%lld "
-					"cycles): do the CPUs' TSCs agree?\n", s->bench->name, i,
-					s->bench->spans[k],
-					(long long)s->cycles[(size_t)k * s->n + i]);
-				return -1;
-			}
-	return 0;
+			if (s->cycles[(size_t)k * s->n + i] < 0)
+				s->backward[k]++;
+	}
 }
 
+/* Each span's summary over the records that did not go backwards. */
 static void print_summary(const struct smp *s)
 {
 	double *ns = malloc(s->n * sizeof(*ns));
+	const char *name = s->bench->name;
 	struct lab_summary sum;
 
 	if (!ns)
 		return;
 	for (int k = 0; k < s->bench->nspans; k++) {
-		for (unsigned long i = 0; i < s->n; i++)
-			ns[i] = (double)s->cycles[(size_t)k * s->n + i] / s->tsc_hz * 1e9;
-		if (lab_summarize(ns, s->n, &sum))
+		const char *span = s->bench->spans[k];
+		size_t m = 0;
+
+		for (unsigned long i = 0; i < s->n; i++) {
+			int64_t c = s->cycles[(size_t)k * s->n + i];
+
+			if (c >= 0)
+				ns[m++] = (double)c / s->tsc_hz * 1e9;
+		}
+		if (!m) {
+			printf("%s %-12s n 0: all %lu records went backwards (the clocks disagree)\n",
+			       name, span, s->n);
 			continue;
-		printf("%s %-12s n %lu  p50 %.0f ns  p99 %.0f ns  (p50 %.0f cycles)\n",
-		       s->bench->name, s->bench->spans[k], s->n, sum.p50, sum.p99,
-		       sum.p50 * s->tsc_hz / 1e9);
+		}
+		if (lab_summarize(ns, m, &sum))
+			continue;
+		printf("%s %-12s n %zu  p50 %.0f ns  p99 %.0f ns  (p50 %.0f cycles)", name, span,
+		       m, sum.p50, sum.p99, sum.p50 * s->tsc_hz / 1e9);
+		if (s->backward[k])
+			printf("  %lu of %lu went backwards (the clocks disagree), left out",
+			       s->backward[k], s->n);
+		printf("\n");
 	}
 	free(ns);
 }
@@ -527,11 +553,7 @@ int main(int argc, char **argv)
 	}
 	if (s.bench->run(&s) || smp_failure() || smp_signal_got())
 		return finish_failed(&s, &res);
-	if (check_records(&s)) {
-		lab_result_abort(&res);
-		cleanup(&s);
-		return 1;
-	}
+	count_backward(&s);
 	settings = settings_json(&s);
 	if (!settings || lab_meta_write(&res, argc, argv, settings) || write_raw(&res, &s)) {
 		fprintf(stderr, PROG ": writing results to %s failed: %s\n", res.dir,

@@ -71,6 +71,12 @@ struct smp {
 	int mlocked;
 	/* results: s->cycles[span * n + record] */
 	int64_t *cycles;
+	/*
+	 * Per span, the records that went backwards (negative cycles: the
+	 * two ends' TSCs, or the TSC and CLOCK_MONOTONIC, disagree): kept in
+	 * raw.csv, counted in meta.json, left out of the summary.
+	 */
+	unsigned long backward[SMP_MAX_SPANS];
 	/* the threads of the last smp_run_threads(), for meta.json */
 	struct smp_thread *threads;
 	int nthreads;

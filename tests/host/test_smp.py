@@ -274,13 +274,18 @@ def test_tool_output_is_what_the_analyser_reads(root, smp, tmp_path):
     assert t["spans"]["munmap"]["cycles"]["min"] > 0
 
 
-# Loaded into smp: CLOCK_MONOTONIC as the thread smp-timer reads it, the
-# calls SKEW_CALLS lists (",3,7,": its 4th and 8th) 10 ms early.  timer
-# reads the clock once before each span and arms the expiry from it, so
-# such a span's expiry has passed when it is armed: it ends ~1 ms before
-# its expiry, as when the TSC and the clock disagree.
-SKEW_C = r"""
+# Loaded into smp, the host's clock misbehaving on purpose for the thread
+# smp-timer.  A record of timer reads CLOCK_MONOTONIC (a few times: the
+# TSC, the clock and the TSC again, the narrowest pair), arms the POSIX
+# timer, waits, then reads the clock again for the nanosleep span and
+# sleeps.  For the records in SKEW (",1,3,"), every read for the nanosleep
+# span is 10 ms early, so the expiry has passed when it is armed and the
+# span ends before its start, as when the TSC and the clock disagree.  For
+# those in STALL, the first read for it stops the thread 20 ms after it
+# read the clock, as a host that deschedules the vCPU there would.
+SHIM_C = r"""
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,46 +294,86 @@ SKEW_C = r"""
 #include <time.h>
 #include <unistd.h>
 
+static int armed, reads = -1;	/* timer_settime calls; reads since the last */
+
+static int listed(const char *var, int record)
+{
+	const char *list = getenv(var);
+	char key[24];
+
+	snprintf(key, sizeof(key), ",%d,", record);
+	return list && strstr(list, key);
+}
+
+int timer_settime(timer_t t, int flags, const struct itimerspec *v, struct itimerspec *o)
+{
+	int (*real)(timer_t, int, const struct itimerspec *, struct itimerspec *) =
+		dlsym(RTLD_NEXT, "timer_settime");
+
+	armed++;
+	reads = 0;
+	return real(t, flags, v, o);
+}
+
+int clock_nanosleep(clockid_t id, int flags, const struct timespec *ts, struct timespec *rem)
+{
+	int (*real)(clockid_t, int, const struct timespec *, struct timespec *) =
+		dlsym(RTLD_NEXT, "clock_nanosleep");
+
+	reads = -1;
+	return real(id, flags, ts, rem);
+}
+
 int clock_gettime(clockid_t id, struct timespec *ts)
 {
-	static int calls;
-	const char *list = getenv("SKEW_CALLS");
-	char name[16] = "", key[24];
+	struct timespec stall = { 0, 20000000 };
 	int r = (int)syscall(SYS_clock_gettime, id, ts);
+	char name[16] = "";
 
-	if (r || id != CLOCK_MONOTONIC || !list)
+	if (r || id != CLOCK_MONOTONIC || reads < 0)
 		return r;
 	pthread_getname_np(pthread_self(), name, sizeof(name));
 	if (strcmp(name, "smp-timer"))
 		return r;
-	snprintf(key, sizeof(key), ",%d,", calls++);
-	if (strstr(list, key)) {
+	if (listed("SKEW", armed - 1)) {
 		ts->tv_nsec -= 10000000;
 		if (ts->tv_nsec < 0) {
 			ts->tv_nsec += 1000000000;
 			ts->tv_sec--;
 		}
 	}
+	if (listed("STALL", armed - 1) && reads == 0)
+		syscall(SYS_nanosleep, &stall, NULL);
+	reads++;
 	return r;
 }
 """
 
 
+@pytest.fixture
+def clock_shim(tmp_path):
+    (tmp_path / "shim.c").write_text(SHIM_C)
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wall", "-o", tmp_path / "shim.so",
+                    tmp_path / "shim.c", "-pthread", "-ldl"], check=True)
+    return tmp_path / "shim.so"
+
+
+def timer_run(smp, out, shim, n, interval_us, **env):
+    """smp timer (-n @n, no warm-up) with @shim preloaded."""
+    env = {**os.environ, "LD_PRELOAD": str(shim), **env}
+    return subprocess.run([smp, "timer", "-n", str(n), "--warmup", "0", "--interval",
+                           str(interval_us), "-o", out, "--name", "timer-r1"],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="timer needs root (SCHED_FIFO)")
-def test_tool_keeps_going_when_a_span_goes_backwards(root, smp, tmp_path):
+def test_tool_keeps_going_when_a_span_goes_backwards(root, smp, clock_shim, tmp_path):
     """A span that went backwards (smp once stopped a whole suite with
     "record 8 of span nanosleep is negative") is recorded: the run ends
     well, raw.csv keeps every record, meta.json counts them per span, the
     printed summary leaves them out and says so, and the analyser agrees."""
-    (tmp_path / "skew.c").write_text(SKEW_C)
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", tmp_path / "skew.so", tmp_path / "skew.c",
-                    "-pthread"], check=True)
     d = write_meta(tmp_path / "s", "smp", {"runs": 1, "n": 8})
-    # Calls 2k and 2k + 1: record k's sigalrm and nanosleep (no warm-up).
-    env = {**os.environ, "LD_PRELOAD": str(tmp_path / "skew.so"), "SKEW_CALLS": ",3,7,"}
-    out = subprocess.run([smp, "timer", "-n", "8", "--warmup", "0", "--interval", "500",
-                          "-o", d / "runs", "--name", "timer-r1"], capture_output=True,
-                         text=True, timeout=60, env=env)
+    out = timer_run(smp, d / "runs", clock_shim, 8, 500, SKEW=",1,3,")
     assert out.returncode == 0, out.stderr
     run = d / "runs/timer-r1"
     s = json.loads((run / "meta.json").read_text())["settings"]
@@ -348,6 +393,21 @@ def test_tool_keeps_going_when_a_span_goes_backwards(root, smp, tmp_path):
     ns = json.loads((d / "summary.json").read_text())["cases"]["timer"]["spans"]["nanosleep"]
     assert (ns["backward"], ns["ns"]["n"]) == (k, 8 - k)
     assert ns["ns"]["min"] >= 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="timer needs root (SCHED_FIFO)")
+def test_timer_takes_the_narrowest_clock_pair(smp, clock_shim, tmp_path):
+    """Stopped for 20 ms between the clock's read and the TSC's after it,
+    one pair's middle is 10 ms after the clock's time; an expiry 50 ms
+    ahead taken from it would make that span 10 ms short: about -10 ms,
+    as smp measured before it took the narrowest of a few pairs.  Now the
+    span is about as long as the others (a real stop of milliseconds in
+    both other tries would be needed to bring it near -5 ms)."""
+    out = timer_run(smp, tmp_path, clock_shim, 4, 50000, STALL=",2,")
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(open(tmp_path / "timer-r1/raw.csv")))
+    [ns] = [float(r["ns"]) for r in rows if (r["record"], r["span"]) == ("2", "nanosleep")]
+    assert ns > -5e6, rows
 
 
 def test_tool_lists_and_refuses(smp, tmp_path):

@@ -13,8 +13,8 @@
  *
  * The expiry is a CLOCK_MONOTONIC time; it is turned into a TSC value with
  * a pair of readings taken just before arming (TSC, clock_gettime, TSC:
- * the clock's time belongs to the middle of the two TSC reads) and the TSC
- * frequency: expiry_tsc = tsc + (expiry - now) x tsc_hz / 1e9.  A rate
+ * the clock's time belongs to the middle of the two TSC reads; the
+ * narrowest of three such pairs, smp_clock_pair()) and the TSC frequency: expiry_tsc = tsc + (expiry - now) x tsc_hz / 1e9.  A rate
  * difference of 10 ppm between the TSC frequency and CLOCK_MONOTONIC would
  * move a 1 ms expiry by 10 ns; the pair is taken afresh for every span.
  * A span is the handler's (or the woken thread's) TSC minus expiry_tsc,

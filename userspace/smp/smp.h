@@ -185,7 +185,10 @@ int smp_stop_signal(void);
  */
 int smp_run_threads(struct smp *s, struct smp_thread *t, int n, void (*wake)(struct smp *s));
 
-/* CLOCK_MONOTONIC ns and the TSC read together: ns at TSC @tsc, by @s->tsc_hz. */
+/*
+ * CLOCK_MONOTONIC ns and the TSC read together: ns at TSC @tsc, by
+ * @s->tsc_hz (the narrowest of a few tries: smp.c).
+ */
 struct smp_clock_pair {
 	uint64_t tsc;		/* the middle of the two TSC reads around the clock */
 	int64_t ns;

@@ -66,9 +66,9 @@ static int wait_alarm(struct smp *s, const sigset_t *open, uint64_t deadline)
 		if (smp_stopping())
 			return -1;
 		if (smp_tsc() > deadline) {
-			smp_fail("timer: no SIGALRM a second after the expiry%s", s->wait_sleep ?
-				 "" : " (a spinning SCHED_FIFO 99 thread starves whatever "
-				 "delivers it here? try --wait sleep)");
+			smp_fail("timer: no SIGALRM %d s after the expiry%s", SMP_GIVE_UP_S,
+				 s->wait_sleep ? "" : " (a spinning SCHED_FIFO 99 thread starves "
+				 "whatever delivers it here? try --wait sleep)");
 			return -1;
 		}
 		if (s->wait_sleep)
@@ -107,7 +107,7 @@ static void timer_thread(struct smp *s, void *arg)
 			smp_fail("timer: timer_settime: %s", strerror(errno));
 			return;
 		}
-		if (wait_alarm(s, &open, smp_tsc_at(s, &p, expiry + 1000000000)))
+		if (wait_alarm(s, &open, smp_tsc_at(s, &p, expiry + SMP_GIVE_UP_S * 1000000000LL)))
 			return;
 		smp_put(s, SIGALRM_SPAN, i, (int64_t)(alarm_tsc - smp_tsc_at(s, &p, expiry)));
 

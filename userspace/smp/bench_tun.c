@@ -6,8 +6,8 @@
  * sends UDP datagrams that the kernel routes into the tun device.  Span
  * wakeup: the sender's TSC just before sendto() -> the reader's TSC as
  * soon as read() returns the datagram.  One datagram is in flight: the
- * sender waits (1 s at most: a lost datagram is an error, not a hang) for
- * the reader to take it before it sends the next.
+ * sender waits (SMP_GIVE_UP_S at most: a lost datagram is an error, not a
+ * hang) for the reader to take it before it sends the next.
  *
  * The device (smpN, IFF_TUN | IFF_NO_PI) has 10.233.0.1/30, its IPv6 off;
  * the datagrams go to 10.233.0.2, on the device only (SO_BINDTODEVICE):
@@ -150,13 +150,14 @@ static void sender(struct smp *s, void *arg)
 		}
 		tn.sent++;
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
-		deadline.tv_sec += 1;
+		deadline.tv_sec += SMP_GIVE_UP_S;
 		while (sem_clockwait(&tn.ack, CLOCK_MONOTONIC, &deadline)) {
 			if (smp_stopping())
 				return;
 			if (errno == EINTR)
 				continue;
-			smp_fail("tun: datagram %lu did not reach the reader within 1 s%s", i,
+			smp_fail("tun: datagram %lu did not reach the reader within %d s%s%s",
+				 i, SMP_GIVE_UP_S, errno == ETIMEDOUT ? "" : ": ",
 				 errno == ETIMEDOUT ? "" : strerror(errno));
 			return;
 		}

@@ -19,6 +19,12 @@
 #define PROG "smp"
 #define SMP_MAX_SPANS 4
 #define SMP_MAX_THREADS 1024
+/*
+ * A span that has not ended this long after it should have is an error,
+ * not a hang.  Seconds of the host's clock under TCG: far more than a
+ * vCPU a busy host deschedules waits for its turn.
+ */
+#define SMP_GIVE_UP_S 10
 
 /* What a benchmark needs from the common part. */
 enum {

@@ -259,9 +259,9 @@ def notes(s):
             if v["backward"]:
                 total = v["backward"] + v["ns"]["n"]
                 out.append(f"left out: {case} {span}: {v['backward']} of {total} records "
-                           "went backwards (the end before the start: the two ends' TSCs, "
-                           "or for timer the TSC and CLOCK_MONOTONIC, disagree; under "
-                           "QEMU TCG the vCPUs' TSCs need not agree).")
+                           "went backwards (the end before the start: the clocks they were "
+                           "taken with disagree, as vCPUs' can under QEMU TCG; in raw.csv, "
+                           "in no figure).")
     for tool, rounds in s["tools"].items():
         for rnd, v in sorted(rounds.items()):
             if v.get("invalid"):

@@ -25,10 +25,12 @@ def variant_dir(top):
 
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory):
-    """One quick run of every member into a fresh folder."""
+    """One quick run of every member into a fresh folder.  No time limit
+    of its own: how long it takes is the host's business (vm.sh's
+    VM_TIMEOUT ends a hung guest)."""
     assert not MODDIR.exists(), "the delay module must not be loaded before the suite"
     top = tmp_path_factory.mktemp("rt-compare")
-    out = subprocess.run([GUEST, top, "--quick"], capture_output=True, text=True, timeout=900)
+    out = subprocess.run([GUEST, top, "--quick"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     return variant_dir(top)
 
@@ -36,8 +38,12 @@ def suite(tmp_path_factory):
 def test_cyclictest_wrote_results_for_idle_loaded_and_traced(suite):
     for name in ("idle.json", "loaded.json", "traced/cyclictest.json"):
         c = analyse.read_cyclictest(suite / "cyclictest" / name)
-        # One thread per CPU, each pinned.
-        assert [t["cpu"] for t in c["threads"]] == list(range(os.cpu_count())), name
+        # One thread per CPU, each pinned.  A thread that had not started
+        # when the first finished its loops (a vCPU the host left waiting)
+        # ran no cycle: it is "unstarted", not missing.
+        assert all(t["cpu"] == t["thread"] for t in c["threads"]), name
+        assert sorted([t["thread"] for t in c["threads"]] + c["unstarted"]) == \
+            list(range(os.cpu_count())), name
         for t in c["threads"]:
             assert t["min"] <= t["mean"] <= t["max"], (name, t)
             assert t["p99"] <= t["max"]

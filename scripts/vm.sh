@@ -18,6 +18,11 @@
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   VM_APPEND='...'        more kernel command-line options
+#   VM_KLOG=FILE           with a command: stream the guest's kernel log
+#                          into FILE on the host (dmesg -w from boot until
+#                          the command ends, line by line, so what a guest
+#                          said before it hung or was stopped is there);
+#                          its folder is shared with the guest read-write
 #   VARIANT=stock|nohook|rt  which lab kernel (default stock: build/obj)
 #   KERNEL=path            kernel image (default: the variant's bzImage)
 #
@@ -195,6 +200,18 @@ fi
 # stdout and stderr by path, which would truncate a log file that our
 # caller redirected us into.
 guest_cmd=$(sh_quote "$@")
+if [ -n "${VM_KLOG:-}" ]; then
+	mkdir -p "$(dirname "$VM_KLOG")"
+	VM_KLOG=$(cd "$(dirname "$VM_KLOG")" && pwd)/${VM_KLOG##*/}
+	: >"$VM_KLOG"
+	case ${VM_KLOG%/*} in
+	"$LAB_ROOT" | "$LAB_ROOT"/*) ;;
+	*) vng_base+=(--rwdir "${VM_KLOG%/*}") ;;
+	esac
+	# dmesg's stdout to a file is block-buffered: one line at a time.
+	guest_cmd="stdbuf -oL dmesg -w >$(sh_quote "$VM_KLOG") 2>&1 & $guest_cmd"
+	log "the guest's kernel log goes to $VM_KLOG"
+fi
 set +e
 timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" \
 	</dev/null 2> >(cat >&2) | cat

@@ -282,7 +282,9 @@ def test_tool_output_is_what_the_analyser_reads(root, smp, tmp_path):
 # span is 10 ms early, so the expiry has passed when it is armed and the
 # span ends before its start, as when the TSC and the clock disagree.  For
 # those in STALL, the first read for it stops the thread 20 ms after it
-# read the clock, as a host that deschedules the vCPU there would.
+# read the clock, as a host that deschedules the vCPU there would.  With
+# LATE_MS, every POSIX timer expires that much later than armed, as on a
+# host that leaves the vCPU waiting.
 SHIM_C = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -310,9 +312,20 @@ int timer_settime(timer_t t, int flags, const struct itimerspec *v, struct itime
 	int (*real)(timer_t, int, const struct itimerspec *, struct itimerspec *) =
 		dlsym(RTLD_NEXT, "timer_settime");
 
+	struct itimerspec late = *v;
+	const char *ms = getenv("LATE_MS");
+
 	armed++;
 	reads = 0;
-	return real(t, flags, v, o);
+	if (ms) {
+		late.it_value.tv_sec += atol(ms) / 1000;
+		late.it_value.tv_nsec += atol(ms) % 1000 * 1000000;
+		if (late.it_value.tv_nsec >= 1000000000) {
+			late.it_value.tv_nsec -= 1000000000;
+			late.it_value.tv_sec++;
+		}
+	}
+	return real(t, flags, &late, o);
 }
 
 int clock_nanosleep(clockid_t id, int flags, const struct timespec *ts, struct timespec *rem)
@@ -358,11 +371,11 @@ def clock_shim(tmp_path):
     return tmp_path / "shim.so"
 
 
-def timer_run(smp, out, shim, n, interval_us, **env):
-    """smp timer (-n @n, no warm-up) with @shim preloaded."""
+def timer_run(smp, out, shim, n, interval_us, *args, **env):
+    """smp timer (-n @n, no warm-up, @args) with @shim preloaded."""
     env = {**os.environ, "LD_PRELOAD": str(shim), **env}
     return subprocess.run([smp, "timer", "-n", str(n), "--warmup", "0", "--interval",
-                           str(interval_us), "-o", out, "--name", "timer-r1"],
+                           str(interval_us), *args, "-o", out, "--name", "timer-r1"],
                           capture_output=True, text=True, timeout=60, env=env)
 
 
@@ -408,6 +421,19 @@ def test_timer_takes_the_narrowest_clock_pair(smp, clock_shim, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "timer-r1/raw.csv")))
     [ns] = [float(r["ns"]) for r in rows if (r["record"], r["span"]) == ("2", "nanosleep")]
     assert ns > -5e6, rows
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="timer needs root (SCHED_FIFO)")
+def test_a_late_signal_is_a_long_span_not_a_lost_one(smp, clock_shim, tmp_path):
+    """smp gave up on a SIGALRM that had not come a second after its
+    expiry, a second of the host's clock under TCG: a slow host failed
+    the run.  2.5 s late is a 2.5 s span (waited for asleep: no seconds
+    of a spinning FIFO 99 thread on the test's machine)."""
+    out = timer_run(smp, tmp_path, clock_shim, 1, 500, "--wait", "sleep", LATE_MS="2500")
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(open(tmp_path / "timer-r1/raw.csv")))
+    [ns] = [float(r["ns"]) for r in rows if r["span"] == "sigalrm"]
+    assert ns >= 2.5e9, rows
 
 
 def test_tool_lists_and_refuses(smp, tmp_path):

@@ -30,6 +30,11 @@
  *	"/lab/httpd".  Empty (the default) delays every task.  A path that
  *	does not start with '/' is refused with -EINVAL, one that names no
  *	cgroup with -ENOENT (-ENOTDIR for a file); the old target stays.
+ *	The target is the cgroup the path named when it was written, not the
+ *	path: once that cgroup is removed (rmdir), no task is delayed or
+ *	counted, the module lets the dead cgroup go, and the parameter reads
+ *	back the path followed by " (deleted)".  A cgroup made again at the
+ *	same path is a new cgroup: write its path again to target it.
  *
  * /sys/module/delay/parameters/syscalls  (rw, root)
  *	Delay (and count) only these system calls: a comma-separated list of
@@ -95,6 +100,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bitmap.h>
+#include <linux/err.h>
 #include <linux/cgroup.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
@@ -104,12 +110,14 @@
 #include <linux/moduleparam.h>
 #include <linux/nospec.h>
 #include <linux/percpu.h>
+#include <linux/percpu-refcount.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/thread_info.h>
 #include <linux/timekeeping.h>
+#include <linux/workqueue.h>
 #include <asm/syscall_hook.h>
 #include <asm/unistd.h>
 
@@ -220,10 +228,12 @@ MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
 		 __stringify(DELAY_NS_MAX) "); nonzero sets loops to 0");
 
 /*
- * The target cgroup, NULL for every task.  The hook reads it under RCU;
- * the setter, serialized with the getter by the module's parameter lock,
- * publishes a new one, waits for readers of the old one and drops it.
- * delay_cgroup_path is the path as the user wrote it, for reading back.
+ * The target cgroup, NULL for every task, or DELAY_CGROUP_GONE once the
+ * target was removed: then no task.  The hook reads it under RCU; the
+ * setter and delay_cgroup_reap(), serialized with the getter by the
+ * module's parameter lock, publish a new one, wait for readers of the old
+ * one and drop it.  delay_cgroup_path is the path as the user wrote it,
+ * for reading back.
  *
  * Both belong to the parameter, not to init/exit: a load can take them
  * (insmod delay.ko cgroup=/x) and then fail, and on unload the parameter
@@ -231,8 +241,46 @@ MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
  * delay_cgroup_free() drops them when the module's parameters are
  * destroyed, after their files are gone, on unload and on a failed load.
  */
+#define DELAY_CGROUP_GONE ((struct cgroup *)ERR_PTR(-ENOENT))
 static struct cgroup __rcu *delay_cgrp;
 static char *delay_cgroup_path;
+
+/* Removed: rmdir killed the cgroup's own reference count. */
+static bool delay_cgroup_dying(struct cgroup *cgrp)
+{
+	return percpu_ref_is_dying(&cgrp->self.refcnt);
+}
+
+/* Drop @cgrp, once no hook can be looking at it any more. */
+static void delay_cgroup_put(struct cgroup *cgrp)
+{
+	if (IS_ERR_OR_NULL(cgrp))
+		return;
+	synchronize_rcu();
+	cgroup_put(cgrp);
+}
+
+/*
+ * A removed cgroup has no task left, and none can join it, so it targets
+ * nobody; but the reference the module holds keeps it from being freed.
+ * The hook notices the removal (see delay_targets()) and has this work
+ * swap the target for DELAY_CGROUP_GONE and drop the reference.
+ */
+static void delay_cgroup_reap(struct work_struct *work)
+{
+	struct cgroup *cgrp;
+
+	kernel_param_lock(THIS_MODULE);
+	cgrp = rcu_dereference_protected(delay_cgrp, true);
+	if (!IS_ERR_OR_NULL(cgrp) && delay_cgroup_dying(cgrp))
+		rcu_assign_pointer(delay_cgrp, DELAY_CGROUP_GONE);
+	else
+		cgrp = NULL;
+	delay_cgroup_put(cgrp);
+	kernel_param_unlock(THIS_MODULE);
+}
+
+static DECLARE_WORK(delay_cgroup_reap_work, delay_cgroup_reap);
 
 static int delay_cgroup_set(const char *val, const struct kernel_param *kp)
 {
@@ -257,10 +305,7 @@ static int delay_cgroup_set(const char *val, const struct kernel_param *kp)
 	}
 
 	old = rcu_replace_pointer(delay_cgrp, cgrp, true);
-	if (old) {
-		synchronize_rcu();
-		cgroup_put(old);
-	}
+	delay_cgroup_put(old);
 	memmove(buf, path, strlen(path) + 1);
 	swap(buf, delay_cgroup_path);
 out:
@@ -270,15 +315,24 @@ out:
 
 static int delay_cgroup_get(char *buf, const struct kernel_param *kp)
 {
-	return sysfs_emit(buf, "%s\n", delay_cgroup_path ?: "");
+	/* The parameter lock keeps the setter and the reaper out. */
+	struct cgroup *cgrp = rcu_dereference_protected(delay_cgrp, true);
+	bool gone = cgrp == DELAY_CGROUP_GONE ||
+		    (cgrp && delay_cgroup_dying(cgrp));
+
+	return sysfs_emit(buf, "%s%s\n", delay_cgroup_path ?: "",
+			  gone ? " (deleted)" : "");
 }
 
 static void delay_cgroup_free(void *arg)
 {
 	struct cgroup *cgrp = rcu_replace_pointer(delay_cgrp, NULL, true);
 
-	/* No hook is registered any more: nobody reads it under RCU. */
-	if (cgrp)
+	/*
+	 * No hook is registered any more and delay_exit() flushed the
+	 * reaper, or the load failed before the hook was: nobody reads it.
+	 */
+	if (!IS_ERR_OR_NULL(cgrp))
 		cgroup_put(cgrp);
 	kfree(delay_cgroup_path);
 	delay_cgroup_path = NULL;
@@ -396,8 +450,14 @@ static bool delay_targets(int nr)
 
 	rcu_read_lock();
 	cgrp = rcu_dereference(delay_cgrp);
-	if (cgrp)
-		ret = task_under_cgroup_hierarchy(current, cgrp);
+	if (IS_ERR(cgrp)) {
+		ret = false;
+	} else if (cgrp && !task_under_cgroup_hierarchy(current, cgrp)) {
+		ret = false;
+		/* Checked only here: a removed cgroup holds no task. */
+		if (unlikely(delay_cgroup_dying(cgrp)))
+			schedule_work(&delay_cgroup_reap_work);
+	}
 	filter = rcu_dereference(delay_filter);
 	if (ret && filter) {
 		/* x32 shares the 64-bit numbers; -1 (skipped) is none. */
@@ -440,8 +500,11 @@ static __always_inline u64 delay_wait(u64 start, unsigned int ns)
 }
 
 /*
- * Runs preemptible (always on PREEMPT_RT): only this_cpu ops on the
- * counters, which are safe against preemption and migration, and no lock.
+ * Runs preemptible (always on PREEMPT_RT; with preemption disabled on a
+ * kernel without RCU Tasks) and must never sleep or block, as
+ * <asm/syscall_hook.h> says: only this_cpu ops on the counters, which are
+ * safe against preemption and migration, no lock, and schedule_work()
+ * (raw spinlocks only) to let a removed cgroup go.
  */
 static void delay_hook(struct pt_regs *regs, int nr)
 {
@@ -593,6 +656,8 @@ remove_stats:
 static void __exit delay_exit(void)
 {
 	syscall_hook_unregister(delay_hook);
+	/* The hook was its only source: it cannot come back now. */
+	cancel_work_sync(&delay_cgroup_reap_work);
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
 }
 

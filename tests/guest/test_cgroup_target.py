@@ -5,6 +5,7 @@ import errno
 import multiprocessing
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from conftest import MODDIR, ROOT, cgroup2_root, insmod, kernel_problems, ko, re
 
 CGROUP = MODDIR / "parameters/cgroup"
 CALLS = MODDIR / "stats/calls"
+NR_GETPPID = 110
 
 
 @pytest.fixture
@@ -94,14 +96,41 @@ def test_bad_paths_are_refused_and_the_old_target_kept(delay, target, path, err)
     assert CGROUP.read_text() == name + "\n"
 
 
-def test_target_survives_rmdir_and_unload(delay, target):
-    cg, name, child = target
+def getppids_counted(cgroup_dir, n=5000):
+    """How many of @n getppid() calls of a fresh process in @cgroup_dir
+    the module counted (its filter set to getppid alone)."""
+    calls0 = read_int(CALLS)
+    subprocess.run([sys.executable, "-c", f"import os\nfor _ in range({n}): os.getppid()"],
+                   check=True, preexec_fn=lambda: (cgroup_dir / "cgroup.procs").write_text(
+                       str(os.getpid())))
+    return read_int(CALLS) - calls0
+
+
+def test_a_removed_target_says_so_and_is_let_go(delay, scratch_cgroups):
+    """rmdir of the target: the parameter says it is gone, the module lets
+    the dead cgroup go, and a new cgroup of the same path is not the
+    target until the path is written again."""
+    parent, (cg, _) = scratch_cgroups
+    name = f"/{parent.name}/{cg.name}"
+    assert write_param(str(NR_GETPPID), MODDIR / "parameters/syscalls") == 0
+    assert write_param(name, CGROUP) == 0
+    assert getppids_counted(cg) == 5000
+    cg.rmdir()
+    assert wait_for_no_dying(parent) == 0, "the module keeps the removed cgroup"
+    assert CGROUP.read_text() == name + " (deleted)\n"
+    cg.mkdir()
+    assert CGROUP.read_text() == name + " (deleted)\n"
+    assert getppids_counted(cg) == 0, "a new cgroup of the old path was delayed"
+    assert write_param(name, CGROUP) == 0
+    assert CGROUP.read_text() == name + "\n"
+    assert getppids_counted(cg) == 5000
+
+
+def test_target_survives_unload_and_reload(delay, target):
+    _, name, _ = target
     assert write_param(name + "/child", CGROUP) == 0
-    child.rmdir()
-    child.mkdir()   # the fixture removes it again
-    assert CGROUP.read_text() == name + "/child\n"
-    subprocess.run(["rmmod", "delay"], check=True)
-    subprocess.run(["insmod", ko("delay"), f"cgroup={name}"], check=True)
+    rmmod()
+    insmod("delay", f"cgroup={name}")
     assert CGROUP.read_text() == name + "\n"
 
 

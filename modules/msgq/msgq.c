@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * msgq - a message bus of four bounded queues, each a misc device
+ * msgq - a message bus of four bounded queues, each a character device
  *
  * /dev/bus_in_q, /dev/bus_out_q1, /dev/bus_out_q2 and /dev/bus_out_q3 are
  * four independent queues of whole messages, each with its own ring, lock
@@ -30,7 +30,10 @@
  *	empty queue blocks until a message comes, or is -EAGAIN with
  *	O_NONBLOCK.
  * poll()
- *	Readable while a message is queued, writable while there is room.
+ *	Readable while a message is queued, writable while there is room,
+ *	either only while no other caller holds the queue's lock: that is,
+ *	while a non-blocking read() or write() would not be -EAGAIN.  Every
+ *	release of the lock wakes the pollers.
  *
  * A signal interrupts a blocked read() or write() (-ERESTARTSYS: EINTR,
  * or a restart under SA_RESTART), and so it does while the call waits
@@ -58,7 +61,7 @@
  *	64 MiB at the cap), and write() copies the message into the free one
  *	while it holds the queue's lock.
  *
- * /sys/class/misc/QUEUE/stats/  (ro; QUEUE is bus_in_q, bus_out_q1 ...)
+ * /sys/class/msgq/QUEUE/stats/  (ro; QUEUE is bus_in_q, bus_out_q1 ...)
  *	enqueued	messages queued since load
  *	dequeued	messages handed to a reader since load
  *	blocked_writers	write() calls that found the queue full and slept
@@ -81,16 +84,19 @@
  * its clocksource.
  *
  * The module cannot be unloaded while a device is open; unloading frees
- * every message still queued.
+ * every message still queued.  Loading allocates everything and makes the
+ * devices, and only then makes them openable, in one step that is the
+ * last to fail: a failed load never had a device anyone could open.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/fs.h>
+#include <linux/kdev_t.h>
 #include <linux/kernel.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
@@ -154,10 +160,11 @@ struct msgq_buf {
  * and the others are NULL.
  */
 struct msgq_queue {
-	struct miscdevice misc;
+	const char *name;
 	struct mutex lock;		/* the ring, seq, the counters */
 	wait_queue_head_t readers;	/* wait for a message */
 	wait_queue_head_t writers;	/* wait for room */
+	wait_queue_head_t pollers;	/* poll(): woken on every unlock */
 	struct msgq_buf **ring;
 	void *slots;
 	unsigned int head;
@@ -172,6 +179,11 @@ struct msgq_queue {
 };
 
 static struct msgq_queue msgq_queues[MSGQ_QUEUES];
+
+/* The devices: one region of MSGQ_QUEUES minors, one cdev for them all. */
+static dev_t msgq_devt;
+static struct cdev msgq_cdev;
+static struct device *msgq_devices[MSGQ_QUEUES];
 
 static int msgq_capacity_set(const char *val, const struct kernel_param *kp)
 {
@@ -216,8 +228,8 @@ MODULE_PARM_DESC(alloc, "Message buffers: dynamic (kmalloc per message, the defa
 
 static struct msgq_queue *msgq_of(struct file *file)
 {
-	/* misc_open() put our miscdevice there. */
-	return container_of(file->private_data, struct msgq_queue, misc);
+	/* msgq_open() put it there. */
+	return file->private_data;
 }
 
 static bool msgq_ready(struct msgq_queue *q, bool for_write)
@@ -225,6 +237,16 @@ static bool msgq_ready(struct msgq_queue *q, bool for_write)
 	unsigned int count = READ_ONCE(q->count);
 
 	return for_write ? count < msgq_capacity : count > 0;
+}
+
+/*
+ * Release @q's lock.  poll() says ready only while the lock is free, so
+ * the pollers must look again.
+ */
+static void msgq_unlock(struct msgq_queue *q)
+{
+	mutex_unlock(&q->lock);
+	wake_up_interruptible(&q->pollers);
 }
 
 /*
@@ -256,7 +278,7 @@ static int msgq_lock_ready(struct msgq_queue *q, bool for_write, bool nonblock)
 			WRITE_ONCE(*blocked, *blocked + 1);
 			slept = true;
 		}
-		mutex_unlock(&q->lock);
+		msgq_unlock(q);
 		if (nonblock)
 			return -EAGAIN;
 		if (wait_event_interruptible(*wq, msgq_ready(q, for_write)))
@@ -311,7 +333,7 @@ static ssize_t msgq_write(struct file *file, const char __user *buf,
 	} else {
 		msg = q->ring[(q->head + q->count) % msgq_capacity];
 		if (copy_from_user(msg->payload, payload, len)) {
-			mutex_unlock(&q->lock);
+			msgq_unlock(q);
 			return -EFAULT;
 		}
 	}
@@ -326,8 +348,8 @@ static ssize_t msgq_write(struct file *file, const char __user *buf,
 	WRITE_ONCE(q->enqueued, q->enqueued + 1);
 	if (depth > q->high_water)
 		WRITE_ONCE(q->high_water, depth);
-	trace_msgq_enqueue(q->misc.name, msg->seq, len, depth);
-	mutex_unlock(&q->lock);
+	trace_msgq_enqueue(q->name, msg->seq, len, depth);
+	msgq_unlock(q);
 
 	wake_up_interruptible(&q->readers);
 	return count;
@@ -379,16 +401,16 @@ static ssize_t msgq_read(struct file *file, char __user *buf, size_t count,
 	q->head = (q->head + 1) % msgq_capacity;
 	WRITE_ONCE(q->count, rec.depth);
 	WRITE_ONCE(q->dequeued, q->dequeued + 1);
-	trace_msgq_dequeue(q->misc.name, rec.seq, rec.length, rec.depth,
+	trace_msgq_dequeue(q->name, rec.seq, rec.length, rec.depth,
 			   rec.queued_ns, rec.queued_cycles);
-	mutex_unlock(&q->lock);
+	msgq_unlock(q);
 
 	wake_up_interruptible(&q->writers);
 	msgq_free(q, msg);
 	return size;
 
 unlock:
-	mutex_unlock(&q->lock);
+	msgq_unlock(q);
 	return ret;
 }
 
@@ -397,8 +419,14 @@ static __poll_t msgq_poll(struct file *file, poll_table *wait)
 	struct msgq_queue *q = msgq_of(file);
 	__poll_t mask = 0;
 
-	poll_wait(file, &q->readers, wait);
-	poll_wait(file, &q->writers, wait);
+	/*
+	 * Register first: every change of the queue ends in msgq_unlock(),
+	 * which then wakes us.  While another caller holds the lock, a
+	 * non-blocking call would be -EAGAIN.
+	 */
+	poll_wait(file, &q->pollers, wait);
+	if (mutex_is_locked(&q->lock))
+		return 0;
 	if (msgq_ready(q, false))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	if (msgq_ready(q, true))
@@ -406,9 +434,15 @@ static __poll_t msgq_poll(struct file *file, poll_table *wait)
 	return mask;
 }
 
+static int msgq_open(struct inode *inode, struct file *file)
+{
+	file->private_data = &msgq_queues[iminor(inode) - MINOR(msgq_devt)];
+	return nonseekable_open(inode, file);
+}
+
 static const struct file_operations msgq_fops = {
 	.owner = THIS_MODULE,
-	.open = nonseekable_open,
+	.open = msgq_open,
 	.read = msgq_read,
 	.write = msgq_write,
 	.poll = msgq_poll,
@@ -416,8 +450,8 @@ static const struct file_operations msgq_fops = {
 
 static struct msgq_queue *msgq_of_dev(struct device *dev)
 {
-	/* misc_register() made our miscdevice the device's driver data. */
-	return container_of(dev_get_drvdata(dev), struct msgq_queue, misc);
+	/* msgq_init() made the queue the device's driver data. */
+	return dev_get_drvdata(dev);
 }
 
 static ssize_t enqueued_show(struct device *dev, struct device_attribute *attr,
@@ -493,10 +527,22 @@ static const struct attribute_group *msgq_groups[] = {
 	NULL,
 };
 
+/* The devices are root only, as the header comment says. */
+static char *msgq_devnode(const struct device *dev, umode_t *mode)
+{
+	if (mode)
+		*mode = 0600;
+	return NULL;
+}
+
+static const struct class msgq_class = {
+	.name = "msgq",
+	.devnode = msgq_devnode,
+};
+
 static int msgq_queue_init(struct msgq_queue *q, unsigned int index)
 {
 	unsigned int i;
-	int ret;
 
 	q->ring = kcalloc(msgq_capacity, sizeof(*q->ring), GFP_KERNEL);
 	if (!q->ring)
@@ -505,41 +551,24 @@ static int msgq_queue_init(struct msgq_queue *q, unsigned int index)
 		q->slots = kvmalloc_array(msgq_capacity, MSGQ_SLOT_SIZE,
 					  GFP_KERNEL);
 		if (!q->slots) {
-			ret = -ENOMEM;
-			goto free_ring;
+			kfree(q->ring);
+			return -ENOMEM;
 		}
 		for (i = 0; i < msgq_capacity; i++)
 			q->ring[i] = q->slots + (size_t)i * MSGQ_SLOT_SIZE;
 	}
+	q->name = msgq_names[index];
 	mutex_init(&q->lock);
 	init_waitqueue_head(&q->readers);
 	init_waitqueue_head(&q->writers);
+	init_waitqueue_head(&q->pollers);
 	atomic_set(&q->allocated, 0);
-
-	q->misc.minor = MISC_DYNAMIC_MINOR;
-	q->misc.name = msgq_names[index];
-	q->misc.fops = &msgq_fops;
-	q->misc.groups = msgq_groups;
-	q->misc.mode = 0600;
-	ret = misc_register(&q->misc);
-	if (ret) {
-		pr_err("cannot register /dev/%s: %d\n", q->misc.name, ret);
-		goto free_slots;
-	}
 	return 0;
-
-free_slots:
-	mutex_destroy(&q->lock);
-	kvfree(q->slots);
-free_ring:
-	kfree(q->ring);
-	return ret;
 }
 
 /* Only once no file of @q is open: the module is going away. */
 static void msgq_queue_exit(struct msgq_queue *q)
 {
-	misc_deregister(&q->misc);
 	for (; q->count; q->count--) {
 		msgq_free(q, q->ring[q->head]);
 		q->head = (q->head + 1) % msgq_capacity;
@@ -549,24 +578,69 @@ static void msgq_queue_exit(struct msgq_queue *q)
 	kfree(q->ring);
 }
 
+/* Remove the devices made so far, the @n first ones. */
+static void msgq_devices_remove(unsigned int n)
+{
+	while (n--)
+		device_unregister(msgq_devices[n]);
+}
+
+/*
+ * In this order: the queues, the device numbers, the class and the
+ * devices (their nodes and stats appear, but no open can succeed while
+ * no cdev serves their numbers), and last the cdev, after which nothing
+ * can fail.  An open that came earlier was -ENXIO without running any of
+ * this module's code, so a failed load leaves no file behind.
+ */
 static int __init msgq_init(void)
 {
-	unsigned int i;
+	struct device *dev;
+	unsigned int i, made;
 	int ret;
 
 	for (i = 0; i < MSGQ_QUEUES; i++) {
 		ret = msgq_queue_init(&msgq_queues[i], i);
 		if (ret)
-			goto undo;
+			goto free_queues;
 	}
+	ret = alloc_chrdev_region(&msgq_devt, 0, MSGQ_QUEUES, KBUILD_MODNAME);
+	if (ret)
+		goto free_queues;
+	ret = class_register(&msgq_class);
+	if (ret)
+		goto free_region;
+	for (made = 0; made < MSGQ_QUEUES; made++) {
+		dev = device_create_with_groups(&msgq_class, NULL,
+						MKDEV(MAJOR(msgq_devt),
+						      MINOR(msgq_devt) + made),
+						&msgq_queues[made], msgq_groups,
+						"%s", msgq_names[made]);
+		if (IS_ERR(dev)) {
+			ret = PTR_ERR(dev);
+			goto remove_devices;
+		}
+		msgq_devices[made] = dev;
+	}
+	cdev_init(&msgq_cdev, &msgq_fops);
+	msgq_cdev.owner = THIS_MODULE;
+	ret = cdev_add(&msgq_cdev, msgq_devt, MSGQ_QUEUES);
+	if (ret)
+		goto remove_devices;
+
 	pr_info("%u queues of %u messages of up to %u bytes, %s buffers\n",
 		MSGQ_QUEUES, msgq_capacity, MSGQ_MAX_PAYLOAD,
 		msgq_alloc_names[msgq_alloc]);
 	return 0;
 
-undo:
+remove_devices:
+	msgq_devices_remove(made);
+	class_unregister(&msgq_class);
+free_region:
+	unregister_chrdev_region(msgq_devt, MSGQ_QUEUES);
+free_queues:
 	while (i--)
 		msgq_queue_exit(&msgq_queues[i]);
+	pr_err("cannot load: %d\n", ret);
 	return ret;
 }
 
@@ -574,6 +648,10 @@ static void __exit msgq_exit(void)
 {
 	unsigned int i;
 
+	cdev_del(&msgq_cdev);
+	msgq_devices_remove(MSGQ_QUEUES);
+	class_unregister(&msgq_class);
+	unregister_chrdev_region(msgq_devt, MSGQ_QUEUES);
 	for (i = 0; i < MSGQ_QUEUES; i++)
 		msgq_queue_exit(&msgq_queues[i]);
 }

@@ -179,7 +179,7 @@ def test_every_interface_under_fuzzing_and_module_cycles(scratch_cgroups):
                 pass
         finally:
             os.close(fd)
-        stats = pathlib.Path(f"/sys/class/misc/{q[5:]}/stats")
+        stats = pathlib.Path(f"/sys/class/msgq/{q[5:]}/stats")
         assert (stats / "allocated").read_text() == "0\n", q
         assert (stats / "depth").read_text() == "0\n", q
     unload_all()

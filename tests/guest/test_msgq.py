@@ -21,7 +21,7 @@ import time
 
 import pytest
 from conftest import ROOT, insmod, kernel_problems, rmmod
-from uffd import PAGE, HeldPage, errno_of_call, run_briefly
+from uffd import PAGE, HeldPage, errno_of_call, in_thread, run_briefly
 
 MODULE = pathlib.Path("/sys/module/msgq")
 QUEUES = ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")
@@ -38,7 +38,7 @@ def dev(q="bus_out_q1"):
 
 
 def stat(q, name):
-    return int(pathlib.Path(f"/sys/class/misc/{q}/stats/{name}").read_text())
+    return int(pathlib.Path(f"/sys/class/msgq/{q}/stats/{name}").read_text())
 
 
 def unload():
@@ -202,6 +202,37 @@ def test_nonblocking_calls_never_wait_for_a_reader_stuck_in_a_fault(msgq):
         if msgq == "dynamic":
             assert stat("bus_out_q1", "allocated") == 0
     finally:
+        os.close(fd)
+
+
+def test_poll_says_what_a_nonblocking_call_would_do(msgq):
+    """While a reader holds the queue's lock in a copy that does not end
+    (userfaultfd), non-blocking reads and writes are EAGAIN: poll() must
+    say neither POLLIN nor POLLOUT, or a level-triggered loop spins.  Once
+    the reader lets go, a poller waiting for either is woken."""
+    fd = os.open(dev(), os.O_RDWR)
+    nfd = os.open(dev(), os.O_RDWR | os.O_NONBLOCK)
+    try:
+        send(fd, b"first")
+        send(fd, b"second")
+        with HeldPage() as page:
+            stuck = page.read_into(fd, PAGE)
+            p = select.poll()
+            p.register(nfd, select.POLLIN | select.POLLOUT)
+            calls = (errno_of_call(os.read, nfd, 4096), errno_of_call(send, nfd, b"x"))
+            assert calls == (errno.EAGAIN, errno.EAGAIN), calls
+            ready = dict(p.poll(0)).get(nfd, 0) & (select.POLLIN | select.POLLOUT)
+            assert ready == 0, f"poll says {ready:#x} while both calls are EAGAIN"
+            waiter = in_thread(lambda: p.poll(120_000))
+            page.release()
+            assert stuck.result(30) == REC.size + 5
+            # A poller that nobody wakes returns at its 120 s timeout.
+            ready = dict(waiter.result(60)).get(nfd, 0)
+            assert ready & select.POLLIN and ready & select.POLLOUT, \
+                "the reader that let go of the lock woke no poller"
+        assert receive(nfd)["payload"] == b"second"
+    finally:
+        os.close(nfd)
         os.close(fd)
 
 

@@ -94,6 +94,11 @@ def run_briefly(fn, timeout=30):
         return WAITED
 
 
+def in_thread(fn):
+    """fn() started in a thread now: its future."""
+    return _threads.submit(fn)
+
+
 def errno_of_call(call, *args):
     """0 if call(*args) succeeds, else its errno."""
     try:

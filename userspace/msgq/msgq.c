@@ -236,7 +236,7 @@ static long drain(void)
 	return n;
 }
 
-/* The module's counters of each queue: /sys/class/misc/QUEUE/stats/NAME. */
+/* The module's counters of each queue: /sys/class/msgq/QUEUE/stats/NAME. */
 static const char *const stat_names[] = {
 	"enqueued", "dequeued", "blocked_writers", "blocked_readers", "high_water", "allocated",
 };
@@ -251,7 +251,7 @@ static void read_stats(unsigned long out[MSGQ_QUEUES][N_STATS])
 	for (q = 0; q < MSGQ_QUEUES; q++)
 		for (s = 0; s < N_STATS; s++) {
 			device_path(dev, sizeof(dev), (int)q);
-			snprintf(path, sizeof(path), "/sys/class/misc/%s/stats/%s",
+			snprintf(path, sizeof(path), "/sys/class/msgq/%s/stats/%s",
 				 dev + strlen("/dev/"), stat_names[s]);
 			if (lab_read_ulong(path, &out[q][s]))
 				out[q][s] = 0;

@@ -97,6 +97,34 @@ def read_int(path):
     return int(pathlib.Path(path).read_text())
 
 
+def kernel_stack(tid):
+    """Task @tid's kernel stack (/proc/TID/stack: one function a line) while
+    it sleeps, "" while it runs, None once it is gone."""
+    try:
+        state = pathlib.Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return pathlib.Path(f"/proc/{tid}/stack").read_text() if state in "SD" else ""
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def wait_asleep(tid, *where, timeout=60):
+    """Wait until task @tid sleeps with every one of @where on its kernel
+    stack (function names such as "irqhook_read"; the stack leaves out the
+    scheduler's and the locks' own functions). A task that never gets
+    there fails the test after @timeout s: that bounds nothing but a lost
+    task."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stack = kernel_stack(tid)
+        if stack is None:
+            pytest.fail(f"task {tid} ended while we waited for it to sleep in {where}")
+        if all(w in stack for w in where):
+            return stack
+        if time.monotonic() > deadline:
+            pytest.fail(f"task {tid} did not sleep in {where} within {timeout} s:\n{stack}")
+        time.sleep(0.01)
+
+
 # What any kernel, and the debug variant's checkers, say when something is
 # wrong: oopses and warnings (lockdep's and DEBUG_OBJECTS' among them),
 # KASAN's "BUG: KASAN:", UBSAN's reports, SLUB's "BUG kmalloc-64 (...)",

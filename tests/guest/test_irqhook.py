@@ -15,8 +15,8 @@ import time
 from multiprocessing import Pool
 
 import pytest
-from conftest import ROOT
-from uffd import HeldPage, errno_of_call, run_briefly
+from conftest import ROOT, wait_asleep
+from uffd import HeldPage, errno_of_call, in_thread, run_briefly
 
 DEV = "/dev/irqhook"
 EVENT = struct.Struct("=QQQII")  # seq, write_ns, wake_ns, pending, reserved
@@ -259,6 +259,95 @@ def test_a_read_from_a_full_ring_wakes_a_writer_polling_for_pollout(dev):
     t.join(60)
     assert not t.is_alive(), "the read that made room woke no poller"
     assert got["events"] and got["events"][0][1] & select.POLLOUT
+
+
+def _blocked_reader(page=None):
+    """A thread blocked in read(/dev/irqhook), into @page if given:
+    (thread, its tid, a dict that gets the read's return value)."""
+    got, tid = {}, []
+    ready = threading.Event()
+
+    def read():
+        tid.append(threading.get_native_id())
+        ready.set()
+        fd = os.open(DEV, os.O_RDONLY)
+        try:
+            if page:
+                got["ret"] = libc.read(fd, ctypes.c_void_p(page.addr), EVENT.size)
+            else:
+                got["ret"] = read_event(fd)
+        finally:
+            os.close(fd)
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    ready.wait()
+    wait_asleep(tid[0], "irqhook_read")
+    return t, tid[0], got
+
+
+def _dd_reader():
+    """A process blocked in read(/dev/irqhook) for one event, on stdout."""
+    p = subprocess.Popen(["dd", f"if={DEV}", f"bs={EVENT.size}", "count=1", "status=none"],
+                         stdout=subprocess.PIPE)
+    wait_asleep(p.pid, "irqhook_read")
+    return p
+
+
+def test_a_woken_reader_that_fails_passes_its_wake_up_on(dev):
+    """Readers R, A and C block in that order.  Write 1 wakes R, whose copy
+    out stalls in a held page with the read lock held; write 2 wakes A
+    (the wake-up takes it off the wait queue at once), and A is killed
+    before it can get that lock.  Each write wakes one reader, so A's
+    wake-up was the only one for event 2: unless A passes it on, C sleeps
+    with event 2 queued until some other write."""
+    with HeldPage() as page:
+        r, _, r_got = _blocked_reader(page)
+        a = _dd_reader()
+        c = _dd_reader()
+        os.write(dev, b"x")
+        assert page.wait_for_fault(30), "R did not fault on the held page"
+        os.write(dev, b"x")
+        a.kill()
+        a.wait()
+        page.release()
+        r.join(30)
+        assert r_got.get("ret") == EVENT.size
+        first = EVENT.unpack(page.bytes(EVENT.size))[0]
+    try:
+        # Woken, C returns at once; a lost wake-up leaves it asleep for good.
+        out, _ = c.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.write(dev, b"x")     # an unrelated write lets C go
+        c.communicate(timeout=60)
+        pytest.fail("C slept with an event queued: A's wake-up was lost")
+    assert EVENT.unpack(out)[0] == first + 1
+
+
+def test_poll_is_not_readable_while_a_read_would_wait(dev):
+    """While a reader is stuck copying the oldest event out (its page held),
+    a non-blocking read is EAGAIN, so poll() must not say POLLIN; once the
+    reader lets go of the ring, a poller waiting for POLLIN is woken."""
+    os.write(dev, b"x")
+    os.write(dev, b"x")
+    with HeldPage() as page:
+        stuck = page.read_into(dev, EVENT.size)
+        fd = os.open(DEV, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            assert errno_of_call(os.read, fd, EVENT.size) == errno.EAGAIN
+            assert dict(p.poll(0)).get(fd, 0) & select.POLLIN == 0, \
+                "poll says readable while a non-blocking read is EAGAIN"
+            waiter = in_thread(lambda: p.poll(120_000))
+            page.release()
+            assert stuck.result(30) == EVENT.size
+            # A poller that nobody wakes returns at its 120 s timeout.
+            assert dict(waiter.result(60)).get(fd, 0) & select.POLLIN, \
+                "the reader that let go of the ring woke no poller"
+            assert read_event(fd)[3] == 0
+        finally:
+            os.close(fd)
 
 
 IRQHOOK = ROOT / "userspace/irqhook/irqhook"

@@ -34,18 +34,21 @@ def test_percall_files_for_both_syscalls(clean_module, tmp_path):
         assert s["vdso"] is True and s["clocksource"] == "tsc", s
         med = statistics.median(ns)
         assert len(ns) == N and min(ns) > 0
-        # A null call and a 1-byte read: above the clock pair, far below a tick.
-        assert s["clock_pair_ns"] < med < 100_000, (sc, s["clock_pair_ns"], med)
+        # Each figure spans a clock read and the call: above the pair of
+        # back-to-back reads.  No upper bound: a busy host stretches any.
+        assert s["clock_pair_ns"] < med, (sc, s["clock_pair_ns"], med)
     assert kernel_problems() == []
 
 
 def test_strace_delay_enter_10us_adds_it(clean_module, tmp_path):
+    # strace holds the tracee stopped until a 10 us timer expires, and a
+    # timer never fires early: every delayed call lasts at least 10 us,
+    # however fast or busy the machine.  (The medians of two separate runs
+    # compared one host's moods, not the delay.)
     st = ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=getppid"]
-    _, zero = percall(tmp_path, "s0", "--case", "strace-0", tool=[*st, "--"])
     _, slow = percall(tmp_path, "s10", "--case", "strace-10us",
                       tool=[*st, "-e", "inject=getppid:delay_enter=10us", "--"])
-    added = statistics.median(slow) - statistics.median(zero)
-    assert added >= 8000, f"strace delay_enter=10us added {added:.0f} ns"
+    assert min(slow) >= 10_000, f"a call strace delayed by 10 us took {min(slow)} ns"
     assert kernel_problems() == []
 
 

@@ -16,13 +16,28 @@ PY := $(VENV)/bin/python
 RESULTS := $(CURDIR)/results
 # Guest tests of every boot: a short boot of each extra variant runs these.
 VARIANT_TESTS := tests/guest/test_variants.py
-# The debug variant runs every test of the lab's kernel code and the stress
-# pass: lockdep, KASAN, UBSAN, kmemleak ... must have nothing to say.  Not
-# the timing tests: its checkers make every path longer, and what it proves
-# is that nothing is reported, on the host's clock like the stock pass.
-DEBUG_TESTS := $(VARIANT_TESTS) tests/guest/test_interfaces_stress.py \
-	tests/guest/test_delay_module.py tests/guest/test_cgroup_target.py \
-	tests/guest/test_irqhook.py tests/guest/test_msgq.py
+# The passes of 'make test-debug', one boot per variant (README, "The debug
+# variants"), each file a checker's reports fail.  Not the timing tests:
+# the checkers make every path longer, and what a pass proves is that
+# nothing is reported, on the host's clock like the stock pass.  An
+# experiment's tests are listed while the experiment exists.
+STRESS_TESTS := tests/guest/test_interfaces_stress.py
+MODULE_TESTS := tests/guest/test_delay_module.py tests/guest/test_cgroup_target.py \
+	$(wildcard tests/guest/test_irqhook.py tests/guest/test_msgq.py)
+# debug: lockdep, KASAN, UBSAN, kmemleak ... and fault injection.
+DEBUG_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS) $(MODULE_TESTS) tests/guest/test_faultinject.py
+# kcsan: data races.  test_variants.py last: its KCSAN check reads every
+# report since boot, so it must come after the pass that provokes them.
+KCSAN_TESTS := $(STRESS_TESTS) $(MODULE_TESTS) $(VARIANT_TESTS)
+# nopreempt: no kernel preemption (the long-spin unload), and rt: PREEMPT_RT.
+NOPREEMPT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS)
+RT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS)
+DEBUG_VARIANTS := debug kcsan nopreempt rt
+# Where test-debug keeps each boot's output and streamed kernel log (no
+# result of an experiment: under build/, with the other build products).
+ifndef DEBUG_LOGS
+DEBUG_LOGS := $(CURDIR)/build/test-debug-$(shell date +%Y%m%d-%H%M%S)
+endif
 # The clock of the guest tests that assert a time (marked 'timing'):
 # virtual (QEMU's instruction counter) makes every figure they assert the
 # same on a slow or busy machine as on a fast one.  Under KVM there is no
@@ -106,14 +121,38 @@ test-timing: setup
 		echo "test-timing: round $$i of $(REPEAT)"; \
 		$(PY) -m pytest -q -p no:cacheprovider -m timing tests/guest || exit 1; done'
 
-## test-debug: build the debug variant; its module tests and stress pass, no report allowed
-## (not part of 'make test': under TCG its checkers make a boot take many minutes)
-# Its own time limit: on a busy 2-core host the pass ran 64 tests in an
-# hour, and vm.sh's default (VM_TIMEOUT=3600) stopped it there.
+## test-debug: build and boot each debug variant (debug kcsan nopreempt rt), run its passes;
+## no checker may report (not part of 'make test': under TCG a debug boot takes many minutes)
+# Every variant runs even if one fails, each in a boot of its own with
+# its own time limit (on a busy 2-core host the debug pass ran 64 tests
+# in an hour, and vm.sh's default of 3600 s stopped it there); its output
+# and the guest's kernel log, streamed as it is written, go to
+# $(DEBUG_LOGS)/VARIANT.log and VARIANT-kernel.log.
 test-debug: deps venv userspace
-	$(MAKE) VARIANT=debug kernel module
-	VARIANT=debug VM_TIMEOUT=$${VM_TIMEOUT:-10800} $(VM) -- $(PY) -m pytest -q --durations=10 \
-		-p no:cacheprovider -m 'not timing' $(DEBUG_TESTS)
+	@mkdir -p $(DEBUG_LOGS); failed=; \
+	for v in $(DEBUG_VARIANTS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory test-debug-$$v DEBUG_LOGS=$(DEBUG_LOGS) \
+			2>&1 | tee $(DEBUG_LOGS)/$$v.log; \
+		status=$${PIPESTATUS[0]}; \
+		echo "test-debug: $$v: exit status $$status in $$(( $$(date +%s) - start )) s" \
+			| tee -a $(DEBUG_LOGS)/summary.txt; \
+		[ "$$status" -eq 0 ] || failed="$$failed $$v"; \
+	done; \
+	echo "test-debug: logs in $(DEBUG_LOGS)"; \
+	[ -z "$$failed" ] || { echo "test-debug: failed:$$failed" >&2; exit 1; }
+
+# One variant's pass: make test-debug-kcsan ...
+test-debug-%: venv userspace
+	$(MAKE) VARIANT=$* kernel module
+	VARIANT=$* VM_KLOG=$(DEBUG_LOGS)/$*-kernel.log VM_TIMEOUT=$${VM_TIMEOUT:-10800} \
+		$(VM) -- $(PY) -m pytest -q -rs --durations=10 -p no:cacheprovider -m 'not timing' \
+		$(TESTS_$*)
+
+TESTS_debug := $(DEBUG_TESTS)
+TESTS_kcsan := $(KCSAN_TESTS)
+TESTS_nopreempt := $(NOPREEMPT_TESTS)
+TESTS_rt := $(RT_TESTS)
 
 ## bench: every benchmark that prints figures
 bench: $(BENCH_TARGETS)

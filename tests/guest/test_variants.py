@@ -187,6 +187,13 @@ def test_kcsan_reports_no_race_in_the_lab_code(record_property):
     headers = sorted({r[0].split("BUG: KCSAN: ", 1)[1] for r in others})
     record_property("kcsan_core_reports", len(others))
     record_property("kcsan_core_races", "; ".join(headers))
+    # KCSAN's own counters: that it set watchpoints all through the pass
+    # is what makes no report mean something.
+    counters = dict(re.findall(r"^(\w+): (\d+)$",
+                               pathlib.Path("/sys/kernel/debug/kcsan").read_text(), re.M))
+    record_property("kcsan_counters", counters)
+    print(f"KCSAN counters: {counters}")
+    assert int(counters.get("setup_watchpoints", 0)) > 0, counters
     print(f"KCSAN: {len(ours)} reports name the lab's code, {len(others)} only the core's:")
     for h in headers:
         print(f"  {h}")

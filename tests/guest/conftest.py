@@ -34,6 +34,12 @@ def pytest_collection_modifyitems(config, items):
         pytest.exit("tests/guest must run inside the lab kernel: use 'make test'", 2)
 
 
+def booted_variant():
+    """What scripts/vm.sh booted (lab.variant= on the kernel command line)."""
+    m = re.search(r"\blab\.variant=(\S+)", pathlib.Path("/proc/cmdline").read_text())
+    return m[1] if m else None
+
+
 def ko(name):
     """A lab module built for the running kernel (make module VARIANT=...)."""
     path = ROOT / "build/modules" / os.uname().release / f"{name}.ko"

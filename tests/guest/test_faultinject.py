@@ -37,7 +37,8 @@ import re
 import struct
 
 import pytest
-from conftest import (BAD_KERNEL_LINE, KMEMLEAK_REPORT, MODDIR, ROOT, cgroup2_root, insmod,
+from conftest import (BAD_KERNEL_LINE, KMEMLEAK_REPORT, MODDIR, ROOT, booted_variant,
+                      cgroup2_root, insmod,
                       kmemleak_scan, ko, rmmod, wait_for_no_dying)
 
 FAIL_NTH = pathlib.Path("/proc/thread-self/fail-nth")
@@ -64,11 +65,6 @@ HAVE_MSGQ = (ROOT / "modules/msgq").is_dir()
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-
-
-def booted_variant():
-    m = re.search(r"\blab\.variant=(\S+)", pathlib.Path("/proc/cmdline").read_text())
-    return m[1] if m else None
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,8 @@ import subprocess
 import time
 
 import pytest
-from conftest import MODDIR, cycle_under_load, insmod, kernel_problems, read_int, rmmod, \
-    write_param
-
-
-def booted_variant():
-    """What scripts/vm.sh booted (lab.variant= on the kernel command line)."""
-    m = re.search(r"\blab\.variant=(\S+)", pathlib.Path("/proc/cmdline").read_text())
-    return m[1] if m else None
+from conftest import MODDIR, booted_variant, cycle_under_load, insmod, kernel_problems, read_int, \
+    rmmod, write_param
 
 
 # What each variant's uname -r ends with, and which preemption flags its

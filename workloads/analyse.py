@@ -12,6 +12,11 @@ system-call latency).
 The model: one unit of work (a build, a grep, a reply) takes the time it
 took at loops 0 plus, for each system call the delayed tasks made per unit
 at loops 0, the calibrated latency the delay adds to one call.
+
+A point is exact when it ran on the virtual clock and none of its timed
+windows made a request to the host's files (raw.csv's p9_requests, all
+0): its times are then the guest's instructions alone, the same on every
+machine.  Any other point is a measurement of this machine on this day.
 """
 import math
 import pathlib
@@ -31,14 +36,15 @@ MEASURES = {
     "reply": (1, "1/s (1/reply time)", "reply"),
     "saturation": (1, "requests/s", "request"),
 }
-# "ns" (the module's ns mode) came later: a raw.csv without it swept loops.
+# "ns" (the module's ns mode) came later: a raw.csv without it swept loops;
+# "p9_requests" later still: without it, the requests were not counted.
 RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
                "errors", "detail"]
 COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean",
            "stddev", "min", "max", "unit", "seconds_per_unit", "median_seconds_per_unit",
            "syscalls_per_unit",
            "predicted_throughput", "checked_seconds_per_unit", "check_error", "errors",
-           "knee_kept_up", "knee_overloaded"]
+           "p9_requests", "exact", "knee_kept_up", "knee_overloaded"]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
 
 
@@ -66,7 +72,8 @@ def parse_run(rec):
          "ns": number(rec, "ns", int, unknown_ok=True), "repeat": number(rec, "repeat", int),
          "units": number(rec, "units", float), "seconds": number(rec, "seconds", float),
          "syscalls": number(rec, "syscalls", float, unknown_ok=True),
-         "errors": number(rec, "errors", int, unknown_ok=True) or 0}
+         "errors": number(rec, "errors", int, unknown_ok=True) or 0,
+         "p9_requests": number(rec, "p9_requests", int, unknown_ok=True)}
     if r["units"] > 0 and r["seconds"] <= 0:
         raise ValueError(f"{r['units']:g} units in {r['seconds']:g} s")
     if (r["loops"] is None) == (r["ns"] is None):
@@ -127,10 +134,11 @@ def mean(values):
     return sum(values) / len(values) if values else None
 
 
-def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0):
+def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=False):
     """One summary row per point (loop count or ns delay) of one measure;
     @measured: read_points(); @entry_ns: what a delayed call costs before
-    its first loop (calibration.entry_ns)."""
+    its first loop (calibration.entry_ns); @virtual: the sweep ran on the
+    virtual clock (a point can be exact)."""
     factor, unit, _ = MEASURES[measure]
     by_setting = {}
     for r in runs:
@@ -147,6 +155,8 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0):
         thr = [factor * r["units"] / r["seconds"] if r["units"] > 0 else 0.0 for r in rs]
         done = [r for r in rs if r["units"] > 0]
         t = stats.summary(thr)
+        p9 = [r.get("p9_requests") for r in rs]
+        p9_requests = None if None in p9 else sum(p9)
         rows.append({
             "measure": measure, "loops": loops, "ns": ns, "knob": rs[0]["knob"],
             "setting": setting, "added_ns": added, "measured_ns": got,
@@ -161,6 +171,7 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0):
             "predicted_throughput": None, "checked_seconds_per_unit": None,
             "check_error": None,
             "errors": sum(r["errors"] for r in rs),
+            "p9_requests": p9_requests, "exact": virtual and p9_requests == 0,
         })
     return rows
 
@@ -346,6 +357,7 @@ def opt(v, spec):
 
 
 def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
+    virtual = on_virtual_clock(meta)
     if ns_per_loop is None:
         how = "delays requested in ns (the module's ns mode, no calibration)"
     else:
@@ -385,12 +397,40 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
                    f"predicted {opt(mod['predicted_slowdown'], '.2f')} at "
                    f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
         out += measured_note(rows)
+        out += exact_note(rows, virtual)
         if mod["check"]:
             out.append(f"check (base + each point's delayed calls x the ns the module "
                        f"measured per call): within {100 * mod['check']['max_abs_error']:.2f} % "
                        f"at all {mod['check']['points']} delayed points (column 'check', %)")
         out += textwrap.wrap(mod["explanation"], 88)
     return "\n".join(out) + "\n"
+
+
+def on_virtual_clock(meta):
+    return ((meta.get("machine") or {}).get("clock") or {}).get("kind") == "virtual"
+
+
+def exact_note(rows, virtual):
+    """Lines on which points are exact (see the module's doc) and why the
+    others are not."""
+    knob = rows[0]["knob"]
+    counted = [p for p in rows if p["p9_requests"] is not None]
+    if not counted:
+        return (["no point is exact: the requests to the host's files in the timed windows "
+                 "were not counted (a sweep from before they were)"] if virtual else [])
+    total = sum(p["p9_requests"] for p in counted)
+    if not virtual:
+        return [f"host's clock: every point measures this machine today; "
+                f"{total:,} requests to the host's files (9p) in the timed windows"]
+    if all(p["exact"] for p in rows):
+        return ["exact: every point (the virtual clock, and no request to the host's files "
+                "in any timed window)"]
+    late = [f"{p['setting']} ({'not counted' if p['p9_requests'] is None else p['p9_requests']})"
+            for p in rows if not p["exact"]]
+    return textwrap.wrap(f"not exact: {knob} {', '.join(late)}: requests to the host's files "
+                         f"(9p) in their timed windows, each as long as the host took and "
+                         f"under the virtual clock until the next timer tick; "
+                         f"{sum(p['exact'] for p in rows)} of {len(rows)} points exact", 88)
 
 
 def measured_note(rows):
@@ -467,7 +507,7 @@ def summarise(d):
     for name in MEASURES:   # a fixed order: apache's reply before saturation
         sel = [r for r in runs if r["measure"] == name]
         if sel:
-            rows = points(sel, name, ns_per_loop, measured, entry)
+            rows = points(sel, name, ns_per_loop, measured, entry, on_virtual_clock(meta))
             if name == "saturation":
                 found = knees(d / "saturation.csv")
                 for p in rows:

@@ -281,6 +281,8 @@ restore() {
 		fi
 	fi
 	work_cgroup_remove
+	p9_teardown
+	scratch_remove
 }
 stopped() {
 	local status=$?
@@ -305,6 +307,8 @@ delay_set loops 0
 delay_set cgroup ""
 [ -z "$SYSCALL_NRS" ] || delay_set syscalls "$SYSCALL_NRS"
 work_cgroup_create
+p9_setup
+scratch_create
 
 # meta.json: the settings as separate arguments, so that a path with spaces
 # or quotes in it stays what it is.  The cmd workload's command is the part

@@ -304,3 +304,37 @@ def test_runs_with_loops_and_ns_are_refused(root, tmp_path, name, rows, message)
     (d / "raw.csv").write_text(f"{NS_HEADER}\n{rows}")
     out = report(root, tmp_path, d)
     assert out.returncode == 1 and message in out.stderr
+
+
+P9_HEADER = "workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,p9_requests,detail"
+
+
+@pytest.mark.parametrize("clock, requests, says, exact", [
+    ("virtual", (0, 0, 0), "exact: every point", [True, True, True]),
+    ("virtual", (0, 3, 0), "not exact: loops 100 (6)", [True, False, True]),
+    ("host", (0, 0, 0), "host's clock: every point measures this machine", [False] * 3),
+    ("virtual", ("", "", ""), "no point is exact", [False] * 3),
+])
+def test_a_point_is_exact_only_without_requests_to_the_host(root, tmp_path, clock, requests,
+                                                            says, exact):
+    """On the virtual clock a point whose timed windows asked the host's
+    files for anything (9p) is not exact, and the report names it; on the
+    host's clock no point is; without counts no point is either."""
+    rows = []
+    for loops, p9 in zip((0, 100, 200), requests):
+        t = 2.0 + 1e6 * 4.0 * loops * 1e-9
+        for repeat in (1, 2):
+            rows.append(f"grep,grep,{loops},,{repeat},1,{t:.6f},1000000,0,{p9},")
+    d = tmp_path / "grep"
+    make_dir(d, [], {"workload": "grep"})
+    (d / "raw.csv").write_text(P9_HEADER + "\n" + "\n".join(rows) + "\n")
+    meta = json.loads((d / "meta.json").read_text())
+    meta["machine"]["clock"] = {"kind": clock, "shift": 0}
+    (d / "meta.json").write_text(json.dumps(meta))
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    assert says in " ".join((d / "report.txt").read_text().split())
+    points = json.loads((d / "summary.json").read_text())["measures"]["grep"]["points"]
+    assert [p["exact"] for p in points] == exact
+    with open(d / "summary.csv") as f:
+        assert [r["exact"] for r in csv.DictReader(f)] == [str(e) for e in exact]

@@ -97,23 +97,29 @@ httperf_fields() {
 }
 
 # httperf_measured LOG RATE CONNS: run httperf, keep its report in LOG and
-# print "replies duration reply_ms errors client_cpu syscalls".
+# print "replies duration reply_ms errors client_cpu syscalls p9_requests".
+# The report goes to memory while the window is open (LOG is on the
+# host's files in the VM).
 httperf_measured() {
 	local c0 c1 f
 	c0=$(delay_calls)
-	httperf_run "$2" "$3" >"$1"
+	p9_start
+	httperf_run "$2" "$3" >"$SCRATCH/httperf.txt"
+	p9_stop
 	c1=$(delay_calls)
+	mv "$SCRATCH/httperf.txt" "$1"
 	f=$(httperf_fields <"$1")
-	echo "$f $((c1 - c0))"
+	echo "$f $((c1 - c0)) ${P9_COUNT:--}"
 }
 
 wl_point_begin() { :; }
 
 wl_run() {
-	local tag=$TAG-$REPEAT replies duration reply errors cpu calls best best_rate
+	local tag=$TAG-$REPEAT replies duration reply errors cpu calls p9 best best_rate
 	# The reference method.
-	read -r replies duration reply errors cpu calls < <(
+	read -r replies duration reply errors cpu calls p9 < <(
 		httperf_measured "$LAB_DIR/logs/reply-$tag.txt" 1 10)
+	P9_COUNT=${p9#-}
 	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
 	record reply "$replies" "$(awk -v n="$replies" -v ms="$reply" 'BEGIN { printf "%.6f", n * ms / 1e3 }')" \
 		"$calls" "$errors" "reply time ${reply} ms"
@@ -121,6 +127,7 @@ wl_run() {
 	# Saturation: raise the offered rate until the replies stop following,
 	# then bisect between the last rate kept up with and the first not.
 	local rate step=0 best_rate=0 best="" ok_rate=0 over_rate=0 over="" phase=ramp
+	SATURATION_P9=0
 	rate=$APACHE_FIRST_RATE
 	if [ -n "$APACHE_LAST_SAT" ]; then
 		rate=$(awk -v s="$APACHE_LAST_SAT" -v f="$APACHE_FIRST_RATE" \
@@ -159,6 +166,8 @@ wl_run() {
 	fi
 	read -r replies duration calls errors rate cpu <<<"$best"
 	APACHE_LAST_SAT=$best_rate
+	# The requests of every step: each one moved the knee.
+	P9_COUNT=$SATURATION_P9
 	record saturation "$replies" "$duration" "$calls" "$errors" \
 		"kept up with $ok_rate/s offered; ${over:-no overload within $APACHE_MAX_STEPS steps}"
 }
@@ -167,10 +176,13 @@ wl_run() {
 # says whether the replies followed (>= 95 % of it, no errors); the best
 # step kept up with so far is remembered in best and best_rate.
 saturation_step() {
-	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls rr
+	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls p9 rr
 	conns=$((rate * STEP_SECONDS))
-	read -r replies duration reply errors cpu calls < <(
+	read -r replies duration reply errors cpu calls p9 < <(
 		httperf_measured "$LAB_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
+	if [ "$p9" = - ]; then SATURATION_P9=; elif [ -n "$SATURATION_P9" ]; then
+		SATURATION_P9=$((SATURATION_P9 + p9))
+	fi
 	rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
 	STEP_OK=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" 'BEGIN { print (e == 0 && rr >= 0.95 * r) ? 1 : 0 }')
 	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$LAB_DIR/saturation.csv"

@@ -53,6 +53,21 @@ work_cgroup_remove() {
 	WORK_CG=
 }
 
+# Memory for what a timed window writes: its output goes there and into
+# the result folder after the window closed (in the VM the result folder is
+# on the host's files).  /dev/shm is a tmpfs on every Linux system.
+SCRATCH=
+scratch_create() {
+	SCRATCH=$(mktemp -d /dev/shm/lab-sweep.XXXXXX) ||
+		die "cannot create a scratch folder in /dev/shm"
+}
+
+scratch_remove() {
+	[ -n "$SCRATCH" ] || return 0
+	rm -rf "$SCRATCH"
+	SCRATCH=
+}
+
 # Run a command inside the work cgroup (it and all its children).  A
 # subshell moves itself in and execs the command: no new shell is started
 # from the host's files, which under the virtual clock would put a 9p read
@@ -99,31 +114,82 @@ csv_field() {
 	printf '"%s"' "$s"
 }
 
+# The guest's requests to the host's files in each timed window.  In the
+# VM the root file system is the host's, over 9p: a request waits for the
+# host, and under the virtual clock it lasts until the next timer tick, so
+# a window that made one did not time the workload alone.  They are
+# counted with the 9p:9p_client_req trace event, in a trace instance of
+# the sweep's own that records only while a window is open; the count is
+# the events written, those the buffer kept and those it overwrote.
+# Without 9p in the kernel (on hardware) P9_DIR stays empty and so do the
+# counts.  Every step is a shell builtin: no program is started from the
+# host's files to open or close a window.
+P9_DIR=
+P9_COUNT=
+p9_setup() {
+	local tracefs=/sys/kernel/tracing
+	[ -d "$tracefs/events" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null || return 0
+	[ -d "$tracefs/events/9p/9p_client_req" ] || return 0
+	P9_DIR=$tracefs/instances/lab-sweep-$$
+	mkdir "$P9_DIR" || die "cannot create the trace instance $P9_DIR"
+	echo 0 >"$P9_DIR/tracing_on"
+	echo 1 >"$P9_DIR/events/9p/9p_client_req/enable"
+}
+
+p9_teardown() {
+	[ -n "$P9_DIR" ] && [ -d "$P9_DIR" ] || return 0
+	echo 0 >"$P9_DIR/tracing_on"
+	rmdir "$P9_DIR" || log "warning: could not remove the trace instance $P9_DIR"
+	P9_DIR=
+}
+
+# Open a window: the instance emptied, then recording.
+p9_start() {
+	[ -n "$P9_DIR" ] || return 0
+	: >"$P9_DIR/trace"
+	echo 1 >"$P9_DIR/tracing_on"
+}
+
+# Close it: P9_COUNT is then the requests it saw (empty without 9p).
+p9_stop() {
+	P9_COUNT=
+	[ -n "$P9_DIR" ] || return 0
+	echo 0 >"$P9_DIR/tracing_on"
+	local stats key value n=0
+	for stats in "$P9_DIR"/per_cpu/cpu*/stats; do
+		while read -r key value _; do
+			case $key in entries: | overrun:) n=$((n + value)) ;; esac
+		done <"$stats"
+	done
+	P9_COUNT=$n
+}
+
 # record MEASURE UNITS SECONDS SYSCALLS ERRORS DETAIL: one row of raw.csv
 # for the current point (LOOPS, or NS in ns mode: the other is empty) and
-# REPEAT.
-RAW_HEADER="workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,detail"
+# REPEAT, with the 9p requests of the window just closed (P9_COUNT).
+RAW_HEADER="workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,p9_requests,detail"
 record() {
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
-		"$2" "$3" "$4" "$5" "$(csv_field "$6")" >>"$LAB_DIR/raw.csv"
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
+		"$2" "$3" "$4" "$5" "$P9_COUNT" "$(csv_field "$6")" >>"$LAB_DIR/raw.csv"
 }
 
 # timed MEASURE LOG CMD...: run CMD in the work cgroup, output into LOG,
 # and record one unit of work with its wall time and system calls.  A
 # failing command ends the sweep: its time would not be a measurement.
-# With cmd --in-memory (MEM_DIR, a tmpfs) the output goes there first and
-# to LOG after the clock stopped: in the VM, LOG is on the host's share,
-# and every write to it would be a 9p round trip timed with the work.
+# The output goes to SCRATCH first and to LOG after the clock stopped: in
+# the VM, LOG is on the host's share, and every write to it would be a 9p
+# round trip timed with the work.
 timed() {
-	local measure=$1 logfile=$2 out=$2 t0 t1 c0 c1 status=0
+	local measure=$1 logfile=$2 out=$SCRATCH/output.txt t0 t1 c0 c1 status=0
 	shift 2
-	[ -z "${MEM_DIR:-}" ] || out=$MEM_DIR/output.txt
 	c0=$(delay_calls)
+	p9_start
 	t0=$(now_ns)
 	in_work_cgroup "$@" >"$out" 2>&1 || status=$?
 	t1=$(now_ns)
+	p9_stop
 	c1=$(delay_calls)
-	[ "$out" = "$logfile" ] || mv "$out" "$logfile"
+	mv "$out" "$logfile"
 	[ "$status" -eq 0 ] ||
 		die "$measure run failed (exit status $status) at $POINT; see $logfile"
 	record "$measure" 1 "$(ns_to_s $((t1 - t0)))" $((c1 - c0)) 0 ""

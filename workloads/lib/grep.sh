@@ -34,7 +34,7 @@ wl_settings() {
 # first match when its output is /dev/null).
 grep_once() {
 	# shellcheck disable=SC2046  # the folders are words
-	(cd "$TREE" && grep -rF "$GREP_PATTERN" -- $(grep_dirs) >"$WORKDIR/grep.out")
+	(cd "$TREE" && grep -rF "$GREP_PATTERN" -- $(grep_dirs) >"$SCRATCH/grep.out")
 }
 
 wl_prepare() { :; }
@@ -50,7 +50,7 @@ wl_run() {
 	# shellcheck disable=SC2016,SC2086  # for the inner shell; the folders are words
 	timed grep "$LAB_DIR/logs/grep-$TAG-$REPEAT.txt" bash -c \
 		'cd "$1" && out=$2 && shift 2 && exec grep -rF "$@" >"$out"' grep \
-		"$TREE" "$WORKDIR/grep.out" "$GREP_PATTERN" -- $dirs
+		"$TREE" "$SCRATCH/grep.out" "$GREP_PATTERN" -- $dirs
 }
 
-wl_finish() { rm -f "$WORKDIR/grep.out"; }
+wl_finish() { :; }

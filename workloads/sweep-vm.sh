@@ -5,8 +5,12 @@
 #   sweep-vm.sh WORKLOAD [sweep.sh options]      (what 'make sweep' runs)
 #
 # The kbuild object tree is prepared here first, natively: in the TCG
-# guest configuring a kernel tree alone takes minutes.  The analysis
-# (summary, model, plot) also runs here, where Python is fast.
+# guest configuring a kernel tree alone takes minutes.  kbuild and grep are
+# staged here too (sweep.sh --stage-only: recorded under strace and what
+# they touched written to build/stage/<workload>.tar), and the guest
+# unpacks that into memory (--stage-from) instead of copying it from the
+# host's files itself.  The analysis (summary, model, plot) also runs
+# here, where Python is fast.
 #
 # Example:  workloads/sweep-vm.sh grep -l 0,200000 -r 1   (sweep.sh --help: its options)
 set -euo pipefail
@@ -16,9 +20,13 @@ lab_help "$@"
 [ $# -ge 1 ] || bad_arg "usage: ${0##*/} kbuild|grep|apache|all|cmd [sweep.sh options]"
 workload=$1
 scale=vm
+staging=1
 prev=
 for a in "$@"; do
 	case $prev in -s | --scale) scale=$a ;; esac
+	case $a in --no-stage) staging=0 ;; --stage-only | --stage-from)
+		bad_arg "$a is for sweep.sh; ${0##*/} stages kbuild and grep itself" ;;
+	esac
 	prev=$a
 done
 case $workload in
@@ -28,8 +36,21 @@ kbuild | all)
 	;;
 esac
 
-# A whole sweep takes a while under TCG; 'all' is three of them.
+stage_args=()
+if [ "$staging" -eq 1 ]; then
+	stage_dir=$LAB_BUILD/stage
+	for w in kbuild grep; do
+		case $workload in "$w" | all)
+			"$LAB_ROOT/workloads/sweep.sh" "$w" "${@:2}" --stage-only "$stage_dir" ;;
+		esac
+	done
+	stage_args=(--stage-from "$stage_dir")
+fi
+
+# A whole sweep takes a while under TCG; 'all' is three of them.  The
+# guest holds the staged files in memory (a kbuild's: 650 MB).
 export VM_TIMEOUT=${VM_TIMEOUT:-21600}
+export VM_MEM=${VM_MEM:-4G}
 results=$LAB_ROOT/results
 mkdir -p "$results"
 # A finished sweep points results/latest-<workload> at its folder; an
@@ -39,7 +60,8 @@ workloads=$workload
 declare -A before
 for w in $workloads; do before[$w]=$(readlink "$results/latest-$w" || true); done
 status=0
-"$LAB_ROOT/scripts/vm.sh" -- "$LAB_ROOT/workloads/sweep.sh" "$@" --no-analysis -o "$results" ||
+"$LAB_ROOT/scripts/vm.sh" -- "$LAB_ROOT/workloads/sweep.sh" "$@" "${stage_args[@]}" \
+	--no-analysis -o "$results" ||
 	status=$?
 for w in $workloads; do
 	now=$(readlink "$results/latest-$w" || true)

@@ -67,6 +67,14 @@ Options:
                          a read from the host's files lasts until the next
                          timer tick.  What the command reads is yours to
                          put in memory (a tree in /dev/shm as its cwd)
+      --no-stage         in the VM, run the workload from the host's files
+                         (9p) as they are, not from a copy in memory of what
+                         it touched (see below)
+      --stage-only DIR   (kbuild, grep; on the host, what 'make sweep' runs
+                         first) record the workload and write what it
+                         touched to DIR/<workload>.tar, then stop
+      --stage-from DIR   in the VM, unpack DIR/<workload>.tar instead of
+                         recording and copying in the guest (slow under TCG)
       --no-analysis      leave summary, model and plot to a later
                          'workloads/analyse.py DIR' (make sweep runs it on the host)
   -h, --help             this text
@@ -75,6 +83,12 @@ Example:
   ./workloads/sweep.sh apache -l 0:700:100 -r 2
   ./workloads/sweep.sh cmd -l 0,200,400 -- tar cf /dev/null /usr/include
   ./workloads/sweep.sh apache --ns 0,1000,5000,20000 --syscalls futex,epoll_wait
+
+In the VM (the root file system is the host's, over 9p) kbuild, grep and
+apache first run once under strace, and what they touched is copied into
+a tmpfs (its size and the time it took in meta.json's "stage"); the timed
+runs run chrooted there.  Each timed run's requests to the host's files
+are counted in raw.csv (p9_requests); a point with any is not exact.
 
 The delay module is loaded if it is not (and unloaded at the end); loops,
 ns, the system-call set and the cgroup target are put back however the
@@ -99,6 +113,7 @@ WORKDIR=/tmp/lab-sweep
 STEP_SECONDS=4
 ANALYSIS=1
 IN_MEMORY=0
+STAGING=1
 COMMAND=()
 ARGS=("$@")
 
@@ -118,6 +133,9 @@ while [ $# -gt 0 ]; do
 	--step-seconds) want_value "$@"; STEP_SECONDS=$2; shift 2 ;;
 	--no-analysis) ANALYSIS=0; shift ;;
 	--in-memory) IN_MEMORY=1; shift ;;
+	--no-stage) STAGING=0; shift ;;
+	--stage-only) want_value "$@"; STAGE_ONLY=$2; shift 2 ;;
+	--stage-from) want_value "$@"; STAGE_FROM=$2; shift 2 ;;
 	--) shift; COMMAND=("$@"); break ;;
 	-*) bad_arg "unknown option '$1' (see --help)" ;;
 	*)
@@ -213,6 +231,19 @@ elif [ ${#COMMAND[@]} -gt 0 ]; then
 	bad_arg "only the cmd workload takes a command after '--'"
 fi
 [ "$IN_MEMORY" -eq 0 ] || [ "$WORKLOAD" = cmd ] || bad_arg "--in-memory goes with the cmd workload"
+if [ -n "$STAGE_ONLY$STAGE_FROM" ]; then
+	[ "$STAGING" -eq 1 ] || bad_arg "--no-stage excludes --stage-only and --stage-from"
+	[ -z "$STAGE_ONLY" ] || [ -z "$STAGE_FROM" ] ||
+		bad_arg "--stage-only records on the host, --stage-from unpacks in the VM: one of them"
+fi
+if [ -n "$STAGE_ONLY" ]; then
+	case $WORKLOAD in
+	kbuild | grep) ;;
+	*) bad_arg "--stage-only goes with kbuild and grep (apache and cmd stage in the VM)" ;;
+	esac
+fi
+[ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
+	bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
 
 # The calibration's added latency: ns per loop and the cost of entering the
 # delay, from lablib's fit, the one analyse.py reports.
@@ -225,6 +256,17 @@ if [ -n "$CALIBRATION" ]; then
 	FIT=$(calibration_fit "$CALIBRATION" 2>&1) ||
 		bad_arg "--calibration wants a calibration with a fit, not '$CALIBRATION' ($FIT)"
 fi
+# --- Or only stage (on the host, for the VM): no module, no result -------
+if [ -n "$STAGE_ONLY" ]; then
+	wl_check
+	LAB_DIR=$(mktemp -d)
+	mkdir "$LAB_DIR/logs"
+	scratch_create
+	trap 'scratch_remove; rm -rf "$LAB_DIR"' EXIT
+	stage_archive "$STAGE_ONLY"
+	exit 0
+fi
+
 [ "$(id -u)" -eq 0 ] || die "must run as root (it sets module parameters and drops caches)"
 grep -q ' syscall_hook_register$' /proc/kallsyms ||
 	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
@@ -282,6 +324,7 @@ restore() {
 	fi
 	work_cgroup_remove
 	p9_teardown
+	stage_remove
 	scratch_remove
 }
 stopped() {
@@ -322,8 +365,13 @@ meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${VALUES[*]
 	calibration_from="${CALIBRATION:-$([ "$KNOB" = ns ] && echo "none: ns mode" ||
 		echo "calibrated by the sweep")}")
 for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
-"$LAB_TOOL" meta "$LAB_DIR" "$WORKLOAD" "${meta_args[@]}" -- "$0" "${ARGS[@]}" ||
-	die "cannot write $LAB_DIR/meta.json"
+# Written now, so that an interrupted sweep has it, and again once the
+# workload is staged, with what was.
+write_meta() {
+	"$LAB_TOOL" meta "$LAB_DIR" "$WORKLOAD" "${meta_args[@]}" staging:="$([ "$STAGING" -eq 1 ] && echo true || echo false)" \
+		stage:="$STAGE_INFO" -- "$0" "${ARGS[@]}" || die "cannot write $LAB_DIR/meta.json"
+}
+write_meta
 
 # --- Calibrate (every task delayed, on CPU 0) or take the given file -------
 NS_PER_LOOP='' ENTRY_NS=''
@@ -351,6 +399,7 @@ delay_set cgroup "$WORK_CG_PATH"
 echo "$RAW_HEADER" >"$LAB_DIR/raw.csv"
 
 wl_prepare
+write_meta
 
 # --- The sweep: one group of repeats per loop count ------------------------
 # Mean time per unit of work of the rows just recorded for this point, the

@@ -53,10 +53,14 @@ wl_settings() {
 wl_prepare() {
 	local user=nobody group
 	group=$(id -gn "$user")
-	APACHE_DIR=$WORKDIR/apache
+	# In memory when the rest is (staging): each request reads the page
+	# and appends to the log.
+	local parent=$WORKDIR
+	! stage_wanted || parent=$SCRATCH
+	APACHE_DIR=$parent/apache
 	rm -rf "$APACHE_DIR"
 	mkdir -p "$APACHE_DIR/htdocs"
-	chmod 755 "$WORKDIR" "$APACHE_DIR" "$APACHE_DIR/htdocs"
+	chmod 755 "$parent" "$APACHE_DIR" "$APACHE_DIR/htdocs"
 	cp "$SWEEP_DIR/apache/index.html" "$APACHE_DIR/htdocs/"
 	sed -e "s|@DIR@|$APACHE_DIR|g" -e "s|@PORT@|$APACHE_PORT|g" \
 		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@USER@|$user|g" -e "s|@GROUP@|$group|g" \
@@ -74,15 +78,30 @@ wl_prepare() {
 	done
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
-	# One untimed run so that the first point does not pay for cold caches.
+	# One untimed run so that the first point does not pay for cold
+	# caches; in the VM, httperf and taskset are staged from it.
+	if stage_wanted; then stage_workload; fi
 	httperf_run 50 100 >/dev/null
 }
 
-# httperf_run RATE CONNS: one httperf run on the client CPU; prints its
-# report.
+# Staging (in the VM, with Apache running): httperf and taskset.
+WL_STAGE_TREES=()
+wl_stage_record() {
+	httperf_cmd 50 100
+	stage_record httperf "${HTTPERF_CMD[@]}"
+}
+
+# httperf_cmd RATE CONNS: HTTPERF_CMD, one httperf run on the client CPU.
+httperf_cmd() {
+	HTTPERF_CMD=(taskset -c "$CLIENT_CPU" httperf --server 127.0.0.1 --port "$APACHE_PORT"
+		--uri /index.html --rate "$1" --num-conns "$2" --num-calls 1 --timeout 5 --hog)
+}
+
+# httperf_run RATE CONNS: run it (in the staged root if there is one);
+# prints its report.
 httperf_run() {
-	taskset -c "$CLIENT_CPU" httperf --server 127.0.0.1 --port "$APACHE_PORT" \
-		--uri /index.html --rate "$1" --num-conns "$2" --num-calls 1 --timeout 5 --hog 2>&1
+	httperf_cmd "$1" "$2"
+	"${WL_EXEC[@]}" "${HTTPERF_CMD[@]}" 2>&1
 }
 
 # Fields of a httperf report: replies, duration s, reply time ms, errors,

@@ -68,6 +68,129 @@ scratch_remove() {
 	SCRATCH=
 }
 
+# --- The workload's files in memory (staging) ------------------------------
+# In the VM the root file system is the host's, over 9p.  Before the first
+# timed run the workload runs once under strace (its wl_stage_record), and
+# workloads/stage.py copies everything it touched into a root of its own,
+# at the same paths; the timed runs then run chrooted in a tmpfs holding
+# that root, entered through its dynamic loader and chroot, so that not
+# even their start reads the host's files.
+#
+# Under TCG the guest copies slowly (a kbuild's 600 MB and 36,000 files
+# took more than 15 minutes), so 'make sweep' records and stages on the
+# host, natively, into an archive (sweep.sh --stage-only DIR), and the
+# guest only unpacks it (--stage-from DIR); a sweep started in the guest
+# without one records and copies there.  STAGE is the root, empty when
+# nothing is staged (the root is not 9p: on hardware, where the page cache
+# does the same; or --no-stage).
+STAGE=
+# How every workload command starts: in the staged root if there is one,
+# and in a fixed environment (WL_ENV), the same on the host that stages and
+# in the guest that runs: the kernel's Makefile asks the PATH for rustc,
+# and a guest that found another answer than the host reconfigured the
+# staged tree; and kbuild writes the user's and the host's names into
+# include/generated/compile.h, which the guest then rewrote with a program
+# the host's build had not run (2026-11-26).
+WL_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
+WL_EXEC=("${WL_ENV[@]}")
+STAGE_INFO='"none"'
+STAGE_LOGS=()
+STAGE_TRACE=(-e 'trace=%file,%process,chdir,fchdir')
+STAGE_ONLY=
+STAGE_FROM=
+
+stage_wanted() {
+	[ "$STAGING" -eq 1 ] &&
+		[ "$(awk '$2 == "/" { fs = $3 } END { print fs }' /proc/mounts)" = 9p ]
+}
+
+# stage_record NAME CMD...: run CMD under strace -f -y, untimed, its
+# output into logs/stage-NAME.txt; stage_copy copies what it touched.
+stage_record() {
+	local name=$1 log=$SCRATCH/strace-$1.log
+	shift
+	command -v strace >/dev/null || die "staging needs strace ('make deps')"
+	log "recording the files $name touches (strace, untimed)"
+	strace -f -y -qq -o "$log" "${STAGE_TRACE[@]}" -- "${WL_ENV[@]}" "$@" \
+		>"$LAB_DIR/logs/stage-$name.txt" 2>&1 ||
+		die "the $name run under strace failed; see $LAB_DIR/logs/stage-$name.txt"
+	STAGE_LOGS+=(--log "$log")
+}
+
+# stage_copy DEST [stage.py options]: copy what the recorded runs touched
+# into DEST; STAGE_INFO (meta.json's "stage") says what was copied.
+stage_copy() {
+	local dest=$1
+	shift
+	lab_python "$SWEEP_DIR/stage.py" "$dest" "${STAGE_LOGS[@]}" "$@" \
+		--program /usr/sbin/chroot --program /usr/bin/env --json "$SCRATCH/stage.json" \
+		>"$LAB_DIR/logs/stage.txt" 2>&1 || {
+		cat "$LAB_DIR/logs/stage.txt" >&2
+		die "staging failed; see $LAB_DIR/logs/stage.txt"
+	}
+	log "$(tail -n 1 "$LAB_DIR/logs/stage.txt")"
+	STAGE_INFO=$(tr -d '\n' <"$SCRATCH/stage.json")
+}
+
+# stage_archive DIR: (on the host, --stage-only) record the workload and
+# write its staged root to DIR/WORKLOAD.tar, what was staged beside it.
+stage_archive() {
+	local dir=$1 tmp
+	mkdir -p "$dir" || die "cannot create $dir"
+	tmp=$(mktemp -d "$dir/.staging.XXXXXX")
+	wl_stage_record
+	stage_copy "$tmp" "${WL_STAGE_TREES[@]}"
+	tar --format=posix -C "$tmp" -cf "$dir/$WORKLOAD.tar.part" . ||
+		die "cannot write $dir/$WORKLOAD.tar"
+	rm -rf "$tmp"
+	printf '%s\n' "$STAGE_INFO" >"$dir/$WORKLOAD.json"
+	mv "$dir/$WORKLOAD.tar.part" "$dir/$WORKLOAD.tar"
+	log "staged $WORKLOAD for the VM in $dir/$WORKLOAD.tar"
+}
+
+# stage_workload: (wl_prepare, when stage_wanted) the workload's root in a
+# tmpfs: unpacked from --stage-from's archive if it has one for the
+# workload, else recorded and copied here; /dev, /proc and a /tmp mounted
+# in it; STAGE and WL_EXEC set.
+stage_workload() {
+	local loader libdir archive=${STAGE_FROM:+$STAGE_FROM/$WORKLOAD.tar} t0=$SECONDS
+	STAGE=/run/lab-stage-$$
+	mkdir -p "$STAGE"
+	mount -t tmpfs -o mode=755 lab-stage "$STAGE" || die "cannot mount a tmpfs on $STAGE"
+	if [ -n "$archive" ] && [ -f "$archive" ]; then
+		log "unpacking $archive into $STAGE (tmpfs)"
+		tar -C "$STAGE" -xpf "$archive" || die "cannot unpack $archive"
+		STAGE_INFO=$(tr -d '\n' <"${archive%.tar}.json") ||
+			die "no ${archive%.tar}.json beside $archive"
+		STAGE_INFO="{\"archive\": \"$archive\", \"unpack_seconds\": $((SECONDS - t0)), ${STAGE_INFO#\{}"
+	else
+		wl_stage_record
+		log "copying what it touched into $STAGE (tmpfs; 'make sweep' stages on the host)"
+		stage_copy "$STAGE" "${WL_STAGE_TREES[@]}"
+	fi
+	mkdir -p "$STAGE/dev" "$STAGE/proc" "$STAGE/tmp"
+	chmod 1777 "$STAGE/tmp"
+	mount --rbind /dev "$STAGE/dev" || die "cannot mount /dev in $STAGE"
+	mount -t proc proc "$STAGE/proc" || die "cannot mount /proc in $STAGE"
+	loader=$(readlink -f /lib64/ld-linux-x86-64.so.2)
+	libdir=$(dirname "$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)")
+	[ -x "$STAGE$loader" ] || die "staging copied no dynamic loader ($loader)"
+	[ -d "$STAGE$libdir" ] || die "staging copied no libc ($libdir)"
+	WL_EXEC=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir"
+		"$STAGE/usr/sbin/chroot" "$STAGE" "${WL_ENV[@]}")
+}
+
+stage_remove() {
+	[ -n "$STAGE" ] || return 0
+	umount -R "$STAGE/dev" 2>/dev/null || true
+	umount "$STAGE/proc" 2>/dev/null || true
+	umount "$STAGE" 2>/dev/null || log "warning: could not unmount $STAGE"
+	rmdir "$STAGE" 2>/dev/null || true
+	STAGE=
+	WL_EXEC=("${WL_ENV[@]}")
+}
+
 # Run a command inside the work cgroup (it and all its children).  A
 # subshell moves itself in and execs the command: no new shell is started
 # from the host's files, which under the virtual clock would put a 9p read

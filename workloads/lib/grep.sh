@@ -1,8 +1,11 @@
 # shellcheck shell=bash disable=SC2034  # variables for sweep.sh
 # grep: search a Linux tree for the system-call instruction; sourced by
-# sweep.sh.  Before each group of repeats (one loop count) the page cache
-# is dropped and one untimed grep reads the files back in, so the repeats
-# time the search and its system calls, not the disk.  What is searched:
+# sweep.sh.  In the VM one grep under strace finds what grep reads, and
+# the timed greps run on a copy of it in memory (common.sh, staging): they
+# time the search and its system calls, not the host's files.  Elsewhere
+# the page cache is dropped before each group of repeats (one loop count)
+# and one untimed grep reads the files back in.  Before each group one
+# untimed grep runs either way.  What is searched:
 #   full   the whole tree
 #   vm     GREP_VM_DIRS: about 7 s in the TCG VM (the whole tree: minutes)
 #   small  GREP_SMALL_DIRS: for the tests
@@ -31,26 +34,35 @@ wl_settings() {
 }
 
 # One grep, its output into the scratch folder (GNU grep stops at the
-# first match when its output is /dev/null).
-grep_once() {
-	# shellcheck disable=SC2046  # the folders are words
-	(cd "$TREE" && grep -rF "$GREP_PATTERN" -- $(grep_dirs) >"$SCRATCH/grep.out")
+# first match when its output is /dev/null); in the staged root if there
+# is one.
+grep_cmd() {
+	local dirs
+	read -r -a dirs <<<"$(grep_dirs)"
+	# shellcheck disable=SC2016  # for the inner shell
+	GREP_CMD=(bash -c 'cd "$1" && out=$2 && shift 2 && exec grep -rF "$@" >"$out"' grep
+		"$TREE" "$SCRATCH/grep.out" "$GREP_PATTERN" -- "${dirs[@]}")
 }
 
-wl_prepare() { :; }
+WL_STAGE_TREES=()
+wl_stage_record() {
+	grep_cmd
+	stage_record grep "${GREP_CMD[@]}"
+}
+
+wl_prepare() {
+	grep_cmd
+	if stage_wanted; then stage_workload; fi
+}
 
 wl_point_begin() {
-	drop_caches
-	grep_once || die "grep -rF $GREP_PATTERN found nothing or failed in $TREE"
+	[ -n "$STAGE" ] || drop_caches
+	"${WL_EXEC[@]}" "${GREP_CMD[@]}" ||
+		die "grep -rF $GREP_PATTERN found nothing or failed in $TREE"
 }
 
 wl_run() {
-	local dirs
-	dirs=$(grep_dirs)
-	# shellcheck disable=SC2016,SC2086  # for the inner shell; the folders are words
-	timed grep "$LAB_DIR/logs/grep-$TAG-$REPEAT.txt" bash -c \
-		'cd "$1" && out=$2 && shift 2 && exec grep -rF "$@" >"$out"' grep \
-		"$TREE" "$SCRATCH/grep.out" "$GREP_PATTERN" -- $dirs
+	timed grep "$LAB_DIR/logs/grep-$TAG-$REPEAT.txt" "${WL_EXEC[@]}" "${GREP_CMD[@]}"
 }
 
 wl_finish() { :; }

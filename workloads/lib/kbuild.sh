@@ -1,8 +1,11 @@
 # shellcheck shell=bash disable=SC2034  # variables for sweep.sh
 # kbuild: build (part of) a Linux tree; sourced by sweep.sh.
 #
-# Each run removes the previous build's products off the clock, drops the
-# page cache, and times make -j$JOBS.  The object tree is prepared once by
+# Each run removes the previous build's products off the clock and times
+# make -j$JOBS.  In the VM one build under strace finds what the build
+# reads, and the timed builds run on a copy of it and of the object tree in
+# memory (common.sh, staging): they time the build, not the host's files.
+# Elsewhere the page cache is dropped before each build.  The object tree is prepared once by
 # workloads/kbuild-prepare.sh ('make sweep' does that on the host, where it
 # is fast; in the TCG VM it takes minutes).  What one run builds:
 #   full   defconfig, 'make' (vmlinux, modules, bzImage); 'make clean' first
@@ -28,6 +31,7 @@ wl_check() {
 	command -v make >/dev/null || die "kbuild needs make"
 	command -v gcc >/dev/null || die "kbuild needs gcc"
 	KBUILD_OBJ=${KBUILD_OBJ:-$LAB_BUILD/kbuild-$SCALE}
+	WL_STAGE_TREES=(--tree "$KBUILD_OBJ")
 }
 
 wl_settings() {
@@ -37,34 +41,67 @@ wl_settings() {
 	printf '%s\n' "object_tree=$KBUILD_OBJ" "jobs=$JOBS" "targets=${t// /,}" "clean=$clean"
 }
 
-wl_prepare() {
+# The object tree prepared, and built once untimed: the first build in a
+# tree may redo more than the targets (a moved tree, a newer compiler);
+# the timed ones must not.
+kbuild_settle() {
 	"$SWEEP_DIR/kbuild-prepare.sh" "$SCALE" "$KBUILD_OBJ" "$TREE"
-	# One untimed build: the first build in a tree may redo more than the
-	# targets (a moved tree, a newer compiler); the timed ones must not.
 	log "one untimed build to settle the object tree"
 	# shellcheck disable=SC2046  # the targets are words
-	if ! CCACHE_DISABLE=1 make -s -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets) \
+	if ! "${WL_EXEC[@]}" make -s -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets) \
 		>"$LAB_DIR/logs/build-warmup.txt" 2>&1; then
 		tail -n 20 "$LAB_DIR/logs/build-warmup.txt" >&2
 		die "the build fails (its last lines above); see $LAB_DIR/logs/build-warmup.txt"
 	fi
 }
 
+# Staging: the tree settled, then one build of the targets under strace.
+wl_stage_record() {
+	kbuild_settle
+	kbuild_clean ""
+	# shellcheck disable=SC2046  # the targets are words
+	stage_record kbuild make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" \
+		$(kbuild_targets)
+}
+
+wl_prepare() {
+	if ! stage_wanted; then
+		kbuild_settle
+		return
+	fi
+	stage_workload
+	# One untimed build in the staged root: it must build there alone.
+	log "one untimed build in $STAGE"
+	kbuild_clean "$STAGE"
+	# shellcheck disable=SC2046  # the targets are words
+	if ! "${WL_EXEC[@]}" make -s -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" \
+		$(kbuild_targets) >"$LAB_DIR/logs/build-staged.txt" 2>&1; then
+		tail -n 20 "$LAB_DIR/logs/build-staged.txt" >&2
+		die "the build fails in the staged root (its last lines above); see $LAB_DIR/logs/build-staged.txt"
+	fi
+}
+
+# kbuild_clean ROOT: undo the last build in the object tree under ROOT
+# (the staged root, or "" for the tree itself).
+kbuild_clean() {
+	local t
+	if [ "$SCALE" = full ]; then
+		"${WL_EXEC[@]}" make -s -C "$TREE" O="$KBUILD_OBJ" clean >/dev/null
+	else
+		for t in $(kbuild_targets); do rm -f "$1$KBUILD_OBJ/$t"; done
+	fi
+}
+
 wl_point_begin() { :; }
 
 wl_run() {
-	local targets t
-	targets=$(kbuild_targets)
-	# Off the clock: undo the previous build, empty the page cache.
-	if [ "$SCALE" = full ]; then
-		make -s -C "$TREE" O="$KBUILD_OBJ" clean >/dev/null
-	else
-		for t in $targets; do rm -f "$KBUILD_OBJ/$t"; done
-	fi
-	drop_caches
-	# shellcheck disable=SC2086  # the targets are words
-	CCACHE_DISABLE=1 timed build "$LAB_DIR/logs/build-$TAG-$REPEAT.txt" \
-		make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $targets
+	# Off the clock: undo the previous build (and empty the page cache,
+	# unless the build runs in memory).
+	kbuild_clean "$STAGE"
+	[ -n "$STAGE" ] || drop_caches
+	# shellcheck disable=SC2046  # the targets are words
+	timed build "$LAB_DIR/logs/build-$TAG-$REPEAT.txt" \
+		"${WL_EXEC[@]}" make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets)
 }
 
 wl_finish() { :; }

@@ -1,0 +1,93 @@
+"""The sweep's staging (workloads/stage.py, lablib/strace.py): what a
+command touched, read from its strace log, and copied into a root where
+the command, chrooted, does and prints the same."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "userspace"))
+from lablib import strace  # noqa: E402
+
+STAGE = ROOT / "workloads/stage.py"
+PY = ROOT / ".venv/bin/python"
+TRACE = ["-f", "-y", "-qq", "-e", "trace=%file,%process,chdir,fchdir"]
+
+
+def parse(text):
+    log = strace.Log()
+    for line in text.strip().splitlines():
+        log.feed(line.strip())
+    return log
+
+
+def test_paths_are_resolved_against_the_directory_each_process_was_in():
+    log = parse(r'''
+        10  openat(AT_FDCWD</w>, "a.c", O_RDONLY) = 3</w/a.c>
+        10  newfstatat(AT_FDCWD</w>, "../etc/b.h", {st_mode=S_IFREG|0644, ...}, 0) = 0
+        10  openat(AT_FDCWD</w>, "gone", O_RDONLY) = -1 ENOENT (No such file or directory)
+        10  clone(child_stack=NULL, flags=SIGCHLD) = 11
+        11  chdir("sub") = 0
+        11  access("x/y", R_OK) = 0
+        11  execve("./tool", ["./tool"], 0x7ff /* 3 vars */) = 0
+        10  openat(AT_FDCWD</w>, "lib", O_RDONLY|O_DIRECTORY <unfinished ...>
+        11  readlink("/proc/self/exe", "/w/sub/tool", 4096) = 11
+        10  <... openat resumed>) = 4</w/lib>
+        10  newfstatat(4</w/lib>, "c.h", {st_mode=S_IFREG|0644, ...}, 0) = 0
+        10  openat(AT_FDCWD</w>, "sp\x61ce \"q\".txt", O_RDONLY) = 5</w/space "q".txt>
+    ''')
+    assert log.paths == {"/w/a.c", "/etc/b.h", "/w/sub", "/w/sub/x/y", "/w/sub/tool",
+                         "/w/lib", "/w/lib/c.h", "/proc/self/exe", '/w/space "q".txt'}
+    assert log.dirs_read == {"/w/lib"}
+    assert log.execs == {"/w/sub/tool"}
+    assert log.calls == 11
+
+
+def stage(dest, *args):
+    return subprocess.run([PY, STAGE, dest, *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("strace"),
+                    reason="needs root (chroot) and strace")
+def test_a_staged_command_runs_the_same_chrooted(tmp_path):
+    """A shell script reads a file through a link, lists a folder, runs
+    programs and a script of its own (#!/bin/sh: the kernel reads the
+    interpreter, with no system call strace could show): staged from its
+    strace log, it runs chrooted and prints the same; an entry it only
+    listed is there by name and time."""
+    tree = tmp_path / "tree"
+    (tree / "d").mkdir(parents=True)
+    (tree / "data.txt").write_text("forty-two\n")
+    (tree / "link").symlink_to("data.txt")
+    (tree / "d/listed-only").write_text("never read\n")
+    os.utime(tree / "d/listed-only", ns=(10**18, 10**18))
+    (tree / "run").write_text("#!/bin/sh\necho from a script\n")
+    (tree / "run").chmod(0o755)
+    script = f"cd {tree} && cat link && ls d && wc -c < data.txt && ./run"
+    log = tmp_path / "strace.log"
+    traced = subprocess.run(["strace", *TRACE, "-o", log, "bash", "-c", script],
+                            capture_output=True, text=True, check=True)
+    root = tmp_path / "root"
+    root.mkdir()
+    out = stage(root, "--log", log, "--json", tmp_path / "stage.json")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("staged ")
+    staged = root / str(tree).lstrip("/")
+    assert (staged / "link").is_symlink() and os.readlink(staged / "link") == "data.txt"
+    assert (staged / "d/listed-only").read_text() == ""
+    assert (staged / "d/listed-only").stat().st_mtime_ns == 10**18
+    assert (root / "usr/bin/bash").exists() and (root / "usr/bin/wc").exists()
+    chrooted = subprocess.run(["chroot", root, "bash", "-c", script],
+                              capture_output=True, text=True)
+    assert chrooted.returncode == 0, chrooted.stderr
+    assert chrooted.stdout == traced.stdout == "forty-two\nlisted-only\n10\nfrom a script\n"
+
+
+def test_a_root_that_is_not_a_folder_is_one_line(tmp_path):
+    out = stage(tmp_path / "missing", "--log", tmp_path / "none.log")
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and "is not a folder" in out.stderr

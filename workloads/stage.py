@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Copy what a workload touches into a root of its own (workloads/sweep.sh).
+
+  stage.py DEST --log STRACE_LOG... [--tree DIR]... [--program PATH]... [--json FILE]
+
+In the VM the root file system is the host's, over 9p, and a timed
+window that reads from it waits for the host.  sweep.sh runs the workload
+once under strace (lablib.strace reads the log), and this copies into
+DEST, a tmpfs, at the same paths:
+
+- every file, directory and symbolic link a call that succeeded named or
+  returned (each link of a path as a link, and what it points to);
+- each program the workload executed, with what the kernel reads to start
+  it (a script's interpreter, the dynamic loader) and the libraries ldd
+  names; and each --program so (what enters DEST: chroot, env);
+- each --tree whole (a tree the workload writes: kbuild's objects);
+- of a directory the workload listed (make reads every folder it looks
+  in), the entries it did not touch by name, type and time only: an empty
+  file, an empty folder, a link; the workload read no more of them.
+
+Files keep their modes and times, so that make sees the same tree.  /proc,
+/sys, /dev and DEST itself are not copied: sweep.sh mounts them.  Prints
+one line and, with --json, writes what was staged (files, bytes,
+directories, links, placeholders, seconds) for meta.json.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
+from lablib import strace  # noqa: E402
+
+NOT_COPIED = ("/proc", "/sys", "/dev")
+MAX_LINKS = 40                  # links followed in one path, as the kernel's limit
+
+
+class Stage:
+    def __init__(self, dest):
+        self.dest = os.path.abspath(dest)
+        self.files = self.bytes = self.links = self.placeholders = 0
+        self.dirs = {}            # staged directory -> its source, times set last
+        self.done = set()
+
+    def excluded(self, path):
+        return any(path == p or path.startswith(p + "/")
+                   for p in NOT_COPIED + (self.dest,))
+
+    def target(self, path):
+        return self.dest + path
+
+    def path(self, path, depth=0):
+        """Stage @path: each of its components as what it is."""
+        path = os.path.normpath(path)
+        if path in self.done or self.excluded(path) or depth > MAX_LINKS:
+            return
+        parts = pathlib.PurePosixPath(path).parts[1:]
+        cur = "/"
+        for i, name in enumerate(parts):
+            nxt = os.path.join(cur, name)
+            try:
+                st = os.lstat(nxt)
+            except OSError:
+                return                   # gone since (a temporary file): nothing to copy
+            if stat.S_ISLNK(st.st_mode):
+                self.link(nxt)
+                rest = os.path.join(os.path.dirname(nxt), os.readlink(nxt), *parts[i + 1:])
+                self.path(rest, depth + 1)
+                break
+            if stat.S_ISDIR(st.st_mode):
+                self.directory(nxt)
+            elif i == len(parts) - 1:
+                self.file(nxt, st)
+            cur = nxt
+        self.done.add(path)
+
+    def link(self, path):
+        t = self.target(path)
+        if not os.path.lexists(t):
+            self.directory(os.path.dirname(path))
+            os.symlink(os.readlink(path), t)
+            self.links += 1
+
+    def directory(self, path):
+        if path in self.dirs or self.excluded(path):
+            return
+        os.makedirs(self.target(path), exist_ok=True)
+        self.dirs[path] = path
+
+    def file(self, path, st):
+        if not stat.S_ISREG(st.st_mode):
+            return                       # sockets, fifos, devices: not a workload's data
+        t = self.target(path)
+        if os.path.lexists(t):
+            return
+        shutil.copy2(path, t, follow_symlinks=False)
+        self.files += 1
+        self.bytes += st.st_size
+
+    def listing(self, path):
+        """Every entry of directory @path, so that a listing of it reads the
+        same: those not staged yet as placeholders (see the module's doc)."""
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return
+        self.path(path)
+        for name in names:
+            entry = os.path.join(path, name)
+            st = os.lstat(entry)
+            if stat.S_ISLNK(st.st_mode):
+                self.link(entry)
+            elif stat.S_ISDIR(st.st_mode):
+                self.directory(entry)
+            elif stat.S_ISREG(st.st_mode) and not os.path.lexists(self.target(entry)):
+                t = self.target(entry)
+                open(t, "x").close()
+                os.chmod(t, stat.S_IMODE(st.st_mode))
+                os.utime(t, ns=(st.st_atime_ns, st.st_mtime_ns))
+                self.placeholders += 1
+
+    def tree(self, path):
+        self.path(path)
+        for top, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                entry = os.path.join(top, name)
+                st = os.lstat(entry)
+                if stat.S_ISLNK(st.st_mode):
+                    self.link(entry)
+                elif stat.S_ISDIR(st.st_mode):
+                    self.directory(entry)
+                else:
+                    self.file(entry, st)
+
+    def program(self, path, depth=0):
+        """@path and what the kernel and the loader read to run it: a
+        script's interpreter (#!), or what ldd names (the loader too)."""
+        self.path(path)
+        try:
+            with open(path, "rb") as f:
+                head = f.readline(256)
+        except OSError:
+            return
+        if head.startswith(b"#!"):
+            words = head[2:].split()
+            if words and depth < 4:
+                self.program(os.fsdecode(words[0]), depth + 1)
+            return
+        out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            words = line.split()
+            if "=>" in words and len(words) > 2 and words[2].startswith("/"):
+                self.path(words[2])
+            elif words and words[0].startswith("/"):
+                self.path(words[0])
+
+    def finish(self):
+        """The staged directories' modes and times: their copies' were
+        changed by what was copied into them."""
+        for path in sorted(self.dirs, key=len, reverse=True):
+            st = os.stat(path)
+            t = self.target(path)
+            os.chmod(t, stat.S_IMODE(st.st_mode))
+            os.utime(t, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dest", help="the root to copy into (an empty tmpfs)")
+    p.add_argument("--log", action="append", default=[], help="an strace -f -y log")
+    p.add_argument("--tree", action="append", default=[], help="a folder to copy whole")
+    p.add_argument("--program", action="append", default=[],
+                   help="a program to copy with its libraries")
+    p.add_argument("--json", help="write what was staged here")
+    args = p.parse_args(argv)
+    try:
+        if not os.path.isdir(args.dest):
+            raise ValueError(f"{args.dest} is not a folder")
+        start = time.monotonic()
+        s = Stage(args.dest)
+        calls = 0
+        for log in args.log:
+            found = strace.read(log)
+            calls += found.calls
+            for path in sorted(found.paths):
+                s.path(path)
+            for path in sorted(found.dirs_read):
+                s.listing(path)
+            for path in sorted(found.execs):
+                s.program(path)
+        for path in args.tree:
+            s.tree(os.path.abspath(path))
+        for path in args.program:
+            s.program(path)
+        s.finish()
+    except (OSError, ValueError) as e:
+        print(f"stage.py: error: {e}", file=sys.stderr)
+        return 1
+    summary = {"files": s.files, "bytes": s.bytes, "directories": len(s.dirs),
+               "links": s.links, "placeholders": s.placeholders, "traced_calls": calls,
+               "trees": args.tree,
+               "programs": args.program, "seconds": round(time.monotonic() - start, 3)}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    print(f"staged {s.files} files ({s.bytes / 2**20:.1f} MiB), {len(s.dirs)} folders, "
+          f"{s.links} links and {s.placeholders} listed files by name in "
+          f"{summary['seconds']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

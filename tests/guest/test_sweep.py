@@ -147,17 +147,58 @@ def test_cmd_sweep_calibrates_and_slows_down(tmp_path, dd):
     assert all(40000 <= n < 41000 for n in syscalls_at_zero(d))
 
 
+# What make test staged on the host for the small kbuild and grep
+# (make workloads-test-stage).
+TEST_STAGE = ROOT / "build/stage-test"
+
+
+def staged_and_exact(d, workload, archive):
+    """The sweep ran its workload from memory: meta.json says what was
+    staged (from @archive, or copied in the guest), and no timed window
+    made a request to the host's files."""
+    stage = json.loads((d / "meta.json").read_text())["settings"]["stage"]
+    assert stage["files"] > 0 and stage["bytes"] > 0, stage
+    assert stage.get("archive") == (str(archive) if archive else None), stage
+    raw = list(csv.DictReader(open(d / "raw.csv")))
+    requests = "".join(f.read_text() for f in sorted((d / "logs").glob("*-9p.txt")))
+    assert [r["p9_requests"] for r in raw] == ["0"] * len(raw), (raw, requests[:3000])
+
+
 # grep: a few hundred system calls; kbuild: about 80000 a build.  The delay
 # only has to reach them.
 @pytest.mark.parametrize("workload, series", [("grep", ["grep"]), ("kbuild", ["build"])])
 def test_small_sweep(tmp_path, calibration, workload, series):
+    archive = TEST_STAGE / f"{workload}.tar"
+    assert archive.exists(), f"no {archive}: make workloads-test-stage"
     sweep(workload, "--scale", "small", "-l", "0,1000", "-r", "1", "--calibration",
-          calibration, out=tmp_path)
+          calibration, "--stage-from", TEST_STAGE, out=tmp_path)
     d = result_dir(tmp_path, workload)
     check_results(d, workload, series)
     delay_reached_the_workload(d)
+    staged_and_exact(d, workload, archive)
     # The given calibration was copied in whole.
     assert (d / "calibration/raw.csv").read_text() == (calibration / "raw.csv").read_text()
+
+
+def test_a_sweep_started_in_the_guest_stages_there(tmp_path, calibration):
+    """Without an archive from the host the guest records and copies the
+    workload itself (slowly under TCG: the small grep's few files)."""
+    sweep("grep", "--scale", "small", "-l", "0,1000", "-r", "2", "--calibration",
+          calibration, out=tmp_path)
+    d = result_dir(tmp_path, "grep")
+    staged_and_exact(d, "grep", None)
+    assert (d / "logs/stage-grep.txt").exists() and (d / "logs/stage.txt").exists()
+
+
+def test_unstaged_windows_are_counted(tmp_path, calibration):
+    """--no-stage: grep reads the tree from the host's files, and raw.csv
+    counts the requests of every window."""
+    sweep("grep", "--scale", "small", "-l", "0,1000", "-r", "1", "--calibration",
+          calibration, "--no-stage", out=tmp_path)
+    d = result_dir(tmp_path, "grep")
+    assert json.loads((d / "meta.json").read_text())["settings"]["stage"] == "none"
+    raw = list(csv.DictReader(open(d / "raw.csv")))
+    assert all(int(r["p9_requests"]) > 0 for r in raw), raw
 
 
 def test_apache_sweep(tmp_path, calibration):
@@ -167,6 +208,7 @@ def test_apache_sweep(tmp_path, calibration):
     d = result_dir(tmp_path, "apache")
     check_results(d, "apache", ["reply", "saturation"])
     delay_reached_the_workload(d)
+    staged_and_exact(d, "apache", None)
     raw = list(csv.DictReader(open(d / "raw.csv")))
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()

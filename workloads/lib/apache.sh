@@ -121,12 +121,14 @@ httperf_fields() {
 # host's files in the VM).
 httperf_measured() {
 	local c0 c1 f
+	local t0 t1 status
 	c0=$(delay_calls)
-	p9_start
-	httperf_run "$2" "$3" >"$SCRATCH/httperf.txt"
+	httperf_cmd "$2" "$3"
+	read -r t0 t1 status < <(window "" "$SCRATCH/httperf.txt" "${WL_EXEC[@]}" "${HTTPERF_CMD[@]}")
 	p9_stop
 	c1=$(delay_calls)
 	mv "$SCRATCH/httperf.txt" "$1"
+	p9_keep "${1%.txt}-9p.txt"
 	f=$(httperf_fields <"$1")
 	echo "$f $((c1 - c0)) ${P9_COUNT:--}"
 }

@@ -124,7 +124,8 @@ stage_copy() {
 	local dest=$1
 	shift
 	lab_python "$SWEEP_DIR/stage.py" "$dest" "${STAGE_LOGS[@]}" "$@" \
-		--program /usr/sbin/chroot --program /usr/bin/env --json "$SCRATCH/stage.json" \
+		--program /usr/sbin/chroot --program /usr/bin/env --program /usr/bin/bash \
+		--json "$SCRATCH/stage.json" \
 		>"$LAB_DIR/logs/stage.txt" 2>&1 || {
 		cat "$LAB_DIR/logs/stage.txt" >&2
 		die "staging failed; see $LAB_DIR/logs/stage.txt"
@@ -160,7 +161,10 @@ stage_workload() {
 	mount -t tmpfs -o mode=755 lab-stage "$STAGE" || die "cannot mount a tmpfs on $STAGE"
 	if [ -n "$archive" ] && [ -f "$archive" ]; then
 		log "unpacking $archive into $STAGE (tmpfs)"
-		tar -C "$STAGE" -xpf "$archive" || die "cannot unpack $archive"
+		# Read in large pieces: tar's own 10 KiB reads are one 9p request
+		# each, and took minutes for kbuild's archive under TCG.
+		dd if="$archive" bs=4M status=none | tar -C "$STAGE" -xpf - ||
+			die "cannot unpack $archive"
 		STAGE_INFO=$(tr -d '\n' <"${archive%.tar}.json") ||
 			die "no ${archive%.tar}.json beside $archive"
 		STAGE_INFO="{\"archive\": \"$archive\", \"unpack_seconds\": $((SECONDS - t0)), ${STAGE_INFO#\{}"
@@ -177,8 +181,15 @@ stage_workload() {
 	libdir=$(dirname "$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)")
 	[ -x "$STAGE$loader" ] || die "staging copied no dynamic loader ($loader)"
 	[ -d "$STAGE$libdir" ] || die "staging copied no libc ($libdir)"
+	local prog
+	for prog in /usr/bin/bash /usr/sbin/chroot; do
+		[ -x "$STAGE$prog" ] ||
+			die "the staged root has no $prog (an archive of an older lab? stage again)"
+	done
 	WL_EXEC=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir"
 		"$STAGE/usr/sbin/chroot" "$STAGE" "${WL_ENV[@]}")
+	WINDOW_BASH=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir"
+		"$STAGE/usr/bin/bash")
 }
 
 stage_remove() {
@@ -189,6 +200,36 @@ stage_remove() {
 	rmdir "$STAGE" 2>/dev/null || true
 	STAGE=
 	WL_EXEC=("${WL_ENV[@]}")
+	WINDOW_BASH=(bash)
+}
+
+# window CGROUP OUT CMD...: one timed window, run by a shell of its own: in
+# the staged root's bash if there is one (WINDOW_BASH), so that the code
+# the window runs is in memory too (the sweep's own bash is the host's: a
+# page of it that no earlier step had touched was read over 9p, 17
+# requests a window, 2026-11-26).  It opens the 9p count, reads the clock,
+# runs CMD in CGROUP (none if empty) with its output into OUT, reads the
+# clock again and closes the count; it prints "t0_ns t1_ns exit_status".
+# The C locale first: chroot (the program) runs in the host's root, and
+# with the caller's LANG=C.UTF-8 it read the locale's files over 9p.
+WINDOW_BASH=(bash)
+# shellcheck disable=SC2016  # the window's own code
+WINDOW_CODE='export LC_ALL=C
+p9=$1 cg=$2 out=$3
+shift 3
+if [ -n "$p9" ]; then : >"$p9/trace"; echo 1 >"$p9/tracing_on"; fi
+t0=${EPOCHREALTIME/[.,]/}
+if [ -n "$cg" ]; then
+	(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$@") >"$out" 2>&1
+else
+	"$@" >"$out" 2>&1
+fi
+status=$?
+t1=${EPOCHREALTIME/[.,]/}
+if [ -n "$p9" ]; then echo 0 >"$p9/tracing_on"; fi
+echo "${t0}000 ${t1}000 $status"'
+window() {
+	"${WINDOW_BASH[@]}" -c "$WINDOW_CODE" window "$P9_DIR" "$@"
 }
 
 # Run a command inside the work cgroup (it and all its children).  A
@@ -223,12 +264,6 @@ check_tree() {
 drop_caches() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-}
-
-# Wall time in ns (bash's own clock, no fork).
-now_ns() {
-	local t=${EPOCHREALTIME/[.,]/}
-	printf '%s\n' "${t}000"
 }
 
 # CSV-quote one field.
@@ -266,14 +301,9 @@ p9_teardown() {
 	P9_DIR=
 }
 
-# Open a window: the instance emptied, then recording.
-p9_start() {
-	[ -n "$P9_DIR" ] || return 0
-	: >"$P9_DIR/trace"
-	echo 1 >"$P9_DIR/tracing_on"
-}
-
-# Close it: P9_COUNT is then the requests it saw (empty without 9p).
+# A window (window(), below) empties the instance and records while it
+# runs; p9_stop then sets P9_COUNT to the requests it saw (empty without
+# 9p), and p9_keep FILE keeps what they were (the trace's lines), if any.
 p9_stop() {
 	P9_COUNT=
 	[ -n "$P9_DIR" ] || return 0
@@ -285,6 +315,11 @@ p9_stop() {
 		done <"$stats"
 	done
 	P9_COUNT=$n
+}
+
+p9_keep() {
+	[ -n "$P9_COUNT" ] && [ "$P9_COUNT" -gt 0 ] || return 0
+	grep -v '^#' "$P9_DIR/trace" >"$1" || true
 }
 
 # record MEASURE UNITS SECONDS SYSCALLS ERRORS DETAIL: one row of raw.csv
@@ -306,13 +341,12 @@ timed() {
 	local measure=$1 logfile=$2 out=$SCRATCH/output.txt t0 t1 c0 c1 status=0
 	shift 2
 	c0=$(delay_calls)
-	p9_start
-	t0=$(now_ns)
-	in_work_cgroup "$@" >"$out" 2>&1 || status=$?
-	t1=$(now_ns)
+	read -r t0 t1 status < <(window "$WORK_CG" "$out" "$@")
+	[ -n "$status" ] || die "the timed window of $measure at $POINT said nothing"
 	p9_stop
 	c1=$(delay_calls)
 	mv "$out" "$logfile"
+	p9_keep "${logfile%.txt}-9p.txt"
 	[ "$status" -eq 0 ] ||
 		die "$measure run failed (exit status $status) at $POINT; see $logfile"
 	record "$measure" 1 "$(ns_to_s $((t1 - t0)))" $((c1 - c0)) 0 ""

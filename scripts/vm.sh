@@ -10,11 +10,13 @@
 #   VM_ACCEL=auto|kvm|tcg  auto (default) probes KVM once and remembers it
 #   VM_TCG_THREAD=multi|single  TCG with a host thread per vCPU (default
 #                          with QEMU >= 8) or one for all; see below
-#   VM_CLOCK=host|virtual  the guest's clock under TCG: the host's (default),
-#                          or QEMU's instruction counter (-icount shift=0:
-#                          one guest instruction is one ns of guest time,
-#                          whatever the host does; single-threaded TCG, the
-#                          guest idles with HLT).  Not with KVM.
+#   VM_CLOCK=host|virtual|auto  the guest's clock under TCG: the host's
+#                          (default), or QEMU's instruction counter (-icount
+#                          shift=0: one guest instruction is one ns of guest
+#                          time, whatever the host does; single-threaded TCG,
+#                          the guest idles with HLT).  Not with KVM.  auto
+#                          (the main job's: make, make sweep): virtual where
+#                          the guest runs under TCG, the host's under KVM.
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   VM_APPEND='...'        more kernel command-line options
@@ -39,8 +41,8 @@ lab_help "$@"
 VM_ACCEL=${VM_ACCEL:-auto}
 VM_CLOCK=${VM_CLOCK:-host}
 case $VM_CLOCK in
-host | virtual) ;;
-*) bad_arg "VM_CLOCK must be host or virtual, not '$VM_CLOCK'" ;;
+host | virtual | auto) ;;
+*) bad_arg "VM_CLOCK must be host, virtual or auto, not '$VM_CLOCK'" ;;
 esac
 # QEMU's icount: 2^shift ns of guest time per instruction.
 ICOUNT_SHIFT=0
@@ -123,6 +125,13 @@ case $VM_TCG_THREAD in
 single | multi) ;;
 *) die "VM_TCG_THREAD must be single or multi, not '$VM_TCG_THREAD'" ;;
 esac
+if [ "$VM_CLOCK" = auto ]; then
+	case $VM_ACCEL in
+	kvm) VM_CLOCK=host ;;
+	tcg) VM_CLOCK=virtual ;;
+	*) if kvm_works; then VM_CLOCK=host; else VM_CLOCK=virtual; fi ;;
+	esac
+fi
 # The virtual clock: guest time advances with the instructions the guest
 # executes (sleep=off: an idle guest skips ahead to its next timer instead
 # of waiting for the host's time; align=off: never slowed to the host's

@@ -8,6 +8,9 @@ analyse.py uses on the host, so that the two agree:
   progress.py point RAW_CSV LOOPS NS
       the first measure of the rows of raw.csv at this point: mean and
       standard deviation of the seconds a unit of work took (lablib.stats)
+  progress.py clock RESULT_DIR
+      the clock the result was measured on, from its meta.json: virtual or
+      host (also where meta.json names none: hardware, an older lab)
 
 A folder or file it cannot read is one line on stderr and exit status 1.
 """
@@ -16,7 +19,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
-from lablib import calibration, stats  # noqa: E402
+from lablib import calibration, results, stats  # noqa: E402
 
 
 def fit(folder):
@@ -37,12 +40,20 @@ def point(raw, loops, ns):
     return f"{measure} {s['mean']:.4f} s per unit +- {s['stddev']:.4f} (n={s['n']})"
 
 
+def clock(folder):
+    meta = results.read_meta(pathlib.Path(folder))
+    kind = ((meta.get("machine") or {}).get("clock") or {}).get("kind")
+    return "virtual" if kind == "virtual" else "host"
+
+
 def main(argv):
     try:
         if len(argv) == 2 and argv[0] == "fit":
             print(fit(argv[1]))
         elif len(argv) == 4 and argv[0] == "point":
             print(point(*argv[1:]))
+        elif len(argv) == 2 and argv[0] == "clock":
+            print(clock(argv[1]))
         else:
             print(__doc__.split("\n\n")[1], file=sys.stderr)
             return 2

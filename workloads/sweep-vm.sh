@@ -51,6 +51,9 @@ fi
 # guest holds the staged files in memory (a kbuild's: 650 MB).
 export VM_TIMEOUT=${VM_TIMEOUT:-21600}
 export VM_MEM=${VM_MEM:-4G}
+# The virtual clock under TCG, the host's under KVM (VM_CLOCK=host keeps
+# the host's): on it every point is the same on every machine.
+export VM_CLOCK=${VM_CLOCK:-auto}
 results=$LAB_ROOT/results
 mkdir -p "$results"
 # A finished sweep points results/latest-<workload> at its folder; an

@@ -255,6 +255,14 @@ if [ -n "$CALIBRATION" ]; then
 	fi
 	FIT=$(calibration_fit "$CALIBRATION" 2>&1) ||
 		bad_arg "--calibration wants a calibration with a fit, not '$CALIBRATION' ($FIT)"
+	# A loop's ns on the virtual clock is its instructions, on the host's
+	# its time on this machine: one calibration does not stand for the other.
+	cal_clock=$(lab_python "$SWEEP_DIR/progress.py" clock "$CALIBRATION" 2>&1) ||
+		bad_arg "--calibration wants a calibration with a meta.json, not '$CALIBRATION' ($cal_clock)"
+	run_clock=$(sed -n 's/.*\blab\.clock=\([a-z]*\).*/\1/p' /proc/cmdline)
+	run_clock=${run_clock:-host}
+	[ "$cal_clock" = "$run_clock" ] ||
+		bad_arg "--calibration was taken on the $cal_clock clock and this sweep runs on the $run_clock clock; calibrate on this one (leave --calibration out)"
 fi
 # --- Or only stage (on the host, for the VM): no module, no result -------
 if [ -n "$STAGE_ONLY" ]; then

@@ -289,6 +289,26 @@ def test_bad_input_fails_cleanly(tmp_path, clean_module, args, message):
     assert not MODDIR.exists()
 
 
+def test_a_calibration_from_the_other_clock_is_refused(tmp_path, calibration, clean_module):
+    """A loop's ns on the virtual clock are not its ns on the host's: a
+    sweep refuses a --calibration taken on the clock it does not run on."""
+    running = "virtual" if "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text() \
+        else "host"
+    other = {"virtual": "host", "host": "virtual"}[running]
+    cal = tmp_path / "cal"
+    shutil.copytree(calibration, cal)
+    meta = json.loads((cal / "meta.json").read_text())
+    meta["machine"]["clock"] = {"kind": other, "shift": 0}
+    (cal / "meta.json").write_text(json.dumps(meta))
+    r = sweep("grep", "--scale", "small", "--calibration", cal, out=tmp_path / "out",
+              check=False)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == (f"sweep.sh: --calibration was taken on the {other} clock and "
+                                f"this sweep runs on the {running} clock; calibrate on this one "
+                                f"(leave --calibration out)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_non_root_is_refused(tmp_path):
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                         SWEEP, "cmd", "-o", tmp_path / "out", "--", "true"],

@@ -338,3 +338,16 @@ def test_a_point_is_exact_only_without_requests_to_the_host(root, tmp_path, cloc
     assert [p["exact"] for p in points] == exact
     with open(d / "summary.csv") as f:
         assert [r["exact"] for r in csv.DictReader(f)] == [str(e) for e in exact]
+
+
+@pytest.mark.parametrize("clock, says", [({"kind": "virtual", "shift": 0}, "virtual"),
+                                         ({"kind": "host"}, "host"), (None, "host")])
+def test_progress_names_the_clock_a_result_was_measured_on(root, tmp_path, clock, says):
+    """sweep.sh compares it with its own before it takes a --calibration."""
+    d = make_dir(tmp_path / "cal", grep_rows(), {"workload": "grep"})
+    meta = json.loads((d / "meta.json").read_text())
+    meta["machine"]["clock"] = clock
+    (d / "meta.json").write_text(json.dumps(meta))
+    out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "clock", d],
+                         capture_output=True, text=True)
+    assert (out.returncode, out.stdout, out.stderr) == (0, says + "\n", "")

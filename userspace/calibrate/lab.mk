@@ -1,8 +1,10 @@
 # The calibration: loop count -> added system-call latency (userspace/calibrate).
 
 ## calibrate [LOOPS=0:700:50]: boot, measure into results/calibrate-<time>/, analyse here
+# On the virtual clock under TCG (VM_CLOCK=auto), the host's under KVM:
+# VM_CLOCK=host keeps the host's.
 calibrate: setup
-	$(VM) -- userspace/calibrate/run.sh $(if $(LOOPS),-l $(LOOPS))
+	VM_CLOCK=$${VM_CLOCK:-auto} $(VM) -- userspace/calibrate/run.sh $(if $(LOOPS),-l $(LOOPS))
 	$(PY) userspace/calibrate/analyse.py $(RESULTS)/latest-calibrate
 
 .PHONY: calibrate

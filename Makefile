@@ -146,12 +146,13 @@ test-debug: deps venv userspace
 	echo "test-debug: logs in $(DEBUG_LOGS)"; \
 	[ -z "$$failed" ] || { echo "test-debug: failed:$$failed" >&2; exit 1; }
 
-# One variant's pass: make test-debug-kcsan ...
+# One variant's pass: make test-debug-kcsan ...  The tests' recorded
+# figures (the fault walks' points, KCSAN's counters) go to VARIANT.xml.
 test-debug-%: venv userspace
 	$(MAKE) VARIANT=$* kernel module
 	VARIANT=$* VM_KLOG=$(DEBUG_LOGS)/$*-kernel.log VM_TIMEOUT=$${VM_TIMEOUT:-10800} \
 		$(VM) -- $(PY) -m pytest -q -rs --durations=10 -p no:cacheprovider -m 'not timing' \
-		$(TESTS_$*)
+		--junitxml=$(DEBUG_LOGS)/$*.xml $(TESTS_$*)
 
 TESTS_debug := $(DEBUG_TESTS)
 TESTS_kcsan := $(KCSAN_TESTS)

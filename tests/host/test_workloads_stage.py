@@ -1,6 +1,7 @@
 """The sweep's staging (workloads/stage.py, lablib/strace.py): what a
 command touched, read from its strace log, and copied into a root where
 the command, chrooted, does and prints the same."""
+import json
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from resultdirs import calibrate_dir
 
 sys.path.insert(0, str(ROOT / "userspace"))
 from lablib import strace  # noqa: E402
@@ -91,3 +93,27 @@ def test_a_root_that_is_not_a_folder_is_one_line(tmp_path):
     out = stage(tmp_path / "missing", "--log", tmp_path / "none.log")
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "is not a folder" in out.stderr
+
+
+@pytest.mark.skipif(not shutil.which("strace")
+                    or not (ROOT / "build/src/linux-source-6.12/kernel").is_dir(),
+                    reason="needs strace and the unpacked kernel tree (make kernel)")
+def test_stage_only_on_the_host_takes_the_vms_calibration(tmp_path):
+    """make sweep stages on the host (--stage-only) with the options the
+    sweep in the VM gets, a --calibration taken on the virtual clock
+    among them: the host is not where that sweep runs, so its clock is
+    no reason to refuse it."""
+    cal = tmp_path / "cal"
+    calibrate_dir(cal, {"getppid": (600, 3.0)})
+    meta = json.loads((cal / "meta.json").read_text())
+    meta["machine"] = {**(meta.get("machine") or {}), "clock": {"kind": "virtual", "shift": 0}}
+    (cal / "meta.json").write_text(json.dumps(meta))
+    analysed = subprocess.run([PY, ROOT / "userspace/calibrate/analyse.py", cal, "--no-plot"],
+                              capture_output=True, text=True)
+    assert analysed.returncode == 0, analysed.stderr
+    out = subprocess.run([ROOT / "workloads/sweep.sh", "grep", "--scale", "small",
+                          "--calibration", cal, "--stage-only", tmp_path / "stage"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "stage/grep.tar").stat().st_size > 0
+    assert json.loads((tmp_path / "stage/grep.json").read_text())["files"] > 0

@@ -102,40 +102,40 @@ class Stage:
         self.files += 1
         self.bytes += st.st_size
 
+    def entry(self, path, whole=True):
+        """Directory entry @path as what it is: a link, a folder, or a file,
+        copied (@whole) or, if not staged yet, a placeholder: empty, with
+        its mode and times (see the module's doc)."""
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            self.link(path)
+        elif stat.S_ISDIR(st.st_mode):
+            self.directory(path)
+        elif whole:
+            self.file(path, st)
+        elif stat.S_ISREG(st.st_mode) and not os.path.lexists(self.target(path)):
+            t = self.target(path)
+            open(t, "x").close()
+            os.chmod(t, stat.S_IMODE(st.st_mode))
+            os.utime(t, ns=(st.st_atime_ns, st.st_mtime_ns))
+            self.placeholders += 1
+
     def listing(self, path):
         """Every entry of directory @path, so that a listing of it reads the
-        same: those not staged yet as placeholders (see the module's doc)."""
+        same: those not staged yet as placeholders."""
         try:
             names = os.listdir(path)
         except OSError:
             return
         self.path(path)
         for name in names:
-            entry = os.path.join(path, name)
-            st = os.lstat(entry)
-            if stat.S_ISLNK(st.st_mode):
-                self.link(entry)
-            elif stat.S_ISDIR(st.st_mode):
-                self.directory(entry)
-            elif stat.S_ISREG(st.st_mode) and not os.path.lexists(self.target(entry)):
-                t = self.target(entry)
-                open(t, "x").close()
-                os.chmod(t, stat.S_IMODE(st.st_mode))
-                os.utime(t, ns=(st.st_atime_ns, st.st_mtime_ns))
-                self.placeholders += 1
+            self.entry(os.path.join(path, name), whole=False)
 
     def tree(self, path):
         self.path(path)
         for top, dirnames, filenames in os.walk(path):
             for name in dirnames + filenames:
-                entry = os.path.join(top, name)
-                st = os.lstat(entry)
-                if stat.S_ISLNK(st.st_mode):
-                    self.link(entry)
-                elif stat.S_ISDIR(st.st_mode):
-                    self.directory(entry)
-                else:
-                    self.file(entry, st)
+                self.entry(os.path.join(top, name))
 
     def program(self, path, depth=0):
         """@path and what the kernel and the loader read to run it: a

@@ -68,7 +68,11 @@ sh_quote() {
 	printf '%s\n' "${out% }"
 }
 
-die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+die() {
+	lab_stopping && exit 1
+	printf '%s: error: %s\n' "${0##*/}" "$*" >&2
+	exit 1
+}
 bad_arg() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 # In an option loop, before taking the value of the option in $1 from $2:
 #   -r) want_value "$@"; RUNS=$2; shift ;;
@@ -282,4 +286,72 @@ lab_list() {
 	out=$("$LAB_TOOL" list "$2" ${3:+"$3"} 2>&1) ||
 		bad_arg "$1 wants a list like '0,50,100', '0:700:50' or a mix${3:+ (at most $3)}, not '$2'"
 	printf '%s\n' "$out" | paste -sd' '
+}
+
+# --- Stopping a long runner on a signal ------------------------------------
+# bash 5.2 may lose a trapped SIGINT that arrives while it expands a command
+# substitution, or fail to parse the trap ("interrupt trap: line 2:
+# unexpected EOF while looking for matching ')'") and exit 2, when a signal
+# arrives between two substitutions of one word.  A runner does little else
+# between its measurements, so it cannot trap signals itself.
+#
+# lab_supervise "$@" (once the arguments are checked) makes the rest of the
+# script a worker: the same script run again in a process group of its own,
+# which no Ctrl-C reaches and which traps nothing.  This process only waits
+# for it.  On SIGINT or SIGTERM it creates the file LAB_STOP and sends
+# SIGTERM to the worker's children; the worker sees their failure, and dies
+# quietly (die) or stops where it looks (lab_stopping), and its EXIT trap puts
+# everything back.  This process then exits 130 or 143.  A second signal
+# changes nothing: the worker's cleaning up must not be cut short.
+lab_stopping() { [ -n "${LAB_STOP:-}" ] && [ -e "$LAB_STOP" ]; }
+
+lab_supervise() {
+	[ -z "${LAB_STOP:-}" ] || return 0
+	LAB_STOP=${TMPDIR:-/tmp}/lab-stop.$$
+	export LAB_STOP
+	rm -f "$LAB_STOP"
+	# An explicit stdin: an asynchronous command's would be /dev/null.
+	setsid "$0" "$@" 0<&0 &
+	LAB_WORKER=$!
+	LAB_ASKED=0
+	trap 'lab_stop_worker 130 interrupted' INT
+	trap 'lab_stop_worker 143 terminated' TERM
+	local status
+	# wait also returns, with a status above 128, when a trap has run.
+	while :; do
+		status=0
+		wait "$LAB_WORKER" || status=$?
+		if [ "$status" -le 128 ] || ! kill -0 "$LAB_WORKER" 2>/dev/null; then
+			break
+		fi
+	done
+	rm -f "$LAB_STOP"
+	[ "$LAB_ASKED" -eq 0 ] || exit "$LAB_ASKED"
+	exit "$status"
+}
+
+lab_stop_worker() {
+	if [ "$LAB_ASKED" -ne 0 ]; then
+		log "$2 again; still putting things back"
+		return
+	fi
+	LAB_ASKED=$1
+	log "$2; stopping"
+	: >"$LAB_STOP"
+	lab_signal_group TERM "$LAB_WORKER"
+}
+
+# lab_signal_group SIGNAL PGID: signal the processes of a process group, all
+# but its leader.  From /proc: procps is not on every machine.
+lab_signal_group() {
+	local stat line pid rest pgrp
+	for stat in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$stat" || continue
+		pid=${line%% *}
+		rest=${line##*) }
+		read -r _ _ pgrp _ <<<"$rest"
+		if [ "$pgrp" = "$2" ] && [ "$pid" != "$2" ]; then
+			kill -s "$1" "$pid" 2>/dev/null || true
+		fi
+	done
 }

@@ -160,6 +160,9 @@ all)
 	;;
 *) bad_arg "WORKLOAD wants kbuild, grep, apache, cmd or all, not '$WORKLOAD'" ;;
 esac
+# From here on a worker does the sweep and this process takes the signals
+# (scripts/lib.sh says why).
+lab_supervise "${ARGS[@]}"
 
 # One file per workload defines WL_LOOPS, WL_REPEATS and the wl_* steps.
 # shellcheck source=/dev/null
@@ -344,7 +347,7 @@ stopped() {
 	exit "$status"
 }
 trap stopped EXIT
-trap 'log "interrupted"; exit 130' INT
+# Only a TERM sent to the worker itself comes here; Ctrl-C does not.
 trap 'log "terminated"; exit 143' TERM
 
 if [ ! -d "$DELAY_DIR" ]; then
@@ -441,14 +444,12 @@ for value in "${VALUES[@]}"; do
 	else
 		LOOPS=$value NS='' POINT="loops=$value" TAG=l$value
 	fi
-	# One command substitution a line: with two in one line, a SIGINT that
-	# arrives later makes bash 5.2 fail to parse the INT trap ("unexpected
-	# EOF while looking for matching ')'") and exit 2 instead of 130.
 	d0=$(stat_or_empty delayed)
 	s0=$(stat_or_empty spun_ns)
 	delay_set "$KNOB" "$value"
 	wl_point_begin
 	for ((REPEAT = 1; REPEAT <= REPEATS; REPEAT++)); do
+		! lab_stopping || exit 1
 		wl_run
 	done
 	delay_set "$KNOB" 0

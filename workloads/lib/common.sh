@@ -229,6 +229,7 @@ t1=${EPOCHREALTIME/[.,]/}
 if [ -n "$p9" ]; then echo 0 >"$p9/tracing_on"; fi
 echo "${t0}000 ${t1}000 $status"'
 window() {
+	! lab_stopping || return 1
 	"${WINDOW_BASH[@]}" -c "$WINDOW_CODE" window "$P9_DIR" "$@"
 }
 

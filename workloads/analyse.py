@@ -207,7 +207,7 @@ def knees(path):
     return out
 
 
-def model(rows, measure, cpus):
+def model(rows, measure, cpus, ns_per_loop=None, entry_ns=0.0):
     """Fill in predicted_throughput and return the model of one measure."""
     factor, _, _ = MEASURES[measure]
     first, last = rows[0], rows[-1]
@@ -236,8 +236,65 @@ def model(rows, measure, cpus):
          "max_loops": last["loops"], "max_added_ns": last["added_ns"],
          "measured_slowdown": measured, "predicted_slowdown": predicted,
          "explained": explained, "check": check}
+    m.update(halving(rows, base, calls, ns_per_loop, entry_ns))
     m["explanation"] = explain(measure, rows, m, cpus)
+    m["shape"] = shape(measure, m)
     return m
+
+
+def halving(rows, base, calls, ns_per_loop, entry_ns):
+    """Where the model halves the throughput: d = base / calls, the delay
+    per call that doubles the time of a unit of work (in loops too, when
+    calibrated); how far the sweep went in those units; and the delay at
+    which the measured mean throughput fell to half its value at 0, by
+    linear interpolation between the points around it (None if it never
+    did)."""
+    out = {"half_ns": None, "half_loops": None, "reached_halves": None,
+           "measured_half_ns": None}
+    if not calls or base is None or base <= 0:
+        return out
+    half = base / calls * 1e9
+    out["half_ns"] = half
+    out["reached_halves"] = rows[-1]["added_ns"] / half
+    if ns_per_loop:
+        out["half_loops"] = max(0.0, (half - entry_ns) / ns_per_loop)
+    target = rows[0]["mean"] / 2
+    for a, b in zip(rows, rows[1:]):
+        if a["mean"] >= target >= b["mean"] and a["mean"] > b["mean"]:
+            t = (a["mean"] - target) / (a["mean"] - b["mean"])
+            out["measured_half_ns"] = a["added_ns"] + t * (b["added_ns"] - a["added_ns"])
+            break
+    return out
+
+
+def shape(measure, m):
+    """Sentences on why the curve has its shape, from its own figures."""
+    half, calls, base = m["half_ns"], m["syscalls_per_unit"], m["base_seconds_per_unit"]
+    if half is None:
+        return ""
+    word = MEASURES[measure][2]
+    loops = "" if m["half_loops"] is None else f" (about {m['half_loops']:,.0f} loops)"
+    text = (f"Shape: a {word} took {base:.4g} s at {m['knob']} 0 and made {count(calls)} "
+            f"delayed system calls, so every ns added to each call adds {count(calls)} ns "
+            f"to a {word}. Throughput is then 1 / (base + N x d) = T0 / (1 + d / d½), "
+            f"with d½ = base / N = {half:,.0f} ns{loops}: a hyperbola, steepest at 0, "
+            f"where each ns costs 1/d½ of the throughput, and flatter after. At "
+            f"d½, the knee, throughput has halved and each further ns costs a quarter "
+            f"of what the first did; at 3 d½ a sixteenth. ")
+    reached = m["reached_halves"]
+    if reached < 1:
+        text += (f"This sweep went to {m['max_added_ns']:,.0f} ns, {reached:.2f} d½: "
+                 f"short of the knee, where the curve is still nearly straight; delays "
+                 f"up to d½ or beyond show its whole shape.")
+    else:
+        text += f"This sweep went to {m['max_added_ns']:,.0f} ns, {reached:.2f} d½"
+        got = m["measured_half_ns"]
+        if got is None:
+            text += ", and the measured throughput never halved."
+        else:
+            text += (f", and the measured throughput halved at {got:,.0f} ns "
+                     f"({got / half - 1:+.1%} from d½).")
+    return text
 
 
 def check_points(rows):
@@ -403,6 +460,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
                        f"measured per call): within {100 * mod['check']['max_abs_error']:.2f} % "
                        f"at all {mod['check']['points']} delayed points (column 'check', %)")
         out += textwrap.wrap(mod["explanation"], 88)
+        out += textwrap.wrap(mod["shape"], 88)
     return "\n".join(out) + "\n"
 
 
@@ -460,6 +518,10 @@ def draw(workload, meta, ns_per_loop, measures, path):
             xs = [max(x) * i / 80 for i in range(81)]
             ax.plot(xs, [factor / (base + calls * v * 1e-9) for v in xs], "--", color="C3",
                     label=f"model: base + {count(calls)} calls/{word} \u00d7 added latency")
+            half = mod["half_ns"]
+            if half and half <= max(x):
+                ax.axvline(half, color="C2", lw=0.8, ls=":",
+                           label=f"d\u00bd = base / calls = {half:,.0f} ns (throughput halved)")
         ax.set_xlabel("added latency per system call (ns)")
         ax.set_ylabel(f"{name} throughput ({unit})")
         # From 0, and room above the highest mean and its error bar: an
@@ -514,7 +576,7 @@ def summarise(d):
                     p["knee_kept_up"], p["knee_overloaded"] = found.get(
                         (p["loops"], p["ns"]), (None, None))
             measures[name] = {"unit": MEASURES[name][1], "points": rows,
-                              "model": model(rows, name, cpus)}
+                              "model": model(rows, name, cpus, ns_per_loop, entry)}
     summary = {"experiment": meta.get("experiment", workload), "workload": workload,
                "ns_per_loop": ns_per_loop, "entry_ns": entry,
                "calibration_fits": fit_names,

@@ -85,6 +85,33 @@ def test_grep_follows_the_model(root, tmp_path):
     text = (d / "report.txt").read_text()
     assert "measured slowdown 1.40, predicted 1.40 at 200 loops (+800 ns)" in text
     assert "2 CPUs" in text.splitlines()[0] and "4.000 ns added per loop" in text
+    # 2 s over 1,000,001.5 calls: each call's delay doubles a grep at 2,000 ns.
+    assert mod["half_ns"] == pytest.approx(2000, rel=1e-5)
+    assert mod["half_loops"] == pytest.approx(2000 / 4.0, rel=1e-4)
+    assert mod["reached_halves"] == pytest.approx(0.4, rel=1e-4)
+    assert mod["measured_half_ns"] is None
+    assert "d\u00bd = base / N = 2,000 ns (about 500 loops)" in mod["shape"]
+    assert "0.40 d\u00bd: short of the knee" in mod["shape"]
+    assert "Shape: a grep took 2 s at loops 0 and made 1,000,002" in " ".join(text.split())
+
+
+def test_a_sweep_past_the_knee_finds_where_throughput_halved(root, tmp_path):
+    """The shape of 1 / (base + N x d): a sweep to 2.5 d\u00bd finds the
+    measured halving at d\u00bd = base / N."""
+    rows = []
+    for loops in (0, 250, 600, 1000, 1250):
+        t = 2.0 + 1e6 * 4.0 * loops * 1e-9
+        rows += [f"grep,grep,{loops},{r},1,{t:.6f},1000000,0," for r in (1, 2)]
+    d = make_dir(tmp_path / "grep", rows, {"workload": "grep", "repeats": 2})
+    out = report(root, tmp_path, d, "--json")
+    assert out.returncode == 0, out.stderr
+    mod = json.loads((d / "summary.json").read_text())["measures"]["grep"]["model"]
+    assert mod["half_ns"] == pytest.approx(2000)
+    assert mod["reached_halves"] == pytest.approx(5000 / 2000)
+    # Halved between 1,000 ns (250 loops) and 2,400 ns (600): the straight
+    # line between the two lies above the hyperbola and crosses half later.
+    assert 2000 < mod["measured_half_ns"] < 2400
+    assert "2.50 d\u00bd, and the measured throughput halved at 2,100 ns" in mod["shape"]
 
 
 def apache_rows():

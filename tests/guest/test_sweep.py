@@ -210,15 +210,13 @@ def test_apache_sweep(tmp_path, calibration):
     d = result_dir(tmp_path, "apache")
     check_results(d, "apache", ["reply", "saturation"])
     delay_reached_the_workload(d)
-    # httperf runs from memory, but Apache itself still runs from the
-    # host's files: a server process it starts under the saturation
-    # search's load can read them (38 requests in one run, 2026-11-26;
-    # none in others), and the analysis says that such a point is not
-    # exact.  The reference windows, 10 connections at 1/s, start none;
-    # any request must be Apache's.
-    requests = staged_and_exact(d, "apache", None, measures=["reply"])
-    assert all(ln.split()[0].startswith("apache2-")
-               for ln in requests.splitlines() if "9p_client_req" in ln), requests[:3000]
+    # Apache, httperf and taskset run from memory: Apache recorded from
+    # its start to its stop under a load (the server processes it starts
+    # under the saturation search's load read the host's files before:
+    # 38 requests in one run, 2026-11-26).  No window, reference or
+    # saturation, makes a request.
+    staged_and_exact(d, "apache", None)
+    assert (d / "logs/stage-apache.txt").exists() and (d / "logs/stage-httperf.txt").exists()
     raw = list(csv.DictReader(open(d / "raw.csv")))
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()

@@ -14,7 +14,7 @@
 #               reply rate of a step that kept up.  Each point starts at
 #               60 % of the previous point's result.  Every step is in
 #               saturation.csv (phase ramp, down or refine).
-WL_LOOPS=0:700:50
+WL_LOOPS=0:16000:2000
 WL_REPEATS=3
 APACHE_PORT=${APACHE_PORT:-18080}
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
@@ -68,27 +68,44 @@ wl_prepare() {
 	cp "$APACHE_DIR/httpd.conf" "$LAB_DIR/httpd.conf"
 	# The VM may come up with the loopback interface down.
 	ip link set lo up 2>/dev/null || true
-	in_work_cgroup taskset -c "$SERVER_CPU" "$APACHE_BIN" -f "$APACHE_DIR/httpd.conf" -k start ||
+	# In the VM Apache, httperf and taskset run from memory (staging), so
+	# that no server process reads the host's files during a window.
+	if stage_wanted; then stage_workload; fi
+	in_work_cgroup "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" "$APACHE_BIN" \
+		-f "$APACHE_DIR/httpd.conf" -k start ||
 		die "Apache did not start; see $APACHE_DIR/error.log"
-	local i
-	for i in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null && break
-		[ "$i" -lt 100 ] || die "Apache does not answer on port $APACHE_PORT; see $APACHE_DIR/error.log"
-		sleep 0.1
-	done
+	apache_wait_up
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
-	# One untimed run so that the first point does not pay for cold
-	# caches; in the VM, httperf and taskset are staged from it.
-	if stage_wanted; then stage_workload; fi
+	# One untimed run so that the first point does not pay for cold caches.
 	httperf_run 50 100 >/dev/null
 }
 
-# Staging (in the VM, with Apache running): httperf and taskset.
+# Up: it answers on its port and has written its pid file (apache_stop's).
+apache_wait_up() {
+	local i
+	for i in $(seq 300); do
+		if [ -s "$APACHE_DIR/httpd.pid" ] &&
+			(exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "Apache does not answer on port $APACHE_PORT; see $APACHE_DIR/error.log"
+}
+
+# Staging (in the VM): Apache from its start to its stop, with httperf
+# (and taskset) loading it meanwhile.  The recording's Apache runs in the
+# foreground, so that strace follows it and its servers until it stops.
 WL_STAGE_TREES=()
 wl_stage_record() {
+	stage_record_start apache taskset -c "$SERVER_CPU" "$APACHE_BIN" \
+		-f "$APACHE_DIR/httpd.conf" -DFOREGROUND
+	apache_wait_up
 	httperf_cmd 50 100
 	stage_record httperf "${HTTPERF_CMD[@]}"
+	apache_stop
+	stage_record_end apache
 }
 
 # httperf_cmd RATE CONNS: HTTPERF_CMD, one httperf run on the client CPU.
@@ -214,6 +231,14 @@ saturation_step() {
 }
 
 wl_finish() {
+	apache_stop
+	[ -z "$APACHE_DIR" ] || [ ! -f "$APACHE_DIR/error.log" ] ||
+		cp "$APACHE_DIR/error.log" "$LAB_DIR/logs/httpd-error.log" 2>/dev/null || true
+}
+
+# Stop Apache by its pid file (SIGTERM: the parent stops its servers) and
+# wait up to 5 s for it to go.
+apache_stop() {
 	[ -n "$APACHE_DIR" ] && [ -f "$APACHE_DIR/httpd.pid" ] || return 0
 	local pid i
 	pid=$(cat "$APACHE_DIR/httpd.pid")
@@ -222,6 +247,5 @@ wl_finish() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	[ -f "$APACHE_DIR/error.log" ] && cp "$APACHE_DIR/error.log" "$LAB_DIR/logs/httpd-error.log" 2>/dev/null
 	rm -f "$APACHE_DIR/httpd.pid"
 }

@@ -108,14 +108,31 @@ stage_wanted() {
 # stage_record NAME CMD...: run CMD under strace -f -y, untimed, its
 # output into logs/stage-NAME.txt; stage_copy copies what it touched.
 stage_record() {
+	STAGE_LOGS+=(--log "$SCRATCH/strace-$1.log")
+	stage_strace "$@" || die "the $1 run under strace failed; see $LAB_DIR/logs/stage-$1.txt"
+}
+
+# stage_record_start NAME CMD...: the same for a server, which strace
+# follows until it exits: recorded in the background while the caller
+# loads it and stops it, then stage_record_end NAME.
+stage_record_start() {
+	command -v strace >/dev/null || die "staging needs strace ('make deps')"
+	STAGE_LOGS+=(--log "$SCRATCH/strace-$1.log")
+	stage_strace "$@" &
+	STAGE_TRACER=$!
+}
+stage_record_end() {
+	wait "$STAGE_TRACER" ||
+		die "the $1 run under strace failed; see $LAB_DIR/logs/stage-$1.txt"
+}
+
+stage_strace() {
 	local name=$1 log=$SCRATCH/strace-$1.log
 	shift
 	command -v strace >/dev/null || die "staging needs strace ('make deps')"
 	log "recording the files $name touches (strace, untimed)"
 	strace -f -y -qq -o "$log" "${STAGE_TRACE[@]}" -- "${WL_ENV[@]}" "$@" \
-		>"$LAB_DIR/logs/stage-$name.txt" 2>&1 ||
-		die "the $name run under strace failed; see $LAB_DIR/logs/stage-$name.txt"
-	STAGE_LOGS+=(--log "$log")
+		>"$LAB_DIR/logs/stage-$name.txt" 2>&1
 }
 
 # stage_copy DEST [stage.py options]: copy what the recorded runs touched

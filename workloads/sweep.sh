@@ -22,17 +22,21 @@ and the lab kernel.
 
 Workloads (defaults: loop counts, repeats):
   kbuild   build a Linux tree: 'make clean' and dropping the page cache
-           off the clock before each build               0:250:50, 3
+           off the clock before each build                   0:12000:1500, 3
   grep     grep -r for the system-call instruction ('syscall') over a Linux
            tree; page cache dropped and one untimed grep before each group
-           of repeats                                    0:500:50, 5
+           of repeats                                          0:6000:750, 5
   apache   a private Apache httpd on 127.0.0.1 (its own config, a small
            static page) in its own cgroup, only it delayed; httperf on
            another CPU: 10 connections at 1/s (reply time), then the rate
-           raised until the replies stop following it    0:700:50, 3
+           raised until the replies stop following it        0:16000:2000, 3
   cmd      time COMMAND (run with bash -c if it is one word with spaces)
-                                                         0:500:100, 3
+                                                                0:500:100, 3
   all      kbuild, grep and apache one after the other, each its own folder
+
+The defaults reach, on the virtual clock in the VM, the delay per call that
+doubles a unit of work (base / calls: about 35 us for kbuild, 16 us for
+grep, 50 us for a reply), so that the whole curve shows.
 
 Options:
   -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix

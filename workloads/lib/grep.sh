@@ -9,7 +9,7 @@
 #   full   the whole tree
 #   vm     GREP_VM_DIRS: about 7 s in the TCG VM (the whole tree: minutes)
 #   small  GREP_SMALL_DIRS: for the tests
-WL_LOOPS=0:500:50
+WL_LOOPS=0:6000:750
 WL_REPEATS=5
 GREP_PATTERN=syscall
 GREP_VM_DIRS="kernel mm"

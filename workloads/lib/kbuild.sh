@@ -13,7 +13,7 @@
 #          TCG VM, most of it make reading the tree's Makefiles and gcc
 #          starting, both heavy in system calls
 #   small  tinyconfig, KBUILD_SMALL_TARGETS (deleted first): for the tests
-WL_LOOPS=0:250:50
+WL_LOOPS=0:12000:1500
 WL_REPEATS=3
 KBUILD_VM_TARGETS="lib/string.o"
 KBUILD_SMALL_TARGETS="lib/ctype.o"

@@ -412,6 +412,12 @@ def test_findings_say_where_rt_wins_and_what_it_costs():
     rows[1] = row("cyclictest loaded", "p999", "us", 800, 900, [790, 800], [895, 900])
     assert "rt does not hold the tail better here" in analyse.findings(rows, ["stock", "rt"],
                                                                         True)[0]
+    # Each clock its own caveat: the host's is the emulator's scale, the
+    # virtual clock's the path length (no ~200 us timer beside a 3 us max).
+    host = analyse.findings(rows, ["stock", "rt"], True)[-1]
+    virtual = analyse.findings(rows, ["stock", "rt"], True, virtual=True)[-1]
+    assert "~200 us" in host and "virtual clock" not in host
+    assert "virtual clock" in virtual and "200 us" not in virtual
 
 
 def test_delay_member_of_a_real_run(tmp_path, monkeypatch):

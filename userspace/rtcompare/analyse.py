@@ -439,7 +439,13 @@ def report(d, kernels, rows, names):
                          f"are measured")
         for s in k["skipped"]:
             lines.append(f"  {v}: skipped {s['member']}: {s['reason']}")
-    if emulated:
+    if emulated and virtual_clock(kernels):
+        lines.append("  On QEMU's virtual clock a latency is a path length, one ns per "
+                     "guest instruction: the same on every machine and every boot, blind "
+                     "to caches and memory, and never a lost host CPU; the vCPUs take "
+                     "turns on one host thread, so a wake-up across CPUs includes the "
+                     "other vCPU's turn.")
+    elif emulated:
         lines.append("  Under QEMU TCG every latency is the emulator's: a timer interrupt, "
                      "a context switch and a wake-up are emulated code, many times slower "
                      "and noisier than on hardware; ratios within one run carry over "
@@ -485,7 +491,7 @@ def report(d, kernels, rows, names):
     if len(names) == 2:
         emulated = any(get(k, "meta", "machine", "accelerator") == "tcg"
                        for k in kernels.values())
-        found = findings(rows, names, emulated)
+        found = findings(rows, names, emulated, virtual_clock(kernels))
         if found:
             lines += ["", f"What {names[1]} wins and what it costs here:"]
             lines += [f"- {f}" for f in found]
@@ -518,7 +524,14 @@ def _said(r, names, better_low=True):
             f"(x{r['ratio']:.2f}{spread})")
 
 
-def findings(rows, names, emulated):
+def virtual_clock(kernels):
+    """Did every kernel's guest run on the virtual clock (meta.json's
+    machine.clock.kind)?"""
+    return all(get(k, "meta", "machine", "clock", "kind") == "virtual"
+               for k in kernels.values())
+
+
+def findings(rows, names, emulated, virtual=False):
     """Where the second kernel wins and what it costs, in sentences made
     from the comparison rows (the reference's claims: RT holds the tail
     latency of a high-priority task under load, and costs normal tasks a
@@ -559,7 +572,12 @@ def findings(rows, names, emulated):
         if r:
             out.append(f"Wake-up p99 of a {'SCHED_RR' if cell.endswith('rt') else 'normal'} "
                        f"reader with 16 load tasks (/dev/irqhook): {_said(r, names)}.")
-    if emulated and out:
+    if emulated and virtual and out:
+        out.append("On the virtual clock every figure is instructions executed: what "
+                   "differs between the kernels is the length of their paths (interrupt "
+                   "threads, sleeping locks, the scheduler), not caches or memory, and "
+                   "a tail is a path the kernel took, never the host's load.")
+    elif emulated and out:
         out.append("Under TCG the emulator sets the scale: a timer interrupt costs ~200 us "
                    "and an emulated CPU can lose its host CPU for milliseconds, so "
                    "idle and p99 latencies are the emulator's on both kernels; only "

@@ -284,3 +284,21 @@ def test_log_axis_leaves_room_for_a_marker_at_either_end():
     lo, hi = ax.get_ylim()
     assert lo <= 100 / 1.2 and hi >= 100_000 * 1.2, (lo, hi)
     plot.pyplot().close(fig)
+
+
+@pytest.mark.parametrize("lo, hi", [(3_000, 2_600_000), (900_000, 4_000_000),
+                                    (5, 40), (20_000, 900_000)])
+def test_log_axis_labels_stay_apart_on_any_range(lo, hi, monkeypatch, tmp_path):
+    """smp's histogram of a run on a loaded machine reached 2.6 ms: the
+    axis' ticks at 1,000,000 and 2,000,000 ns overlapped on an 8-inch
+    figure.  Short labels (50k, 2M) stay apart on any range."""
+    import plotcheck
+    figures = plotcheck.record(monkeypatch)
+    fig, ax = plot.figure(width=8, height=4.5)
+    ax.plot([lo, hi], [1, 2], "o")
+    plot.log_axis(ax, "x", lo, hi)
+    ax.set_xlabel("ns")
+    ax.set_ylabel("n")
+    plot.save(fig, ax, tmp_path / "a.png")
+    plotcheck.assert_readable(figures["a.png"])
+    assert all(len(t) <= 5 for t in figures["a.png"][0]["xticks"]), figures["a.png"][0]["xticks"]

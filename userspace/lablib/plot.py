@@ -44,9 +44,17 @@ def log_bins(lo, hi, n=60):
 MARGIN = 1.25
 
 
+def short_number(v):
+    """A tick label of at most five characters: 20, 5,000, 50k, 2M."""
+    for scale, start, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e3, 1e4, "k")):
+        if abs(v) >= start:
+            return f"{v / scale:,.3g}{suffix}"
+    return f"{v:,.10g}"
+
+
 def log_axis(ax, axis="x", lo=None, hi=None):
     """Put @axis ("x" or "y") of @ax on a log scale whose ticks a reader
-    can read: plain numbers (20, 5,000), at 1, 2 and 5 of each decade over
+    can read: short numbers (20, 5,000, 50k, 2M), at 1, 2 and 5 of each decade over
     up to three decades, at each decade over more, at most about eight.
     With @lo and @hi (> 0, the data's range) the axis spans them with a
     margin of a factor 1.25 at each end (a marker at @hi is drawn whole),
@@ -58,7 +66,7 @@ def log_axis(ax, axis="x", lo=None, hi=None):
     decades = math.log10(hi / lo) + 2 * math.log10(MARGIN) if lo and hi else 3
     a.set_major_locator(ticker.LogLocator(subs=(1, 2, 5) if decades <= 3 else (1,),
                                           numticks=8))
-    a.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.10g}"))
+    a.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
     a.set_minor_formatter(ticker.NullFormatter())
     if lo and hi:
         mid, half = math.sqrt(lo * hi), max(MARGIN * math.sqrt(hi / lo), 2.5)

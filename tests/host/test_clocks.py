@@ -319,7 +319,7 @@ def test_no_folder_is_a_usage_error(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--only", "calibrate,bogus"], "--only wants a list of calibrate,rt-compare,smp,msgq,"
-                                    "sweep, not 'calibrate,bogus'"),
+                                    "sweep,kbuild,grep, not 'calibrate,bogus'"),
     (["--only", "smp,,msgq"], "--only wants a list"),
     (["--only"], "--only wants a value"),
     (["--clocks", "sundial"], "--clocks wants host, virtual or host,virtual, not 'sundial'"),

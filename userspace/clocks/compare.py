@@ -171,6 +171,10 @@ def read_sweep(d):
         at = f"at {mod.get('knob', 'loops')} {mod.get('max_setting')}"
         check = mod.get("check") or {}
         err = check.get("max_abs_error")
+        out.append((f"{what}: base time of a unit of work", "s",
+                    mod.get("base_seconds_per_unit"), None))
+        out.append((f"{what}: delay that doubles it (base / calls)", "ns",
+                    mod.get("half_ns"), None))
         out.append((f"{what}: model check max |error|", "%",
                     None if err is None else 100 * err, None))
         out.append((f"{what}: measured slowdown {at}", "x",

@@ -534,8 +534,11 @@ def draw(workload, meta, ns_per_loop, measures, path):
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
+    # The machine's line wrapped: whole, it ran off both sides of a
+    # one-panel figure.
+    width = 75 * len(names)
     fig.suptitle(f"{workload}: throughput under the system-call delay\n"
-                 f"{results.describe(meta)}", fontsize=9)
+                 + "\n".join(textwrap.wrap(results.describe(meta), width)), fontsize=9)
     plot.save(fig, axes[-1], path)
 
 

@@ -278,7 +278,7 @@ if [ -n "$STAGE_ONLY" ]; then
 	LAB_DIR=$(mktemp -d)
 	mkdir "$LAB_DIR/logs"
 	scratch_create
-	trap 'scratch_remove; rm -rf "$LAB_DIR"' EXIT
+	trap 'scratch_remove; rm -rf "$LAB_DIR" "${STAGE_PARTIAL[@]}"' EXIT
 	stage_archive "$STAGE_ONLY"
 	exit 0
 fi

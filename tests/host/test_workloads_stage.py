@@ -117,3 +117,21 @@ def test_stage_only_on_the_host_takes_the_vms_calibration(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "stage/grep.tar").stat().st_size > 0
     assert json.loads((tmp_path / "stage/grep.json").read_text())["files"] > 0
+
+
+@pytest.mark.skipif(not (ROOT / "build/src/linux-source-6.12/kernel").is_dir(),
+                    reason="needs the unpacked kernel tree (make kernel)")
+def test_failed_stage_only_leaves_nothing_half_made(tmp_path):
+    """A recording that fails (here: an strace that fails) stops
+    --stage-only with its error and leaves no half-copied root or
+    half-written archive in the folder."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "strace").write_text("#!/bin/sh\nexit 1\n")
+    (fake / "strace").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    out = subprocess.run([ROOT / "workloads/sweep.sh", "grep", "--scale", "small",
+                          "--stage-only", tmp_path / "stage"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 1 and "the grep run under strace failed" in out.stderr, out.stderr
+    assert list((tmp_path / "stage").iterdir()) == []

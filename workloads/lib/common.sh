@@ -153,10 +153,14 @@ stage_copy() {
 
 # stage_archive DIR: (on the host, --stage-only) record the workload and
 # write its staged root to DIR/WORKLOAD.tar, what was staged beside it.
+# What it leaves until it is done (STAGE_PARTIAL): the caller's EXIT trap
+# removes them if it stops first.
+STAGE_PARTIAL=()
 stage_archive() {
 	local dir=$1 tmp
 	mkdir -p "$dir" || die "cannot create $dir"
 	tmp=$(mktemp -d "$dir/.staging.XXXXXX")
+	STAGE_PARTIAL=("$tmp" "$dir/$WORKLOAD.tar.part")
 	wl_stage_record
 	stage_copy "$tmp" "${WL_STAGE_TREES[@]}"
 	tar --format=posix -C "$tmp" -cf "$dir/$WORKLOAD.tar.part" . ||
@@ -164,6 +168,7 @@ stage_archive() {
 	rm -rf "$tmp"
 	printf '%s\n' "$STAGE_INFO" >"$dir/$WORKLOAD.json"
 	mv "$dir/$WORKLOAD.tar.part" "$dir/$WORKLOAD.tar"
+	STAGE_PARTIAL=()
 	log "staged $WORKLOAD for the VM in $dir/$WORKLOAD.tar"
 }
 

@@ -306,16 +306,25 @@ lab_list() {
 lab_stopping() { [ -n "${LAB_STOP:-}" ] && [ -e "$LAB_STOP" ]; }
 
 lab_supervise() {
-	[ -z "${LAB_STOP:-}" ] || return 0
+	if [ -n "${LAB_STOP:-}" ]; then
+		# The worker; asked to stop before it began, it does not begin.
+		! lab_stopping || exit 1
+		return 0
+	fi
 	LAB_STOP=${TMPDIR:-/tmp}/lab-stop.$$
 	export LAB_STOP
 	rm -f "$LAB_STOP"
-	# An explicit stdin: an asynchronous command's would be /dev/null.
-	setsid "$0" "$@" 0<&0 &
-	LAB_WORKER=$!
+	# The traps first: a signal between the worker's start and them would
+	# end this process and leave the worker running on its own.
+	LAB_WORKER=
 	LAB_ASKED=0
 	trap 'lab_stop_worker 130 interrupted' INT
 	trap 'lab_stop_worker 143 terminated' TERM
+	# An explicit stdin: an asynchronous command's would be /dev/null.
+	setsid "$0" "$@" 0<&0 &
+	LAB_WORKER=$!
+	# A signal that came before $! was known: its children now.
+	[ "$LAB_ASKED" -eq 0 ] || lab_signal_group TERM "$LAB_WORKER"
 	local status
 	# wait also returns, with a status above 128, when a trap has run.
 	while :; do
@@ -338,7 +347,7 @@ lab_stop_worker() {
 	LAB_ASKED=$1
 	log "$2; stopping"
 	: >"$LAB_STOP"
-	lab_signal_group TERM "$LAB_WORKER"
+	[ -z "$LAB_WORKER" ] || lab_signal_group TERM "$LAB_WORKER"
 }
 
 # lab_signal_group SIGNAL PGID: signal the processes of a process group, all

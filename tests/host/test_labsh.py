@@ -121,6 +121,15 @@ def supervised(root, tmp_path, *args, **kw):
                             stderr=subprocess.PIPE, **kw)
 
 
+def worker_started(tmp_path):
+    """Wait (up to a minute, on a loaded machine) for the worker's mark."""
+    for _ in range(1200):
+        if (tmp_path / "mark").exists():
+            return
+        time.sleep(0.05)
+    pytest.fail("the worker never started")
+
+
 def test_supervised_runner_keeps_its_status_and_stdin(root, tmp_path):
     p = supervised(root, tmp_path, "status", stdin=subprocess.PIPE)
     _, err = p.communicate("7\n", timeout=30)
@@ -143,7 +152,10 @@ def test_a_signal_between_substitutions_stops_the_runner(root, tmp_path, sig, gr
     for attempt in range(15):
         (tmp_path / "mark").unlink(missing_ok=True)
         p = supervised(root, tmp_path, "substitutions")
-        time.sleep(rng.uniform(0.2, 0.5))
+        # Once the worker runs: before its traps are set the runner dies
+        # of the signal as any script does, with nothing to undo yet.
+        worker_started(tmp_path)
+        time.sleep(rng.uniform(0, 0.3))
         if group:
             os.killpg(p.pid, sig)
         else:
@@ -164,10 +176,7 @@ def test_a_signal_ends_the_runners_child(root, tmp_path):
     """The worker is in a minute-long command: the signal ends that command,
     and the worker stops quietly instead of saying it failed."""
     p = supervised(root, tmp_path, "child")
-    for _ in range(100):
-        if (tmp_path / "mark").exists():
-            break
-        time.sleep(0.05)
+    worker_started(tmp_path)
     time.sleep(0.2)
     start = time.monotonic()
     p.send_signal(signal.SIGINT)
@@ -176,3 +185,20 @@ def test_a_signal_ends_the_runners_child(root, tmp_path):
     assert time.monotonic() - start < 20, "the child was not ended"
     assert "interrupted; stopping" in err and "error" not in err, err
     assert (tmp_path / "mark").read_text().split()[2] == "cleaned"
+
+
+def test_a_worker_asked_to_stop_before_it_began_does_nothing(root, tmp_path):
+    """A signal that comes between the runner's traps and its worker's
+    start: the stop file is there when the worker begins, and it ends at
+    once, before it changes anything."""
+    stop = tmp_path / "stop"
+    stop.touch()
+    script = tmp_path / "runner.sh"
+    script.write_text("#!/bin/bash" + WORKER)
+    script.chmod(0o755)
+    env = dict(os.environ, LAB_ROOT_UNDER_TEST=str(root), MARK=str(tmp_path / "mark"),
+               LAB_STOP=str(stop))
+    out = subprocess.run([script, "status"], env=env, input="0\n", capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    assert not (tmp_path / "mark").exists()

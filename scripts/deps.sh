@@ -34,8 +34,9 @@ packages=(
 	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links;
 	# QEMU itself is installed below)
 	udev python3-venv trace-cmd
-	# workloads: the Apache binary and modules only (no system service), httperf
-	apache2-bin httperf
+	# workloads: the Apache binary and modules only (no system service),
+	# httperf (the saturation search) and curl (the reference replies)
+	apache2-bin httperf curl
 	# userspace: 32-bit test program, lint
 	gcc-multilib shellcheck
 	# the field's own tools the experiments compare with

@@ -364,8 +364,8 @@ def explain(measure, rows, m, cpus):
                 f"{predicted:.2f} the model predicts from {count(calls)} system calls per "
                 f"{word}: only {share:.0%} of the predicted extra time shows up. ")
         if measure == "reply":
-            text += ("The reply time httperf measures is partly client time (httperf "
-                     "itself, connection set-up, the loopback network), and the server "
+            text += ("The reply time the client measures is partly client time (the "
+                     "client itself, the loopback network), and the server "
                      "makes delayed calls that lengthen no reply: after the reply has gone "
                      "out (logging, closing the connection) or between requests (idle "
                      "workers, the parent's housekeeping), all counted per reply.")

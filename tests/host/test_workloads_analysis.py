@@ -141,7 +141,7 @@ def test_apache_far_below_the_model(root, tmp_path):
     assert mod["predicted_slowdown"] == pytest.approx(5.0)
     assert mod["measured_slowdown"] == pytest.approx(1.1)
     assert mod["explained"] == pytest.approx(0.1 / 4)
-    assert "smaller than" in mod["explanation"] and "httperf" in mod["explanation"]
+    assert "smaller than" in mod["explanation"] and "client time" in mod["explanation"]
     assert "client" in mod["explanation"]
 
     sat = s["measures"]["saturation"]

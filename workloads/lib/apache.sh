@@ -4,7 +4,9 @@
 # delays, pinned to the last CPU; httperf runs outside it on CPU 0, so the
 # load generator is never delayed.  Each repeat measures two things:
 #   reply       the reference method: 10 connections at 1 per second,
-#               throughput 1 / reply time (response + transfer)
+#               throughput 1 / reply time (response + transfer), timed
+#               by curl to the microsecond (httperf prints reply times
+#               to 0.1 ms, half a reply's time on the virtual clock)
 #   saturation  the offered rate raised by APACHE_RATE_FACTOR per step of
 #               --step-seconds until the reply rate falls below 95 % of it
 #               or errors appear (halved instead while no step has kept up);
@@ -35,6 +37,7 @@ wl_check() {
 		[ -f "$APACHE_MODULES/mod_$m.so" ] || die "Apache module mod_$m.so missing in $APACHE_MODULES"
 	done
 	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
+	command -v curl >/dev/null || die "curl is not installed ('make deps')"
 	command -v taskset >/dev/null || die "taskset (util-linux) is not installed"
 	if (exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
 		die "port $APACHE_PORT on 127.0.0.1 is taken; set APACHE_PORT"
@@ -104,6 +107,8 @@ wl_stage_record() {
 	apache_wait_up
 	httperf_cmd 50 100
 	stage_record httperf "${HTTPERF_CMD[@]}"
+	reference_cmd 2
+	stage_record reference "${REFERENCE_CMD[@]}"
 	apache_stop
 	stage_record_end apache
 }
@@ -150,17 +155,49 @@ httperf_measured() {
 	echo "$f $((c1 - c0)) ${P9_COUNT:--}"
 }
 
+# reference_cmd CONNS: REFERENCE_CMD, the reference method: CONNS
+# connections 1 s apart on the client CPU, one request each; curl prints
+# per request its HTTP status, when the request could go out and when the
+# reply was in (s, to the microsecond).  A failed request is a line
+# "error": counted, not fatal.
+reference_cmd() {
+	# shellcheck disable=SC2016  # the loop's own variables
+	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" bash -c 'for ((i = 0; i < $1; i++)); do
+		[ "$i" -eq 0 ] || sleep 1
+		curl -sS -o /dev/null -w "%{http_code} %{time_pretransfer} %{time_total}\n" "$2" ||
+			echo error
+	done' reference "$1" "http://127.0.0.1:$APACHE_PORT/index.html")
+}
+
+# reference_measured LOG: run the reference method, keep curl's lines in
+# LOG and print "replies seconds errors syscalls p9_requests": seconds is
+# the sum of the reply times (from the request to the reply's last byte).
+reference_measured() {
+	local c0 c1 t0 t1 status
+	c0=$(delay_calls)
+	reference_cmd 10
+	read -r t0 t1 status < <(window "" "$SCRATCH/reference.txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}")
+	p9_stop
+	c1=$(delay_calls)
+	mv "$SCRATCH/reference.txt" "$1"
+	p9_keep "${1%.txt}-9p.txt"
+	[ "$status" = 0 ] || die "the reference run failed (exit status $status) at $POINT; see $1"
+	awk -v calls=$((c1 - c0)) -v p9="${P9_COUNT:--}" '
+	$1 == 200 && NF == 3 { n++; s += $3 - $2; next }
+	$1 == "error" { e++ }
+	END { printf "%d %.6f %d %s %s\n", n, s, e, calls, p9 }' "$1"
+}
+
 wl_point_begin() { :; }
 
 wl_run() {
-	local tag=$TAG-$REPEAT replies duration reply errors cpu calls p9 best best_rate
+	local tag=$TAG-$REPEAT replies duration reply errors cpu calls p9 best best_rate seconds
 	# The reference method.
-	read -r replies duration reply errors cpu calls p9 < <(
-		httperf_measured "$LAB_DIR/logs/reply-$tag.txt" 1 10)
+	read -r replies seconds errors calls p9 < <(reference_measured "$LAB_DIR/logs/reply-$tag.txt")
 	P9_COUNT=${p9#-}
 	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
-	record reply "$replies" "$(awk -v n="$replies" -v ms="$reply" 'BEGIN { printf "%.6f", n * ms / 1e3 }')" \
-		"$calls" "$errors" "reply time ${reply} ms"
+	record reply "$replies" "$seconds" "$calls" "$errors" \
+		"reply time $(awk -v n="$replies" -v s="$seconds" 'BEGIN { printf "%.3f", s / n * 1e3 }') ms (curl)"
 
 	# Saturation: raise the offered rate until the replies stop following,
 	# then bisect between the last rate kept up with and the first not.

@@ -19,6 +19,8 @@
 #                          the guest runs under TCG, the host's under KVM.
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
+#   VM_VIRTUAL_CPUS=N      the CPUs when VM_CPUS is not given and the clock
+#                          is the virtual one (make sweep: 1)
 #   VM_APPEND='...'        more kernel command-line options
 #   VM_KLOG=FILE           with a command: stream the guest's kernel log
 #                          into FILE on the host (dmesg -w from boot until
@@ -47,6 +49,7 @@ esac
 # QEMU's icount: 2^shift ns of guest time per instruction.
 ICOUNT_SHIFT=0
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
+VM_CPUS_GIVEN=${VM_CPUS:-}
 VM_CPUS=${VM_CPUS:-2}
 VM_MEM=${VM_MEM:-2G}
 KVM_PROBE_TIMEOUT=${KVM_PROBE_TIMEOUT:-40}
@@ -65,7 +68,7 @@ case $VM_TIMEOUT in '' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" 
 # visible read-only (virtme-ng's default).
 # The root is a 9p share tagged /dev/root; naming it on the command line lets
 # the kernel mount it without the block layer (config/lab.config has none).
-vng_base=(--run "$KERNEL" --cpus "$VM_CPUS" --memory "$VM_MEM" --rwdir "$LAB_ROOT"
+vng_base=(--run "$KERNEL" --memory "$VM_MEM" --rwdir "$LAB_ROOT"
 	--cwd "$PWD" --disable-microvm --force-9p --append root=/dev/root)
 [ -z "${VM_APPEND:-}" ] || vng_base+=(--append "$VM_APPEND")
 # build/ may be a link to another disk; the guest writes there too (the
@@ -205,6 +208,10 @@ else
 	lab_args+=(lab.clock=host)
 fi
 vng_base+=(--append "${lab_args[*]}")
+if [ -z "$VM_CPUS_GIVEN" ] && [ "$VM_CLOCK" = virtual ] && [ -n "${VM_VIRTUAL_CPUS:-}" ]; then
+	VM_CPUS=$VM_VIRTUAL_CPUS
+fi
+vng_base+=(--cpus "$VM_CPUS")
 
 if [ "${1:-}" = -- ]; then
 	shift

@@ -54,6 +54,12 @@ export VM_MEM=${VM_MEM:-4G}
 # The virtual clock under TCG, the host's under KVM (VM_CLOCK=host keeps
 # the host's): on it every point is the same on every machine.
 export VM_CLOCK=${VM_CLOCK:-auto}
+# One vCPU on the virtual clock: its instruction count is global, so with
+# two a reply's time included the client's turns on the other vCPU
+# (Apache's reference reply: 0.2 ms with one vCPU, 1.1 ms with two, for
+# the same 30 server calls, 2026-11-26); kbuild and grep gain nothing
+# from a second vCPU that only takes turns with the first.
+export VM_VIRTUAL_CPUS=${VM_VIRTUAL_CPUS:-1}
 results=$LAB_ROOT/results
 mkdir -p "$results"
 # A finished sweep points results/latest-<workload> at its folder; an

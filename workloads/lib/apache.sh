@@ -18,6 +18,9 @@
 #               saturation.csv (phase ramp, down or refine).
 WL_LOOPS=0:16000:2000
 WL_REPEATS=3
+# A point's runs agree to the instruction there, and a saturation step of
+# a second is 10^9 emulated instructions of httperf polling.
+WL_REPEATS_VIRTUAL=2
 APACHE_PORT=${APACHE_PORT:-18080}
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}

@@ -81,7 +81,7 @@ wl_prepare() {
 		-f "$APACHE_DIR/httpd.conf" -k start ||
 		die "Apache did not start; see $APACHE_DIR/error.log"
 	apache_wait_up
-	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; httperf on CPU $CLIENT_CPU"
+	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; curl and httperf on CPU $CLIENT_CPU"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
 	# One untimed run so that the first point does not pay for cold caches.
 	httperf_run 50 100 >/dev/null

@@ -378,3 +378,17 @@ def test_progress_names_the_clock_a_result_was_measured_on(root, tmp_path, clock
     out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "clock", d],
                          capture_output=True, text=True)
     assert (out.returncode, out.stdout, out.stderr) == (0, says + "\n", "")
+
+
+def test_progress_line_keeps_four_digits_of_a_tiny_time(root, tmp_path):
+    """An Apache reply on the virtual clock is some 56 us: the progress
+    line said 'reply 0.0001 s per unit'."""
+    raw = tmp_path / "raw.csv"
+    raw.write_text("workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,"
+                   "p9_requests,detail\n"
+                   "apache,reply,0,,1,10,0.000559,332,0,0,x\n"
+                   "apache,reply,0,,2,10,0.000572,338,0,0,x\n")
+    out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "point",
+                          raw, "0", ""], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("reply 56.55 us per unit +- 0.92 (n=2)"), out.stdout

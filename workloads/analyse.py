@@ -414,7 +414,7 @@ def opt(v, spec):
 
 
 def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
-    virtual = on_virtual_clock(meta)
+    virtual = results.on_virtual_clock(meta)
     if ns_per_loop is None:
         how = "delays requested in ns (the module's ns mode, no calibration)"
     else:
@@ -462,10 +462,6 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
         out += textwrap.wrap(mod["explanation"], 88)
         out += textwrap.wrap(mod["shape"], 88)
     return "\n".join(out) + "\n"
-
-
-def on_virtual_clock(meta):
-    return ((meta.get("machine") or {}).get("clock") or {}).get("kind") == "virtual"
 
 
 def exact_note(rows, virtual):
@@ -572,7 +568,7 @@ def summarise(d):
     for name in MEASURES:   # a fixed order: apache's reply before saturation
         sel = [r for r in runs if r["measure"] == name]
         if sel:
-            rows = points(sel, name, ns_per_loop, measured, entry, on_virtual_clock(meta))
+            rows = points(sel, name, ns_per_loop, measured, entry, results.on_virtual_clock(meta))
             if name == "saturation":
                 found = knees(d / "saturation.csv")
                 for p in rows:

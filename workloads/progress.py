@@ -47,8 +47,7 @@ def point(raw, loops, ns):
 
 def clock(folder):
     meta = results.read_meta(pathlib.Path(folder))
-    kind = ((meta.get("machine") or {}).get("clock") or {}).get("kind")
-    return "virtual" if kind == "virtual" else "host"
+    return "virtual" if results.on_virtual_clock(meta) else "host"
 
 
 def main(argv):

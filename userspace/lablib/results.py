@@ -105,6 +105,12 @@ def settings(meta):
     return meta.get("settings") or {}
 
 
+def on_virtual_clock(meta):
+    """Did the run of @meta measure on QEMU's virtual clock (machine.clock.kind)?
+    False for the host's clock and for a meta.json that names none."""
+    return ((meta.get("machine") or {}).get("clock") or {}).get("kind") == "virtual"
+
+
 def describe(meta):
     """One line on the kernel and machine of @meta, e.g. "kernel
     6.12.117-lab (stock, voluntary), 2 CPUs, accelerator tcg (QEMU 10.0.2),

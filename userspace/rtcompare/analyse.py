@@ -527,8 +527,7 @@ def _said(r, names, better_low=True):
 def virtual_clock(kernels):
     """Did every kernel's guest run on the virtual clock (meta.json's
     machine.clock.kind)?"""
-    return all(get(k, "meta", "machine", "clock", "kind") == "virtual"
-               for k in kernels.values())
+    return all(results.on_virtual_clock(k.get("meta") or {}) for k in kernels.values())
 
 
 def findings(rows, names, emulated, virtual=False):

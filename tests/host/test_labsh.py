@@ -70,14 +70,15 @@ def test_in_memory_runs_the_program_from_a_tmpfs(root, tmp_path):
     (tmp_path / "cgroup.procs").write_text("")
     (tmp_path / "calls").write_text("7\n")
     # A timed run (workloads/lib/common.sh) writes its output into the
-    # tmpfs and moves it to the log after the clock stopped.
+    # scratch folder and moves it to the log after the clock stopped.
     script = (f'set -euo pipefail; . {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; '
               f'. {root}/workloads/lib/cmd.sh; LAB_DIR={tmp_path}; WORK_CG={tmp_path}; '
               f'DELAY_CALLS={tmp_path}/calls; IN_MEMORY=1; COMMAND=(md5sum {tmp_path}/f); '
+              f'SCRATCH={tmp_path}/scratch; mkdir "$SCRATCH"; '
               'wl_prepare; printf "%s\\n" "${COMMAND[@]}"; mem=$MEM_DIR; '
               'findmnt -n -o FSTYPE "$mem"; WORKLOAD=cmd LOOPS=0 NS= REPEAT=1; '
               'timed cmd "$LAB_DIR/logs/run.txt" "${COMMAND[@]}"; cat "$LAB_DIR/logs/run.txt"; '
-              '[ ! -e "$mem/output.txt" ]; wl_finish; [ ! -e "$mem" ] && echo gone')
+              '[ -z "$(ls -A "$SCRATCH")" ]; wl_finish; [ ! -e "$mem" ] && echo gone')
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

@@ -145,17 +145,12 @@ httperf_fields() {
 # The report goes to memory while the window is open (LOG is on the
 # host's files in the VM).
 httperf_measured() {
-	local c0 c1 f
-	local t0 t1 status
-	c0=$(delay_calls)
+	local f
 	httperf_cmd "$2" "$3"
-	read -r t0 t1 status < <(window "" "$SCRATCH/httperf.txt" "${WL_EXEC[@]}" "${HTTPERF_CMD[@]}")
-	p9_stop
-	c1=$(delay_calls)
-	mv "$SCRATCH/httperf.txt" "$1"
-	p9_keep "${1%.txt}-9p.txt"
+	measured_window "" "$1" "${WL_EXEC[@]}" "${HTTPERF_CMD[@]}" ||
+		die "the httperf window at $POINT said nothing"
 	f=$(httperf_fields <"$1")
-	echo "$f $((c1 - c0)) ${P9_COUNT:--}"
+	echo "$f $WINDOW_CALLS ${P9_COUNT:--}"
 }
 
 # reference_cmd CONNS: REFERENCE_CMD, the reference method: CONNS
@@ -180,16 +175,12 @@ reference_cmd() {
 # the sum of the reply times (from the connection to the reply's last
 # byte: the request, the server's work and the reply).
 reference_measured() {
-	local c0 c1 t0 t1 status
-	c0=$(delay_calls)
 	reference_cmd 10
-	read -r t0 t1 status < <(window "" "$SCRATCH/reference.txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}")
-	p9_stop
-	c1=$(delay_calls)
-	mv "$SCRATCH/reference.txt" "$1"
-	p9_keep "${1%.txt}-9p.txt"
-	[ "$status" = 0 ] || die "the reference run failed (exit status $status) at $POINT; see $1"
-	awk -v calls=$((c1 - c0)) -v p9="${P9_COUNT:--}" '
+	measured_window "" "$1" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" ||
+		die "the reference window at $POINT said nothing"
+	[ "$WINDOW_STATUS" = 0 ] ||
+		die "the reference run failed (exit status $WINDOW_STATUS) at $POINT; see $1"
+	awk -v calls="$WINDOW_CALLS" -v p9="${P9_COUNT:--}" '
 	$1 == 200 && NF == 3 { n++; s += $3 - $2; next }
 	$1 == "error" { e++ }
 	END { printf "%d %.6f %d %s %s\n", n, s, e, calls, p9 }' "$1"

@@ -361,18 +361,32 @@ record() {
 # the VM, LOG is on the host's share, and every write to it would be a 9p
 # round trip timed with the work.
 timed() {
-	local measure=$1 logfile=$2 out=$SCRATCH/output.txt t0 t1 c0 c1 status=0
+	local measure=$1 logfile=$2
+	shift 2
+	measured_window "$WORK_CG" "$logfile" "$@" ||
+		die "the timed window of $measure at $POINT said nothing"
+	[ "$WINDOW_STATUS" -eq 0 ] ||
+		die "$measure run failed (exit status $WINDOW_STATUS) at $POINT; see $logfile"
+	record "$measure" 1 "$(ns_to_s $((WINDOW_T1 - WINDOW_T0)))" "$WINDOW_CALLS" 0 ""
+}
+
+# measured_window CGROUP LOG CMD...: one window (window()) of CMD, in
+# CGROUP (none if empty), with the delayed cgroup's system calls counted
+# around it.  Sets WINDOW_T0 and WINDOW_T1 (ns), WINDOW_STATUS (CMD's exit
+# status), WINDOW_CALLS and P9_COUNT, and keeps CMD's output in LOG, moved
+# there once the window is closed.  Status 1 if the window said nothing.
+measured_window() {
+	local cg=$1 log=$2 out=$SCRATCH/window.txt c0 c1
 	shift 2
 	c0=$(delay_calls)
-	read -r t0 t1 status < <(window "$WORK_CG" "$out" "$@")
-	[ -n "$status" ] || die "the timed window of $measure at $POINT said nothing"
+	WINDOW_STATUS=
+	read -r WINDOW_T0 WINDOW_T1 WINDOW_STATUS < <(window "$cg" "$out" "$@")
+	[ -n "$WINDOW_STATUS" ] || return 1
 	p9_stop
 	c1=$(delay_calls)
-	mv "$out" "$logfile"
-	p9_keep "${logfile%.txt}-9p.txt"
-	[ "$status" -eq 0 ] ||
-		die "$measure run failed (exit status $status) at $POINT; see $logfile"
-	record "$measure" 1 "$(ns_to_s $((t1 - t0)))" $((c1 - c0)) 0 ""
+	WINDOW_CALLS=$((c1 - c0))
+	mv "$out" "$log"
+	p9_keep "${log%.txt}-9p.txt"
 }
 
 ns_to_s() {

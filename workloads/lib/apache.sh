@@ -13,9 +13,13 @@
 #               then bisects between the last rate kept up with and the
 #               first that was not until they are within APACHE_REFINE
 #               (5 %) of each other: the knee.  Throughput is the highest
-#               reply rate of a step that kept up.  Each point starts at
-#               60 % of the previous point's result.  Every step is in
+#               reply rate of a step that kept up.  Each run starts at
+#               60 % of the rate its own reference replies would allow
+#               one after the other (1 / reply time).  Every step is in
 #               saturation.csv (phase ramp, down or refine).
+# Each point starts a fresh Apache with an empty access log, so that a
+# point is the same measure whichever point ran before it (the parts of a
+# parallel sweep run other points before it than a serial sweep).
 WL_LOOPS=0:16000:2000
 WL_REPEATS=3
 # A point's runs agree to the instruction there, and a saturation step of
@@ -31,7 +35,6 @@ APACHE_MAX_STEPS=20
 APACHE_REFINE=0.05
 APACHE_MAX_REFINE_STEPS=8
 APACHE_DIR=
-APACHE_LAST_SAT=
 
 wl_check() {
 	[ -x "$APACHE_BIN" ] || die "no Apache at $APACHE_BIN (install apache2-bin: 'make deps')"
@@ -77,13 +80,20 @@ wl_prepare() {
 	# In the VM Apache, httperf and taskset run from memory (staging), so
 	# that no server process reads the host's files during a window.
 	if stage_wanted; then stage_workload; fi
-	in_work_cgroup "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" "$APACHE_BIN" \
-		-f "$APACHE_DIR/httpd.conf" -k start ||
-		die "Apache did not start; see $APACHE_DIR/error.log"
-	apache_wait_up
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; curl and httperf on CPU $CLIENT_CPU"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
-	# One untimed run so that the first point does not pay for cold caches.
+}
+
+# A fresh Apache for each point (with the point's delay already set, as a
+# serial sweep had it for the previous point's last run).
+wl_point_begin() {
+	apache_stop
+	rm -f "$APACHE_DIR/access.log"
+	in_work_cgroup "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" "$APACHE_BIN" \
+		-f "$APACHE_DIR/httpd.conf" -k start ||
+		die "Apache did not start at $POINT; see $APACHE_DIR/error.log"
+	apache_wait_up
+	# One untimed run so that the first run does not pay for cold caches.
 	httperf_run 50 100 >/dev/null
 }
 
@@ -186,8 +196,6 @@ reference_measured() {
 	END { printf "%d %.6f %d %s %s\n", n, s, e, calls, p9 }' "$1"
 }
 
-wl_point_begin() { :; }
-
 wl_run() {
 	local tag=$TAG-$REPEAT replies duration reply errors cpu calls p9 best best_rate seconds
 	# The reference method.
@@ -201,11 +209,11 @@ wl_run() {
 	# then bisect between the last rate kept up with and the first not.
 	local rate step=0 best_rate=0 best="" ok_rate=0 over_rate=0 over="" phase=ramp
 	SATURATION_P9=0
-	rate=$APACHE_FIRST_RATE
-	if [ -n "$APACHE_LAST_SAT" ]; then
-		rate=$(awk -v s="$APACHE_LAST_SAT" -v f="$APACHE_FIRST_RATE" \
-			'BEGIN { r = int(s * 0.6); print (r > f / 2 ? r : int(f / 2)) }')
-	fi
+	# From this run's own reference: Apache serves at least 1 / reply time
+	# one request after another; 60 % of that was kept up with at every
+	# delay on the virtual clock (the knee: 72-80 % of it, 2026-11-26).
+	rate=$(awk -v n="$replies" -v s="$seconds" -v f="$APACHE_FIRST_RATE" \
+		'BEGIN { r = int(0.6 * n / s); print (r > f / 2 ? r : int(f / 2)) }')
 	while [ "$step" -lt "$APACHE_MAX_STEPS" ]; do
 		step=$((step + 1))
 		saturation_step "$tag" "$rate" "$phase"
@@ -238,7 +246,6 @@ wl_run() {
 		over="overloaded at $over_rate/s offered (knee between $ok_rate and $over_rate/s)"
 	fi
 	read -r replies duration calls errors rate cpu <<<"$best"
-	APACHE_LAST_SAT=$best_rate
 	# The requests of every step: each one moved the knee.
 	P9_COUNT=$SATURATION_P9
 	record saturation "$replies" "$duration" "$calls" "$errors" \

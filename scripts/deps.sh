@@ -37,6 +37,8 @@ packages=(
 	# workloads: the Apache binary and modules only (no system service),
 	# httperf (the saturation search) and curl (the reference replies)
 	apache2-bin httperf curl
+	# sweeps split over VMs and machines (make sweep JOBS=N)
+	parallel
 	# userspace: 32-bit test program, lint
 	gcc-multilib shellcheck
 	# the field's own tools the experiments compare with

@@ -5,6 +5,8 @@
 #   vm.sh                 an interactive shell in the guest
 #   vm.sh -- CMD...       run CMD in the guest (in the repository); its exit
 #                         status becomes ours
+#   vm.sh --clock         print the clock a guest would run on (host or
+#                         virtual: VM_CLOCK, auto resolved) and stop
 #
 # Environment:
 #   VM_ACCEL=auto|kvm|tcg  auto (default) probes KVM once and remembers it
@@ -134,6 +136,10 @@ if [ "$VM_CLOCK" = auto ]; then
 	tcg) VM_CLOCK=virtual ;;
 	*) if kvm_works; then VM_CLOCK=host; else VM_CLOCK=virtual; fi ;;
 	esac
+fi
+if [ "${1:-}" = --clock ]; then
+	echo "$VM_CLOCK"
+	exit 0
 fi
 # The virtual clock: guest time advances with the instructions the guest
 # executes (sleep=off: an idle guest skips ahead to its next timer instead

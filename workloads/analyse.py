@@ -413,7 +413,7 @@ def opt(v, spec):
     return "n/a" if v is None else format(v, spec)
 
 
-def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
+def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split=None):
     virtual = results.on_virtual_clock(meta)
     if ns_per_loop is None:
         how = "delays requested in ns (the module's ns mode, no calibration)"
@@ -422,6 +422,12 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0):
                f"the delay (mean of the {', '.join(fit_names)} "
                f"fit{'s' if len(fit_names) > 1 else ''})")
     out = [f"{workload} sweep, {results.describe(meta)}; {how}"]
+    if split:
+        where = sorted(set(split["where"].values()))
+        out += textwrap.wrap(
+            f"Measured in {split['parts']} parts, each in a boot of its own, at once "
+            f"({', '.join(where)}), each part every {split['parts']}-th point; part 1 "
+            f"calibrated; the points' lines are as their parts wrote them (parts.json).", 88)
     for name, m in measures.items():
         rows, mod = m["points"], m["model"]
         show_errors = any(p["errors"] for p in rows)
@@ -550,6 +556,12 @@ def summarise(d):
     """(meta, summary dict, fit names) of workload sweep folder @d."""
     meta = results.read_meta(d)
     settings = results.settings(meta)
+    split = None
+    if settings.get("part"):
+        if not (d / "parts.json").exists():
+            raise ValueError(f"{d} is part {settings['part']} of a split sweep: merge its "
+                             f"parts (workloads/merge.py) and analyse the merged folder")
+        split = results.read_json(d / "parts.json")
     runs = read_raw(d / "raw.csv")
     entry = 0.0
     if runs[0]["knob"] == "ns":
@@ -578,7 +590,7 @@ def summarise(d):
                               "model": model(rows, name, cpus, ns_per_loop, entry)}
     summary = {"experiment": meta.get("experiment", workload), "workload": workload,
                "ns_per_loop": ns_per_loop, "entry_ns": entry,
-               "calibration_fits": fit_names,
+               "calibration_fits": fit_names, "parts": split,
                "settings": settings, "measures": measures}
     return meta, summary, fit_names
 
@@ -595,7 +607,7 @@ def work(args):
                       [p for m in measures.values() for p in m["points"]])
     results.write_json(d / "summary.json", summary)
     text = report(workload, meta, summary["ns_per_loop"], fit_names, measures,
-                  summary["entry_ns"])
+                  summary["entry_ns"], summary["parts"])
     results.write_text(d / "report.txt", text)
     if not args.no_plot:
         draw(workload, meta, summary["ns_per_loop"], measures, d / f"{workload}.png")

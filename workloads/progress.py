@@ -11,12 +11,20 @@ analyse.py uses on the host, so that the two agree:
   progress.py clock RESULT_DIR
       the clock the result was measured on, from its meta.json: virtual or
       host (also where meta.json names none: hardware, an older lab)
+  progress.py parts POINTS
+      a filter for the output of a split sweep's parts (sweep-vm.sh --vms):
+      passes every line on and, after each line in which a part says it
+      finished a point ('part K/N: [i/n]'), the whole sweep's progress:
+      points done of POINTS, the time since the filter started and an
+      estimate of the time left
 
 A folder or file it cannot read is one line on stderr and exit status 1.
 """
 import csv
 import pathlib
+import re
 import sys
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
 from lablib import calibration, results, stats  # noqa: E402
@@ -50,6 +58,31 @@ def clock(folder):
     return "virtual" if results.on_virtual_clock(meta) else "host"
 
 
+PART_POINT = re.compile(r"part (\d+)/\d+: \[(\d+)/\d+\]")
+
+
+def duration(s):
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def parts(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
+    total = int(total)
+    start = clock()
+    done = {}
+    for line in lines:
+        out.write(line)
+        m = PART_POINT.search(line)
+        if m:
+            done[m.group(1)] = int(m.group(2))
+            n = sum(done.values())
+            elapsed = clock() - start
+            eta = elapsed * (total - n) / n if n else 0
+            out.write(f"sweep-vm.sh: the sweep: {n} of {total} points; elapsed "
+                      f"{duration(elapsed)}, ETA {duration(eta)}\n")
+        out.flush()
+
+
 def main(argv):
     try:
         if len(argv) == 2 and argv[0] == "fit":
@@ -58,6 +91,8 @@ def main(argv):
             print(point(*argv[1:]))
         elif len(argv) == 2 and argv[0] == "clock":
             print(clock(argv[1]))
+        elif len(argv) == 2 and argv[0] == "parts":
+            parts(argv[1])
         else:
             print(__doc__.split("\n\n")[1], file=sys.stderr)
             return 2

@@ -2,7 +2,28 @@
 # From the host: run workloads/sweep.sh in the patched kernel (VM) and
 # analyse its results here.
 #
-#   sweep-vm.sh WORKLOAD [sweep.sh options]      (what 'make sweep' runs)
+#   sweep-vm.sh WORKLOAD [--vms N] [--sshloginfile FILE] [sweep.sh options]
+#                                               (what 'make sweep' runs)
+#
+#   --vms N               split the sweep's points over N VMs that run at
+#                         once (GNU parallel), each a part (sweep.sh --part
+#                         K/N) in its own boot, merged into one result
+#                         folder (workloads/merge.py); default: the free
+#                         cores (cores less the load average) on the virtual
+#                         clock, 1 on the host's
+#   --sshloginfile FILE   run the parts on these machines too (GNU
+#                         parallel's format: one login a line, ':' for this
+#                         machine); each needs the lab at this same path,
+#                         with the same commit and kernel built (a part from
+#                         another is refused), and runs one part at a time.
+#                         --vms defaults to the logins in FILE
+#
+# On the virtual clock each point is the same in any boot on any machine
+# (two boots within 0.014 %, 2026-11-26), so a sweep can be split: each
+# part takes every N-th point, part 1 calibrates, and the merged folder
+# has the files a serial sweep writes, each point's lines as its part
+# wrote them.  On the host's clock VMs side by side slow each other down
+# and machines differ: there a sweep runs in one VM.
 #
 # The kbuild object tree is prepared here first, natively: in the TCG
 # guest configuring a kernel tree alone takes minutes.  kbuild and grep are
@@ -12,40 +33,49 @@
 # host's files itself.  The analysis (summary, model, plot) also runs
 # here, where Python is fast.
 #
+# Environment: VM_CLOCK (default auto: virtual under TCG), VM_MEM,
+# VM_TIMEOUT, VM_VIRTUAL_CPUS (scripts/vm.sh); LAB_VM, the VM runner
+# (default scripts/vm.sh; the tests give a stand-in).
+#
 # Example:  workloads/sweep-vm.sh grep -l 0,200000 -r 1   (sweep.sh --help: its options)
+#           workloads/sweep-vm.sh kbuild --vms 2
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -ge 1 ] || bad_arg "usage: ${0##*/} kbuild|grep|apache|all|cmd [sweep.sh options]"
+[ $# -ge 1 ] || bad_arg "usage: ${0##*/} kbuild|grep|apache|all|cmd [--vms N] [sweep.sh options]"
 workload=$1
+shift
 scale=vm
 staging=1
-prev=
-for a in "$@"; do
-	case $prev in -s | --scale) scale=$a ;; esac
-	case $a in --no-stage) staging=0 ;; --stage-only | --stage-from)
-		bad_arg "$a is for sweep.sh; ${0##*/} stages kbuild and grep itself" ;;
+vms=
+loginfile=
+part=
+results=$LAB_ROOT/results
+args=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--vms) want_value "$@"; vms=$2; shift 2; continue ;;
+	--sshloginfile) want_value "$@"; loginfile=$2; shift 2; continue ;;
+	-o | --output) want_value "$@"; results=$2; shift 2; continue ;;
+	--part) want_value "$@"; part=$2 ;;
+	-s | --scale) [ $# -lt 2 ] || scale=$2 ;;
+	--no-stage) staging=0 ;;
+	--stage-only | --stage-from)
+		bad_arg "$1 is for sweep.sh; ${0##*/} stages kbuild and grep itself" ;;
+	--) args+=("$@"); break ;;
 	esac
-	prev=$a
+	args+=("$1")
+	shift
 done
-case $workload in
-kbuild | all)
-	"$LAB_ROOT/workloads/kbuild-prepare.sh" "$scale" "$LAB_BUILD/kbuild-$scale" \
-		"$LAB_BUILD/src/linux-source-6.12"
-	;;
-esac
-
-stage_args=()
-if [ "$staging" -eq 1 ]; then
-	stage_dir=$LAB_BUILD/stage
-	for w in kbuild grep; do
-		case $workload in "$w" | all)
-			"$LAB_ROOT/workloads/sweep.sh" "$w" "${@:2}" --stage-only "$stage_dir" ;;
-		esac
-	done
-	stage_args=(--stage-from "$stage_dir")
-fi
+[ -z "$vms" ] || want_uint --vms "$vms" 1
+results=$(realpath -m "$results")
+[ -z "$loginfile" ] || [ -r "$loginfile" ] ||
+	bad_arg "--sshloginfile wants a readable file, not '$loginfile'"
+[ -z "$part" ] || [ -z "$vms$loginfile" ] || bad_arg "--part is one part; --vms and --sshloginfile split a sweep"
+LAB_VM=${LAB_VM:-$LAB_ROOT/scripts/vm.sh}
+# sweep.sh's own checks, here before anything boots (status 2 on a bad one).
+"$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" --dry-run >/dev/null
 
 # A whole sweep takes a while under TCG; 'all' is three of them.  The
 # guest holds the staged files in memory (a kbuild's: 650 MB).
@@ -60,18 +90,140 @@ export VM_CLOCK=${VM_CLOCK:-auto}
 # the same 30 server calls, 2026-11-26); kbuild and grep gain nothing
 # from a second vCPU that only takes turns with the first.
 export VM_VIRTUAL_CPUS=${VM_VIRTUAL_CPUS:-1}
-results=$LAB_ROOT/results
+
+# The logins of an sshloginfile: its lines without comments and blanks.
+logins() { sed -e 's/#.*//' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$1"; }
+# Cores not busy: the cores less the load average, at least 1.
+free_cores() {
+	awk -v n="$(nproc)" '{ f = n - int($1 + 0.5); print (f < 1 ? 1 : f) }' /proc/loadavg
+}
+
+if [ -z "$part" ]; then
+	clock=$("$LAB_VM" --clock)
+	if [ -z "$vms" ]; then
+		if [ -n "$loginfile" ]; then
+			vms=$(logins "$loginfile" | wc -l)
+			[ "$vms" -gt 0 ] || bad_arg "--sshloginfile $loginfile names no machine"
+		elif [ "$clock" = virtual ]; then
+			vms=$(free_cores)
+		else
+			vms=1
+		fi
+	fi
+	if [ "$vms" -gt 1 ] || [ -n "$loginfile" ]; then
+		[ "$clock" = virtual ] ||
+			bad_arg "--vms $vms: a sweep is split only on the virtual clock (this one runs on the $clock clock, where VMs side by side slow each other); leave --vms out"
+	fi
+fi
+
+# --- Prepare and stage (here, once) -----------------------------------------
+prepare() {
+	case $workload in
+	kbuild | all)
+		"$LAB_ROOT/workloads/kbuild-prepare.sh" "$scale" "$LAB_BUILD/kbuild-$scale" \
+			"$LAB_BUILD/src/linux-source-6.12"
+		;;
+	esac
+	if [ "$staging" -eq 1 ]; then
+		for w in kbuild grep; do
+			case $workload in "$w" | all)
+				"$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --stage-only "$LAB_BUILD/stage" ;;
+			esac
+		done
+	fi
+}
+stage_args=()
+[ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage")
+# A part that a parallel sweep here started: the sweep has staged.  On
+# another machine a part stages there, one part at a time.
+if [ "${LAB_SWEEP_STAGED:-0}" != 1 ]; then
+	mkdir -p "$LAB_BUILD"
+	exec 9>"$LAB_BUILD/stage.lock"
+	flock 9
+	prepare
+	flock -u 9
+fi
+
+workloads=$workload
+[ "$workload" != all ] || workloads="kbuild grep apache"
+
+# --- One part of a split sweep: its folder, no analysis ---------------------
+if [ -n "$part" ]; then
+	out=${PART_OUTPUT:-$results}
+	mkdir -p "$out"
+	# Where it ran, for the merged folder's parts.json.
+	where=${PARALLEL_SSHLOGIN:-:}
+	[ "$where" != : ] || where=local
+	echo "$where" >"$out/where"
+	exec "$LAB_VM" -- "$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" \
+		"${stage_args[@]}" -o "$out"
+fi
+
 mkdir -p "$results"
 # A finished sweep points results/latest-<workload> at its folder; an
 # interrupted one leaves <workload>-<time>.incomplete/ and says so itself.
-workloads=$workload
-[ "$workload" != all ] || workloads="kbuild grep apache"
 declare -A before
 for w in $workloads; do before[$w]=$(readlink "$results/latest-$w" || true); done
 status=0
-"$LAB_ROOT/scripts/vm.sh" -- "$LAB_ROOT/workloads/sweep.sh" "$@" "${stage_args[@]}" \
-	--no-analysis -o "$results" ||
-	status=$?
+
+# --- Serial: one VM ---------------------------------------------------------
+if [ "$vms" -eq 1 ] && [ -z "$loginfile" ]; then
+	"$LAB_VM" -- "$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" "${stage_args[@]}" \
+		--no-analysis -o "$results" ||
+		status=$?
+fi
+
+# --- Split: N parts at once, merged --------------------------------------
+# split_sweep W: run W's parts with GNU parallel, merge them into a new
+# result folder and point results/latest-W at it.
+split_sweep() {
+	local w=$1 npoints n id parts_dir cmd env_args=() where=() folders=() k ks
+	command -v parallel >/dev/null || die "GNU parallel is not installed ('make deps')"
+	npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run | wc -l)
+	n=$((vms < npoints ? vms : npoints))
+	id=$w-$(date +%Y%m%d-%H%M%S)-$$
+	parts_dir=$LAB_BUILD/sweep-parts/$id
+	mkdir -p "$parts_dir"
+	log "$w: $npoints points in $n parts ($n VMs at once${loginfile:+, over $loginfile}): $parts_dir"
+	for v in VM_CLOCK VM_MEM VM_TIMEOUT VM_VIRTUAL_CPUS VARIANT LAB_VM; do
+		[ -z "${!v:-}" ] || env_args+=("$v=${!v}")
+	done
+	# The command of part {} on any machine: the lab at this path.
+	cmd="cd $(sh_quote "$LAB_ROOT") && env $(sh_quote "${env_args[@]}") \
+PART_OUTPUT=$(sh_quote "$parts_dir")/{} LAB_SWEEP_STAGED=\$([ \"\$PARALLEL_SSHLOGIN\" = : ] && echo 1 || echo 0) \
+workloads/sweep-vm.sh $(sh_quote "$w" "${args[@]}") --part {}/$n"
+	local par=(parallel --line-buffer --halt "now,fail=1" --tagstring "part {}/$n")
+	if [ -n "$loginfile" ]; then
+		par+=(--sshloginfile "$loginfile" --jobs 1 --workdir "$LAB_ROOT" --return "$parts_dir/{}"
+			--cleanup)
+		[ -z "${LAB_SSH:-}" ] || par+=(--ssh "$LAB_SSH")
+	else
+		par+=(--jobs "$n")
+	fi
+	local pstatus=0
+	mapfile -t ks < <(seq "$n")
+	"${par[@]}" "$cmd" ::: "${ks[@]}" 2>&1 |
+		lab_python "$LAB_ROOT/workloads/progress.py" parts "$npoints" || pstatus=$?
+	[ "$pstatus" -eq 0 ] || { log "$w: a part failed (exit status $pstatus); its output is in $parts_dir"; return 1; }
+	for k in "${ks[@]}"; do
+		[ -L "$parts_dir/$k/latest-$w" ] ||
+			{ log "$w: part $k left no result in $parts_dir/$k"; return 1; }
+		folders+=("$parts_dir/$k/$(readlink "$parts_dir/$k/latest-$w")")
+		where+=(--where "$k=$(cat "$parts_dir/$k/where" 2>/dev/null || echo unknown)")
+	done
+	lab_begin "$results" "$w"
+	lab_python "$LAB_ROOT/workloads/merge.py" "${where[@]}" "$LAB_DIR" "${folders[@]}" ||
+		{ log "$w: the parts could not be merged; they are in $parts_dir"; return 1; }
+	lab_commit "$w"
+	rm -rf "$parts_dir"
+	log "$w: $n parts merged into $LAB_DIR"
+}
+if [ "$vms" -gt 1 ] || [ -n "$loginfile" ]; then
+	for w in $workloads; do
+		split_sweep "$w" || status=1
+	done
+fi
+
 for w in $workloads; do
 	now=$(readlink "$results/latest-$w" || true)
 	if [ -z "$now" ] || [ "$now" = "${before[$w]}" ]; then

@@ -86,6 +86,13 @@ Options:
                          recording and copying in the guest (slow under TCG)
       --no-analysis      leave summary, model and plot to a later
                          'workloads/analyse.py DIR' (make sweep runs it on the host)
+      --part K/N         run only part K of N: the points i with i mod N = N - K
+                         (counted from 0), each with its repeats, into a folder
+                         of its own that 'sweep-vm.sh --jobs N' merges into one
+                         sweep (workloads/merge.py); only part 1 calibrates.
+                         Implies --no-analysis
+      --dry-run          print the points the sweep (or part) would run, one a
+                         line, and stop; needs neither root nor the lab kernel
   -h, --help             this text
 
 Example:
@@ -123,6 +130,8 @@ STEP_SECONDS=
 ANALYSIS=1
 IN_MEMORY=0
 STAGING=1
+PART=
+DRY_RUN=0
 COMMAND=()
 ARGS=("$@")
 
@@ -145,6 +154,8 @@ while [ $# -gt 0 ]; do
 	--no-stage) STAGING=0; shift ;;
 	--stage-only) want_value "$@"; STAGE_ONLY=$2; shift 2 ;;
 	--stage-from) want_value "$@"; STAGE_FROM=$2; shift 2 ;;
+	--part) want_value "$@"; PART=$2; shift 2 ;;
+	--dry-run) DRY_RUN=1; shift ;;
 	--) shift; COMMAND=("$@"); break ;;
 	-*) bad_arg "unknown option '$1' (see --help)" ;;
 	*)
@@ -265,6 +276,30 @@ if [ -n "$STAGE_ONLY" ]; then
 fi
 [ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
 	bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
+# A part: every N-th point, so that each part has points from the whole
+# range and the parts take about as long as each other.  Counted from the
+# last part, so that part 1, which also calibrates, is the one with a point
+# fewer when N does not divide the points.
+ALL_VALUES=("${VALUES[@]}")
+PART_K=1 PART_N=1
+if [ -n "$PART" ]; then
+	[[ $PART =~ ^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$ ]] ||
+		bad_arg "--part wants K/N, part K of N (1 <= K <= N), not '$PART'"
+	PART_K=${BASH_REMATCH[1]} PART_N=${BASH_REMATCH[2]}
+	[ "$PART_K" -le "$PART_N" ] || bad_arg "--part wants K/N with K at most N, not '$PART'"
+	[ "$PART_N" -le ${#ALL_VALUES[@]} ] ||
+		bad_arg "--part $PART: $PART_N parts of ${#ALL_VALUES[@]} points leave some empty"
+	[ -z "$STAGE_ONLY" ] || bad_arg "--part goes with a sweep, not with --stage-only"
+	VALUES=()
+	for i in "${!ALL_VALUES[@]}"; do
+		[ $((i % PART_N)) -ne $((PART_N - PART_K)) ] || VALUES+=("${ALL_VALUES[i]}")
+	done
+	ANALYSIS=0
+fi
+if [ "$DRY_RUN" -eq 1 ]; then
+	printf '%s\n' "${VALUES[@]}"
+	exit 0
+fi
 
 # The calibration's added latency: ns per loop and the cost of entering the
 # delay, from lablib's fit, the one analyse.py reports.
@@ -385,13 +420,18 @@ scratch_create
 # or quotes in it stays what it is.  The cmd workload's command is the part
 # of meta.json's "command" after '--'.
 mapfile -t wl_pairs < <(wl_settings)
-meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${VALUES[*]}")]"
+meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${ALL_VALUES[*]}")]"
 	syscalls="${SYSCALL_NAMES:-all}" syscall_numbers="${SYSCALL_NRS:-all}"
 	repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
 	in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
 	module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
 	calibration_from="${CALIBRATION:-$([ "$KNOB" = ns ] && echo "none: ns mode" ||
+		{ [ "$PART_K" -gt 1 ] && echo "part 1 of $PART_N"; } ||
 		echo "calibrated by the sweep")}")
+# A part says which it is and which points are its own; the full list
+# above is the sweep's.
+[ -z "$PART" ] ||
+	meta_args+=(part="$PART" "part_points:=[$(IFS=,; echo "${VALUES[*]}")]")
 for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
 # Written now, so that an interrupted sweep has it, and again once the
 # workload is staged, with what was.
@@ -406,12 +446,14 @@ NS_PER_LOOP='' ENTRY_NS=''
 if [ -n "$CALIBRATION" ]; then
 	cp -r "$CALIBRATION/." "$LAB_DIR/calibration"
 	read -r NS_PER_LOOP ENTRY_NS <<<"$FIT"
+elif [ "$KNOB" = loops ] && [ "$PART_K" -gt 1 ]; then
+	log "part $PART: the calibration is part 1's"
 elif [ "$KNOB" = loops ]; then
 	# 100 batches of 1000 calls a point, fewer when the loop counts are so
 	# large that those would take minutes (2000 calls at 400000 loops under
 	# TCG are 5 s a point).
 	cal_size=(-n 100 --calls 1000)
-	[ "${VALUES[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
+	[ "${ALL_VALUES[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
 	log "calibrating the added latency of loop counts $LOOP_LIST"
 	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" --rounds 3 \
 		-C 0 -q -o "$LAB_DIR" --name calibration >"$LAB_DIR/logs/calibrate.txt" 2>&1 ||
@@ -480,11 +522,13 @@ for value in "${VALUES[@]}"; do
 	eta=$((elapsed * (npoints - i) / i))
 	if [ "$KNOB" = ns ]; then
 		added="+$value ns requested"
+	elif [ -z "$NS_PER_LOOP" ]; then
+		added="calibrated by part 1"
 	else
 		added=$(awk -v l="$value" -v k="$NS_PER_LOOP" -v e="$ENTRY_NS" \
 			'BEGIN { printf "+%.0f ns calibrated", l ? e + l * k : 0 }')
 	fi
-	log "[$i/$npoints] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")"
+	log "${PART:+part $PART: }[$i/$npoints] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")"
 done
 
 restore

@@ -1,0 +1,270 @@
+"""A sweep split into parts (sweep.sh --part K/N, sweep-vm.sh --vms N)
+merges into the files a serial sweep writes: workloads/merge.py on parts
+cut from a real sweep, and sweep-vm.sh's whole path (GNU parallel, the
+merge, the analysis) with a stand-in for the VM, on this machine and on a
+'remote' one reached through a stand-in for ssh."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+# A real grep sweep on the virtual clock, 9 points of 5 runs
+# (tests/host/data/README.md).
+SERIAL = pathlib.Path(__file__).parent / "data/workloads/grep-virtual"
+LOOPS = "0:6000:750"
+CSVS = ("raw.csv", "points.csv")
+
+# The VM's stand-in: prints the clock for 'vm.sh --clock'; for
+# 'vm.sh -- sweep.sh W ... -o OUT' it writes the result folder that
+# sweep.sh would, cut from FAKE_SWEEP: every point of the sweep, or a
+# part's (--part K/N: its points from sweep.sh --dry-run itself), with
+# the settings and logs a part has.
+FAKE_VM = r'''#!/usr/bin/env python3
+import csv, json, os, pathlib, shutil, subprocess, sys
+args = sys.argv[1:]
+if args == ["--clock"]:
+    print(os.environ.get("FAKE_CLOCK", "virtual"))
+    sys.exit(0)
+assert args[0] == "--", args
+sweep, w, rest = args[1], args[2], args[3:]
+out = pathlib.Path(rest[len(rest) - 1 - rest[::-1].index("-o") + 1])
+opts = [a for i, a in enumerate(rest) if a != "-o" and (i == 0 or rest[i - 1] != "-o")]
+part = opts[opts.index("--part") + 1] if "--part" in opts else None
+points = subprocess.check_output([sweep, w, *opts, "--dry-run"], text=True)
+points = [int(v) for v in points.split()]
+src = pathlib.Path(os.environ["FAKE_SWEEP"])
+k = int(part.split("/")[0]) if part else 1
+folder = out / f"{w}-20261126-00000{k}"
+folder.mkdir(parents=True)
+meta = json.loads((src / "meta.json").read_text())
+if part:
+    meta["settings"]["part"] = part
+    meta["settings"]["part_points"] = points
+    meta["settings"]["delay_cgroup"] = f"/lab-sweep-{100 + k}"
+if k == 1:
+    shutil.copytree(src / "calibration", folder / "calibration")
+(folder / "logs").mkdir()
+for log in (src / "logs").iterdir():
+    tag = log.name.split("-")[1] if log.name.count("-") >= 2 else None
+    if tag is None or int(tag[1:]) in points:
+        if tag is not None or k == 1:
+            shutil.copy(log, folder / "logs" / log.name)
+# A log that every part writes, different in each.
+(folder / "logs" / "stage.txt").write_text(f"staged in part {k}\n")
+(folder / "meta.json").write_text(json.dumps(meta))
+for name in ("raw.csv", "points.csv"):
+    lines = (src / name).read_text().splitlines(keepends=True)
+    col = next(csv.reader([lines[0]])).index("loops")
+    keep = [l for l in lines[1:] if int(next(csv.reader([l]))[col]) in points]
+    (folder / name).write_text(lines[0] + "".join(keep))
+(out / f"latest-{w}").symlink_to(folder.name)
+'''
+
+
+def merge(root, into, *parts, status=0):
+    r = subprocess.run([sys.executable, root / "workloads/merge.py", into, *parts],
+                       capture_output=True, text=True)
+    assert r.returncode == status, r.stderr
+    return r
+
+
+def cut(root, tmp_path, n, stub):
+    """The parts 1..N of SERIAL, as the stand-in VM writes them."""
+    out = []
+    for k in range(1, n + 1):
+        d = tmp_path / f"part{k}"
+        subprocess.run([stub, "--", root / "workloads/sweep.sh", "grep", "-l", LOOPS,
+                        "--part", f"{k}/{n}", "-o", d], check=True,
+                       env={**os.environ, "FAKE_SWEEP": str(SERIAL)})
+        out.append(d / os.readlink(d / "latest-grep"))
+    return out
+
+
+@pytest.fixture
+def stub(tmp_path):
+    path = tmp_path / "fake-vm"
+    path.write_text(FAKE_VM)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("n", [2, 3, 9])
+def test_parts_merge_into_the_serial_files(root, tmp_path, stub, n):
+    parts = cut(root, tmp_path, n, stub)
+    # Each part has its share of the points, and only part 1 calibrated.
+    for k, p in enumerate(parts, 1):
+        points = json.loads((p / "meta.json").read_text())["settings"]["part_points"]
+        assert points == list(range(0, 6001, 750))[n - k::n]
+        assert (p / "calibration").exists() == (k == 1)
+    into = tmp_path / "merged"
+    into.mkdir()
+    merge(root, into, *reversed(parts))
+    for name in CSVS:
+        assert (into / name).read_bytes() == (SERIAL / name).read_bytes(), name
+    assert sorted(os.listdir(into / "logs")) == sorted(os.listdir(SERIAL / "logs") + ["stage.txt"])
+    assert (into / "logs/stage.txt").read_text() == "staged in part 1\n"
+    for k in range(2, n + 1):
+        assert (into / f"parts/{k}/logs/stage.txt").read_text() == f"staged in part {k}\n"
+        assert (into / f"parts/{k}/meta.json").exists()
+    split = json.loads((into / "parts.json").read_text())
+    assert split["parts"] == n and split["where"] == {str(k): "local" for k in range(1, n + 1)}
+    assert sorted(v for p in split["points"].values() for v in p) == list(range(0, 6001, 750))
+    # The analysis takes the merged folder as a sweep.
+    r = subprocess.run([sys.executable, root / "workloads/analyse.py", into],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"Measured in {n} parts" in (into / "report.txt").read_text()
+
+
+def edit_meta(folder, change):
+    meta = json.loads((folder / "meta.json").read_text())
+    change(meta)
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda m: m.update(lab_commit="0" * 40), "lab_commit"),
+    (lambda m: m["kernel"].update(release="6.12.1-other"), "kernel release"),
+    (lambda m: m["machine"]["clock"].update(kind="host"), "machine clock"),
+    (lambda m: m["settings"].update(repeats=3), "setting repeats"),
+    (lambda m: m["settings"].update(part="1/2"), "both part 1/2"),
+    (lambda m: m["settings"].update(part_points=[0, 750]), "in parts"),
+])
+def test_parts_of_another_sweep_are_refused(root, tmp_path, stub, spoil, message):
+    parts = cut(root, tmp_path, 2, stub)
+    edit_meta(parts[1], spoil)
+    into = tmp_path / "merged"
+    into.mkdir()
+    r = merge(root, into, *parts, status=1)
+    assert message in r.stderr
+    assert not any(into.iterdir())
+
+
+def test_a_missing_part_is_refused(root, tmp_path, stub):
+    parts = cut(root, tmp_path, 3, stub)
+    into = tmp_path / "merged"
+    into.mkdir()
+    r = merge(root, into, parts[0], parts[2], status=1)
+    assert "missing: 2" in r.stderr
+    r = merge(root, into, SERIAL, status=1)
+    assert "not a part" in r.stderr
+
+
+def sweep_vm(root, tmp_path, stub, *args, **env):
+    return subprocess.run([root / "workloads/sweep-vm.sh", "grep", "-l", LOOPS, "--no-stage",
+                           "-o", tmp_path / "results", *args], capture_output=True, text=True,
+                          env={**os.environ, "LAB_VM": str(stub), "FAKE_SWEEP": str(SERIAL),
+                               "LAB_BUILD": str(tmp_path / "build"), **env}, timeout=300)
+
+
+def test_a_split_sweep_runs_merges_and_analyses(root, tmp_path, stub):
+    r = sweep_vm(root, tmp_path, stub, "--vms", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "9 points in 2 parts" in r.stderr
+    # The whole sweep's progress after each point of a part ... (the stand-in
+    # prints none) and the merged, analysed folder.
+    folder = tmp_path / "results" / os.readlink(tmp_path / "results/latest-grep")
+    for name in CSVS:
+        assert (folder / name).read_bytes() == (SERIAL / name).read_bytes()
+    assert (folder / "summary.json").exists() and (folder / "grep.png").exists()
+    assert not any((tmp_path / "build/sweep-parts").iterdir())
+
+
+def test_a_split_sweep_needs_the_virtual_clock(root, tmp_path, stub):
+    r = sweep_vm(root, tmp_path, stub, "--vms", "2", FAKE_CLOCK="host")
+    assert r.returncode == 2
+    assert "only on the virtual clock" in r.stderr
+    # Without --vms on the host's clock: one VM, no split.
+    r = sweep_vm(root, tmp_path, stub, FAKE_CLOCK="host")
+    assert r.returncode == 0, r.stderr
+    assert "parts" not in r.stderr
+
+
+# ssh's stand-in: 'ssh [options] HOST COMMAND...' runs COMMAND here, but in
+# a mount namespace of its own where the sweep's parts folder is another
+# folder (REMOTE_PARTS): what a part writes 'there' comes back only
+# through GNU parallel's --return.
+FAKE_SSH = r'''#!/usr/bin/env bash
+set -euo pipefail
+while [ $# -gt 0 ]; do
+	case $1 in
+	-[lpoiFSJEBcDLRW]) shift 2 ;;
+	-*) shift ;;
+	*) break ;;
+	esac
+done
+shift
+[ "${1:-}" != -- ] || shift
+exec unshare -m bash -c 'mount --bind "$1" "$2" && shift 2 && exec bash -c "$*"' \
+	fake-ssh "$REMOTE_PARTS" "$LOCAL_PARTS" "$@"
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the ssh stand-in mounts (root)")
+def test_parts_on_another_machine_come_back(root, tmp_path, stub):
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    (tmp_path / "remote-parts").mkdir()
+    (tmp_path / "build/sweep-parts").mkdir(parents=True)
+    logins = tmp_path / "logins"
+    logins.write_text("# one remote machine and this one\nremote.example\n:\n")
+    r = sweep_vm(root, tmp_path, stub, "--sshloginfile", logins, LAB_SSH=str(ssh),
+                 REMOTE_PARTS=str(tmp_path / "remote-parts"),
+                 LOCAL_PARTS=str(tmp_path / "build/sweep-parts"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    folder = tmp_path / "results" / os.readlink(tmp_path / "results/latest-grep")
+    for name in CSVS:
+        assert (folder / name).read_bytes() == (SERIAL / name).read_bytes()
+    where = json.loads((folder / "parts.json").read_text())["where"]
+    assert sorted(where.values()) == ["local", "remote.example"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--vms", "0"], "--vms"),
+    (["--vms", "x"], "--vms"),
+    (["--vms", "2", "--part", "1/2"], "--part is one part"),
+    (["--sshloginfile", "/nonexistent"], "readable file"),
+    (["--part", "3/2"], "K at most N"),
+    (["--part", "1/10"], "leave some empty"),
+])
+def test_bad_split_arguments(root, tmp_path, stub, args, message):
+    r = sweep_vm(root, tmp_path, stub, *args)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert not (tmp_path / "results/latest-grep").exists()
+
+
+def test_an_empty_login_file_is_refused(root, tmp_path, stub):
+    logins = tmp_path / "logins"
+    logins.write_text("# nobody\n\n")
+    r = sweep_vm(root, tmp_path, stub, "--sshloginfile", logins)
+    assert r.returncode == 2 and "names no machine" in r.stderr
+
+
+def test_progress_of_the_whole_sweep(root):
+    sys.path.insert(0, str(root / "workloads"))
+    import progress  # noqa: E402
+    lines = ["part 1/2\tsweep.sh: part 1/2: [1/2] loops=750 (...)\n",
+             "part 2/2\tvm.sh: booting\n",
+             "part 2/2\tsweep.sh: part 2/2: [1/3] loops=0 (...)\n",
+             "part 1/2\tsweep.sh: part 1/2: [2/2] loops=2250 (...)\n"]
+    ticks = iter([0, 10, 20, 60])
+    out = []
+
+    class Out:
+        def write(self, s):
+            out.append(s)
+
+        def flush(self):
+            pass
+    progress.parts(5, lines, Out(), lambda: next(ticks))
+    text = "".join(out)
+    assert all(line in text for line in lines)
+    totals = [s for s in out if s.startswith("sweep-vm.sh: the sweep")]
+    assert totals == ["sweep-vm.sh: the sweep: 1 of 5 points; elapsed 0m10s, ETA 0m40s\n",
+                      "sweep-vm.sh: the sweep: 2 of 5 points; elapsed 0m20s, ETA 0m30s\n",
+                      "sweep-vm.sh: the sweep: 3 of 5 points; elapsed 1m00s, ETA 0m40s\n"]

@@ -119,7 +119,15 @@ def supervised(root, tmp_path, *args, **kw):
                TMPDIR=str(tmp_path))
     env.pop("LAB_STOP", None)
     return subprocess.Popen([script, *args], env=env, text=True, start_new_session=True,
-                            stderr=subprocess.PIPE, **kw)
+                            stderr=subprocess.PIPE, preexec_fn=default_sigint, **kw)
+
+
+def default_sigint():
+    """SIGINT as a terminal's foreground job has it.  A shell started with
+    SIGINT ignored cannot trap it (bash's rule), and tests started in the
+    background of a non-interactive shell (nohup make test &) inherit it
+    ignored: there every SIGINT test failed, 'the signal was lost'."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def worker_started(tmp_path):

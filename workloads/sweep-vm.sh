@@ -74,8 +74,10 @@ results=$(realpath -m "$results")
 	bad_arg "--sshloginfile wants a readable file, not '$loginfile'"
 [ -z "$part" ] || [ -z "$vms$loginfile" ] || bad_arg "--part is one part; --vms and --sshloginfile split a sweep"
 LAB_VM=${LAB_VM:-$LAB_ROOT/scripts/vm.sh}
-# sweep.sh's own checks, here before anything boots (status 2 on a bad one).
-"$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" --dry-run >/dev/null
+# sweep.sh's own checks, here before anything boots (status 2 on a bad
+# one).  What it says it would do is for the host's clock: not shown.
+err=$("$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" --dry-run 2>&1 >/dev/null) ||
+	{ status=$?; printf '%s\n' "$err" >&2; exit "$status"; }
 
 # A whole sweep takes a while under TCG; 'all' is three of them.  The
 # guest holds the staged files in memory (a kbuild's: 650 MB).
@@ -179,7 +181,7 @@ fi
 split_sweep() {
 	local w=$1 npoints n id parts_dir cmd env_args=() where=() folders=() k ks
 	command -v parallel >/dev/null || die "GNU parallel is not installed ('make deps')"
-	npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run | wc -l)
+	npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run 2>/dev/null | wc -l)
 	n=$((vms < npoints ? vms : npoints))
 	id=$w-$(date +%Y%m%d-%H%M%S)-$$
 	parts_dir=$LAB_BUILD/sweep-parts/$id

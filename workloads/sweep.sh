@@ -92,7 +92,8 @@ Options:
                          sweep (workloads/merge.py); only part 1 calibrates.
                          Implies --no-analysis
       --dry-run          print the points the sweep (or part) would run, one a
-                         line, and stop; needs neither root nor the lab kernel
+                         line, and what else it would do (stderr), and stop;
+                         needs neither root nor the lab kernel
   -h, --help             this text
 
 Example:
@@ -232,7 +233,8 @@ syscall_numbers() {
 in_vm() { grep -q '^flags.* hypervisor' /proc/cpuinfo; }
 
 # The clock this sweep runs on: the VM's (vm.sh's lab.clock=), or the host's.
-RUN_CLOCK=$(sed -n 's/.*\blab\.clock=\([a-z]*\).*/\1/p' /proc/cmdline)
+# LAB_CMDLINE: another kernel command line to read it from (the tests').
+RUN_CLOCK=$(sed -n 's/.*\blab\.clock=\([a-z]*\).*/\1/p' "${LAB_CMDLINE:-/proc/cmdline}")
 RUN_CLOCK=${RUN_CLOCK:-host}
 # On the virtual clock the runs of a point agree to the instruction: a
 # workload may want fewer of them there (WL_REPEATS_VIRTUAL).
@@ -298,6 +300,9 @@ if [ -n "$PART" ]; then
 fi
 if [ "$DRY_RUN" -eq 1 ]; then
 	printf '%s\n' "${VALUES[@]}"
+	step=
+	[ "$WORKLOAD" != apache ] || step=", saturation steps of $STEP_SECONDS s"
+	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} points of $KNOB, $REPEATS runs each$step"
 	exit 0
 fi
 

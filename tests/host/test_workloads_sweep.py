@@ -1,0 +1,45 @@
+"""sweep.sh's defaults on each clock, read without a VM: --dry-run prints
+the points and says (stderr) what else the sweep would do, and
+LAB_CMDLINE stands for the guest's /proc/cmdline, where vm.sh puts
+lab.clock=."""
+import os
+import subprocess
+
+import pytest
+
+
+def dry_run(root, tmp_path, clock, *args):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text(f"root=/dev/root lab.variant=stock lab.clock={clock} idle=halt\n"
+                       if clock else "root=/dev/sda1 quiet\n")
+    r = subprocess.run([root / "workloads/sweep.sh", *args, "--dry-run"], capture_output=True,
+                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline)})
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split(), r.stderr
+
+
+@pytest.mark.parametrize("clock, says", [
+    ("virtual", "apache on the virtual clock: 9 points of loops, 2 runs each, "
+                "saturation steps of 1 s"),
+    ("host", "apache on the host clock: 9 points of loops, 3 runs each, "
+             "saturation steps of 4 s"),
+    (None, "apache on the host clock: 9 points of loops, 3 runs each"),
+])
+def test_apache_defaults_follow_the_clock(root, tmp_path, clock, says):
+    points, err = dry_run(root, tmp_path, clock, "apache")
+    assert points == [str(v) for v in range(0, 16001, 2000)]
+    assert says in err
+
+
+@pytest.mark.parametrize("workload, last, runs", [("kbuild", 12000, 3), ("grep", 6000, 5)])
+def test_kbuild_and_grep_keep_their_runs_on_both_clocks(root, tmp_path, workload, last, runs):
+    for clock in ("virtual", "host"):
+        points, err = dry_run(root, tmp_path, clock, workload)
+        assert points[0] == "0" and points[-1] == str(last)
+        assert f"{len(points)} points of loops, {runs} runs each" in err
+
+
+def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
+    _, err = dry_run(root, tmp_path, "virtual", "apache", "-r", "4", "--step-seconds", "3",
+                     "-l", "0,100")
+    assert "2 points of loops, 4 runs each, saturation steps of 3 s" in err

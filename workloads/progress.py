@@ -14,9 +14,11 @@ analyse.py uses on the host, so that the two agree:
   progress.py parts POINTS
       a filter for the output of a split sweep's parts (sweep-vm.sh --vms):
       passes every line on and, after each line in which a part says it
-      finished a point ('part K/N: [i/n]'), the whole sweep's progress:
-      points done of POINTS, the time since the filter started and an
-      estimate of the time left
+      finished a point ('part K/N: [i/n] ... ETA 1m30s'), the whole sweep's
+      progress: points done of POINTS, the time since the filter started
+      and the time left: the longest of the parts' own estimates, each
+      less the time since it was made ('at least' while a part has
+      finished no point: its boot and staging are not known in advance)
 
 A folder or file it cannot read is one line on stderr and exit status 1.
 """
@@ -58,7 +60,8 @@ def clock(folder):
     return "virtual" if results.on_virtual_clock(meta) else "host"
 
 
-PART_POINT = re.compile(r"part (\d+)/\d+: \[(\d+)/\d+\]")
+PART_POINT = re.compile(r"part (\d+)/(\d+): \[(\d+)/\d+\]")
+ETA = re.compile(r"ETA (?:(\d+)h(\d+)m|(\d+)m(\d+)s)")
 
 
 def duration(s):
@@ -69,17 +72,22 @@ def duration(s):
 def parts(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
     total = int(total)
     start = clock()
-    done = {}
+    done, ends = {}, {}
     for line in lines:
         out.write(line)
         m = PART_POINT.search(line)
         if m:
-            done[m.group(1)] = int(m.group(2))
+            now = clock()
+            done[m.group(1)] = int(m.group(3))
+            e = ETA.search(line, m.end())
+            if e:
+                h, hm, m_, s = (int(g) if g else 0 for g in e.groups())
+                ends[m.group(1)] = now + h * 3600 + hm * 60 + m_ * 60 + s
             n = sum(done.values())
-            elapsed = clock() - start
-            eta = elapsed * (total - n) / n if n else 0
+            left = max((t - now for t in ends.values()), default=0)
+            some = "at least " if len(done) < int(m.group(2)) else ""
             out.write(f"sweep-vm.sh: the sweep: {n} of {total} points; elapsed "
-                      f"{duration(elapsed)}, ETA {duration(eta)}\n")
+                      f"{duration(now - start)}, ETA {some}{duration(max(left, 0))}\n")
         out.flush()
 
 

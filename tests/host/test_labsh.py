@@ -1,6 +1,7 @@
 """scripts/lib.sh, the shell scripts' shared helpers."""
 import csv
 import os
+import pathlib
 import random
 import signal
 import subprocess
@@ -130,13 +131,33 @@ def default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def worker_started(tmp_path):
+def kill_runner(p, tmp_path):
+    """Kill a runner that did not stop, and its worker, which is in a
+    session of its own (else it spins on after the test); say what each
+    was doing."""
+    state = []
+    marks = (tmp_path / "mark").read_text().split() if (tmp_path / "mark").exists() else []
+    pids = [("runner", p.pid)] + ([("worker", int(marks[1]))] if len(marks) > 1 else [])
+    for name, pid in pids:
+        try:
+            status = pathlib.Path(f"/proc/{pid}/status").read_text()
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            state.append(f"{name} {pid}: {fields['State'].strip()}, "
+                         f"SigIgn {fields['SigIgn'].strip()}, SigCgt {fields['SigCgt'].strip()}")
+            os.killpg(pid, signal.SIGKILL)
+        except (OSError, KeyError) as e:
+            state.append(f"{name} {pid}: {e}")
+    stops = list(tmp_path.glob("lab-stop.*"))
+    return "; ".join(state) + f"; stop files: {[s.name for s in stops]}"
+
+
+def worker_started(p, tmp_path):
     """Wait (up to a minute, on a loaded machine) for the worker's mark."""
     for _ in range(1200):
         if (tmp_path / "mark").exists():
             return
         time.sleep(0.05)
-    pytest.fail("the worker never started")
+    pytest.fail(f"the worker never started; {kill_runner(p, tmp_path)}")
 
 
 def test_supervised_runner_keeps_its_status_and_stdin(root, tmp_path):
@@ -163,7 +184,7 @@ def test_a_signal_between_substitutions_stops_the_runner(root, tmp_path, sig, gr
         p = supervised(root, tmp_path, "substitutions")
         # Once the worker runs: before its traps are set the runner dies
         # of the signal as any script does, with nothing to undo yet.
-        worker_started(tmp_path)
+        worker_started(p, tmp_path)
         time.sleep(rng.uniform(0, 0.3))
         if group:
             os.killpg(p.pid, sig)
@@ -172,8 +193,8 @@ def test_a_signal_between_substitutions_stops_the_runner(root, tmp_path, sig, gr
         try:
             _, err = p.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            pytest.fail(f"attempt {attempt}: the signal was lost")
+            state = kill_runner(p, tmp_path)
+            pytest.fail(f"attempt {attempt}: the signal was lost; {state}")
         assert p.returncode == code, f"attempt {attempt}: {err}"
         assert "error" not in err and "unexpected EOF" not in err, err
         marks = (tmp_path / "mark").read_text().split()
@@ -185,11 +206,14 @@ def test_a_signal_ends_the_runners_child(root, tmp_path):
     """The worker is in a minute-long command: the signal ends that command,
     and the worker stops quietly instead of saying it failed."""
     p = supervised(root, tmp_path, "child")
-    worker_started(tmp_path)
+    worker_started(p, tmp_path)
     time.sleep(0.2)
     start = time.monotonic()
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=30)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the signal was lost; {kill_runner(p, tmp_path)}")
     assert p.returncode == 130, err
     assert time.monotonic() - start < 20, "the child was not ended"
     assert "interrupted; stopping" in err and "error" not in err, err

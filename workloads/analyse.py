@@ -426,8 +426,8 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
         where = sorted(set(split["where"].values()))
         out += textwrap.wrap(
             f"Measured in {split['parts']} parts, each in a boot of its own, at once "
-            f"({', '.join(where)}), each part every {split['parts']}-th point; part 1 "
-            f"calibrated; the points' lines are as their parts wrote them (parts.json).", 88)
+            f"({', '.join(where)}); part 1 calibrated; each point's lines are as its "
+            f"part wrote them (parts.json: which points each part ran).", 88)
     for name, m in measures.items():
         rows, mod = m["points"], m["model"]
         show_errors = any(p["errors"] for p in rows)

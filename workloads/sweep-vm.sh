@@ -19,8 +19,8 @@
 #                         --vms defaults to the logins in FILE
 #
 # On the virtual clock each point is the same in any boot on any machine
-# (two boots within 0.014 %, 2026-11-26), so a sweep can be split: each
-# part takes every N-th point, part 1 calibrates, and the merged folder
+# (two boots within 0.014 %, 2026-11-26), so a sweep can be split: the
+# parts take about as long each, part 1 calibrates, and the merged folder
 # has the files a serial sweep writes, each point's lines as its part
 # wrote them.  On the host's clock VMs side by side slow each other down
 # and machines differ: there a sweep runs in one VM.

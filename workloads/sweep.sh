@@ -86,11 +86,11 @@ Options:
                          recording and copying in the guest (slow under TCG)
       --no-analysis      leave summary, model and plot to a later
                          'workloads/analyse.py DIR' (make sweep runs it on the host)
-      --part K/N         run only part K of N: the points i with i mod N = N - K
-                         (counted from 0), each with its repeats, into a folder
-                         of its own that 'sweep-vm.sh --jobs N' merges into one
-                         sweep (workloads/merge.py); only part 1 calibrates.
-                         Implies --no-analysis
+      --part K/N         run only part K of N, each point with its repeats, into
+                         a folder of its own that 'sweep-vm.sh --vms N' merges
+                         into one sweep (workloads/merge.py); the points are
+                         dealt out so that the parts take about as long (--dry-run
+                         shows them); only part 1 calibrates.  Implies --no-analysis
       --dry-run          print the points the sweep (or part) would run, one a
                          line, and what else it would do (stderr), and stop;
                          needs neither root nor the lab kernel
@@ -278,10 +278,27 @@ if [ -n "$STAGE_ONLY" ]; then
 fi
 [ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
 	bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
-# A part: every N-th point, so that each part has points from the whole
-# range and the parts take about as long as each other.  Counted from the
-# last part, so that part 1, which also calibrates, is the one with a point
-# fewer when N does not divide the points.
+# part_points K N VALUE...: the values of part K of N.  A point's run time
+# grows with its delay, about as 1 + value / d½, and the default ranges
+# end near d½: the parts are balanced for costs 1 + value / (the last
+# value), the largest point first to the part with the least so far (ties
+# to the last part), part 1 starting with half a point for its
+# calibration.  The same values give the same parts on every machine.
+part_points() {
+	local k=$1 n=$2
+	shift 2
+	printf '%s\n' "$@" | sort -n -r | awk -v k="$k" -v n="$n" '
+	{ v[NR] = $1; if ($1 > max) max = $1 }
+	END {
+		for (p = 1; p <= n; p++) load[p] = (p == 1 ? 0.5 : 0)
+		for (i = 1; i <= NR; i++) {
+			best = n
+			for (p = n - 1; p >= 1; p--) if (load[p] < load[best]) best = p
+			load[best] += 1 + (max > 0 ? v[i] / max : 0)
+			if (best == k) print v[i]
+		}
+	}' | sort -n
+}
 ALL_VALUES=("${VALUES[@]}")
 PART_K=1 PART_N=1
 if [ -n "$PART" ]; then
@@ -292,17 +309,14 @@ if [ -n "$PART" ]; then
 	[ "$PART_N" -le ${#ALL_VALUES[@]} ] ||
 		bad_arg "--part $PART: $PART_N parts of ${#ALL_VALUES[@]} points leave some empty"
 	[ -z "$STAGE_ONLY" ] || bad_arg "--part goes with a sweep, not with --stage-only"
-	VALUES=()
-	for i in "${!ALL_VALUES[@]}"; do
-		[ $((i % PART_N)) -ne $((PART_N - PART_K)) ] || VALUES+=("${ALL_VALUES[i]}")
-	done
+	mapfile -t VALUES < <(part_points "$PART_K" "$PART_N" "${ALL_VALUES[@]}")
 	ANALYSIS=0
 fi
 if [ "$DRY_RUN" -eq 1 ]; then
 	printf '%s\n' "${VALUES[@]}"
 	step=
 	[ "$WORKLOAD" != apache ] || step=", saturation steps of $STEP_SECONDS s"
-	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} points of $KNOB, $REPEATS runs each$step"
+	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step"
 	exit 0
 fi
 
@@ -454,13 +468,15 @@ if [ -n "$CALIBRATION" ]; then
 elif [ "$KNOB" = loops ] && [ "$PART_K" -gt 1 ]; then
 	log "part $PART: the calibration is part 1's"
 elif [ "$KNOB" = loops ]; then
-	# 100 batches of 1000 calls a point, fewer when the loop counts are so
-	# large that those would take minutes (2000 calls at 400000 loops under
-	# TCG are 5 s a point).
-	cal_size=(-n 100 --calls 1000)
-	[ "${ALL_VALUES[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100)
+	# 100 batches of 1000 calls a point in 3 rounds, fewer when the loop
+	# counts are so large that those would take minutes (2000 calls at
+	# 400000 loops under TCG are 5 s a point).  On the virtual clock there
+	# is no noise or drift to average out: 10 batches in one round.
+	cal_size=(-n 100 --calls 1000 --rounds 3)
+	[ "${ALL_VALUES[-1]}" -le 20000 ] || cal_size=(-n 20 --calls 100 --rounds 3)
+	[ "$RUN_CLOCK" != virtual ] || cal_size=(-n 10 --calls 1000 --rounds 1)
 	log "calibrating the added latency of loop counts $LOOP_LIST"
-	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" --rounds 3 \
+	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$LOOP_LIST" "${cal_size[@]}" \
 		-C 0 -q -o "$LAB_DIR" --name calibration >"$LAB_DIR/logs/calibrate.txt" 2>&1 ||
 		die "calibration failed; see $LAB_DIR/logs/calibrate.txt"
 	FIT=$(calibration_fit "$LAB_DIR/calibration" 2>>"$LAB_DIR/logs/calibrate.txt") ||

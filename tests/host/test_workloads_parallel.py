@@ -94,11 +94,18 @@ def stub(tmp_path):
 @pytest.mark.parametrize("n", [2, 3, 9])
 def test_parts_merge_into_the_serial_files(root, tmp_path, stub, n):
     parts = cut(root, tmp_path, n, stub)
-    # Each part has its share of the points, and only part 1 calibrated.
+    # Each part has its share of the points, as long to run as the others'
+    # (cost 1 + value / the last value, part 1 half a point more for its
+    # calibration), and only part 1 calibrated.
+    shares = []
     for k, p in enumerate(parts, 1):
         points = json.loads((p / "meta.json").read_text())["settings"]["part_points"]
-        assert points == list(range(0, 6001, 750))[n - k::n]
+        shares.append(points)
+        assert points and points == sorted(points)
         assert (p / "calibration").exists() == (k == 1)
+    assert sorted(v for s in shares for v in s) == list(range(0, 6001, 750))
+    loads = [sum(1 + v / 6000 for v in s) + (0.5 if k == 0 else 0) for k, s in enumerate(shares)]
+    assert max(loads) - min(loads) <= 2
     into = tmp_path / "merged"
     into.mkdir()
     merge(root, into, *reversed(parts))

@@ -176,24 +176,28 @@ if [ "$vms" -eq 1 ] && [ -z "$loginfile" ]; then
 fi
 
 # --- Split: N parts at once, merged --------------------------------------
-# split_sweep W: run W's parts with GNU parallel, merge them into a new
-# result folder and point results/latest-W at it.
+# split_sweep: run the parts with GNU parallel, each part in one boot for
+# every workload of the sweep ('all' is three), merge each workload's
+# parts into a new result folder and point results/latest-W at it.
 split_sweep() {
-	local w=$1 npoints n id parts_dir cmd env_args=() where=() folders=() k ks
+	local w npoints total=0 n=$vms id parts_dir cmd env_args=() k ks
 	command -v parallel >/dev/null || die "GNU parallel is not installed ('make deps')"
-	npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run 2>/dev/null | wc -l)
-	n=$((vms < npoints ? vms : npoints))
-	id=$w-$(date +%Y%m%d-%H%M%S)-$$
+	for w in $workloads; do
+		npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run 2>/dev/null | wc -l)
+		total=$((total + npoints))
+		[ "$n" -le "$npoints" ] || n=$npoints
+	done
+	id=$workload-$(date +%Y%m%d-%H%M%S)-$$
 	parts_dir=$LAB_BUILD/sweep-parts/$id
 	mkdir -p "$parts_dir"
-	log "$w: $npoints points in $n parts ($n VMs at once${loginfile:+, over $loginfile}): $parts_dir"
+	log "$workload: $total points in $n parts ($n VMs at once${loginfile:+, over $loginfile}): $parts_dir"
 	for v in VM_CLOCK VM_MEM VM_TIMEOUT VM_VIRTUAL_CPUS VARIANT LAB_VM; do
 		[ -z "${!v:-}" ] || env_args+=("$v=${!v}")
 	done
 	# The command of part {} on any machine: the lab at this path.
 	cmd="cd $(sh_quote "$LAB_ROOT") && env $(sh_quote "${env_args[@]}") \
 PART_OUTPUT=$(sh_quote "$parts_dir")/{} LAB_SWEEP_STAGED=\$([ \"\$PARALLEL_SSHLOGIN\" = : ] && echo 1 || echo 0) \
-workloads/sweep-vm.sh $(sh_quote "$w" "${args[@]}") --part {}/$n"
+workloads/sweep-vm.sh $(sh_quote "$workload" "${args[@]}") --part {}/$n"
 	local par=(parallel --line-buffer --halt "now,fail=1" --tagstring "part {}/$n")
 	if [ -n "$loginfile" ]; then
 		par+=(--sshloginfile "$loginfile" --jobs 1 --workdir "$LAB_ROOT" --return "$parts_dir/{}"
@@ -205,25 +209,40 @@ workloads/sweep-vm.sh $(sh_quote "$w" "${args[@]}") --part {}/$n"
 	local pstatus=0
 	mapfile -t ks < <(seq "$n")
 	"${par[@]}" "$cmd" ::: "${ks[@]}" 2>&1 |
-		lab_python "$LAB_ROOT/workloads/progress.py" parts "$npoints" || pstatus=$?
-	[ "$pstatus" -eq 0 ] || { log "$w: a part failed (exit status $pstatus); its output is in $parts_dir"; return 1; }
-	for k in "${ks[@]}"; do
-		[ -L "$parts_dir/$k/latest-$w" ] ||
-			{ log "$w: part $k left no result in $parts_dir/$k"; return 1; }
+		lab_python "$LAB_ROOT/workloads/progress.py" parts "$total" || pstatus=$?
+	if [ "$pstatus" -ne 0 ]; then
+		log "a part failed (exit status $pstatus); the parts are in $parts_dir"
+		return 1
+	fi
+	local failed=0
+	for w in $workloads; do
+		merge_parts "$w" "$parts_dir" "${ks[@]}" || failed=1
+	done
+	[ "$failed" -eq 1 ] || rm -rf "$parts_dir"
+	return "$failed"
+}
+# merge_parts W PARTS_DIR K...: W's parts into a new result folder.
+merge_parts() {
+	local w=$1 parts_dir=$2 k folders=() where=()
+	shift 2
+	for k in "$@"; do
+		if [ ! -L "$parts_dir/$k/latest-$w" ]; then
+			log "$w: part $k left no result in $parts_dir/$k"
+			return 1
+		fi
 		folders+=("$parts_dir/$k/$(readlink "$parts_dir/$k/latest-$w")")
 		where+=(--where "$k=$(cat "$parts_dir/$k/where" 2>/dev/null || echo unknown)")
 	done
 	lab_begin "$results" "$w"
-	lab_python "$LAB_ROOT/workloads/merge.py" "${where[@]}" "$LAB_DIR" "${folders[@]}" ||
-		{ log "$w: the parts could not be merged; they are in $parts_dir"; return 1; }
+	if ! lab_python "$LAB_ROOT/workloads/merge.py" "${where[@]}" "$LAB_DIR" "${folders[@]}"; then
+		log "$w: the parts could not be merged; they are in $parts_dir"
+		return 1
+	fi
 	lab_commit "$w"
-	rm -rf "$parts_dir"
-	log "$w: $n parts merged into $LAB_DIR"
+	log "$w: $# parts merged into $LAB_DIR"
 }
 if [ "$vms" -gt 1 ] || [ -n "$loginfile" ]; then
-	for w in $workloads; do
-		split_sweep "$w" || status=1
-	done
+	split_sweep || status=1
 fi
 
 for w in $workloads; do

@@ -237,6 +237,29 @@ def points(d):
     return list(csv.DictReader(open(d / "points.csv")))
 
 
+def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
+    """sweep.sh --part K/N (what sweep-vm.sh --vms N boots, one VM a part):
+    a part runs only its share of the points and records the share and
+    the whole list in meta.json; part 1 calibrates, the others do not."""
+    full = [0, 100, 200, 300]
+    for k in (1, 2):
+        out = tmp_path / f"part{k}"
+        want = subprocess.run([SWEEP, "cmd", "-l", "0:300:100", "--part", f"{k}/2",
+                               "--dry-run", "--", "true"],
+                              capture_output=True, text=True, check=True).stdout.split()
+        r = sweep("cmd", "-l", "0:300:100", "-r", "1", "--part", f"{k}/2", "--", "true",
+                  out=out)
+        d = result_dir(out, "cmd")
+        settings = json.loads((d / "meta.json").read_text())["settings"]
+        assert settings["part"] == f"{k}/2" and settings["loops"] == full
+        assert settings["part_points"] == [int(v) for v in want] and want
+        assert [p["loops"] for p in points(d)] == want
+        assert {row["loops"] for row in csv.DictReader(open(d / "raw.csv"))} == set(want)
+        assert (d / "calibration").exists() == (k == 1)
+        assert f"part {k}/2: [{len(want)}/{len(want)}]" in r.stderr
+        assert not (d / "summary.json").exists()
+
+
 @pytest.mark.timing
 def test_ns_sweep_needs_no_calibration_and_measures_its_delay(tmp_path, dd):
     sweep("cmd", "--ns", "0,20000", "-r", "3", "--", *dd, "if=/dev/zero", "of=/dev/null",

@@ -14,11 +14,9 @@ analyse.py uses on the host, so that the two agree:
   progress.py parts POINTS
       a filter for the output of a split sweep's parts (sweep-vm.sh --vms):
       passes every line on and, after each line in which a part says it
-      finished a point ('part K/N: [i/n] ... ETA 1m30s'), the whole sweep's
-      progress: points done of POINTS, the time since the filter started
-      and the time left: the longest of the parts' own estimates, each
-      less the time since it was made ('at least' while a part has
-      finished no point: its boot and staging are not known in advance)
+      finished a point ('part K/N: [i/n]'), the whole sweep's progress:
+      points done of POINTS, the host's time since the filter started and
+      the time left, the longest of the parts' (see parts())
 
 A folder or file it cannot read is one line on stderr and exit status 1.
 """
@@ -60,8 +58,7 @@ def clock(folder):
     return "virtual" if results.on_virtual_clock(meta) else "host"
 
 
-PART_POINT = re.compile(r"part (\d+)/(\d+): \[(\d+)/\d+\]")
-ETA = re.compile(r"ETA (?:(\d+)h(\d+)m|(\d+)m(\d+)s)")
+PART_POINT = re.compile(r"part (\d+)/(\d+): \[(\d+)/(\d+)\]")
 
 
 def duration(s):
@@ -70,24 +67,37 @@ def duration(s):
 
 
 def parts(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
+    """The filter of 'progress.py parts'.  The times are the host's: a
+    part's own elapsed and ETA are its guest's, which on the virtual clock
+    pass as the guest executes, not as the host's do.  A part's time left
+    is its wall time per point since its first point, times its points
+    left, less the time since its last; a part with one point done has no
+    estimate yet ('at least' the others')."""
     total = int(total)
     start = clock()
-    done, ends = {}, {}
+    first, last, size = {}, {}, {}
     for line in lines:
         out.write(line)
         m = PART_POINT.search(line)
         if m:
             now = clock()
-            done[m.group(1)] = int(m.group(3))
-            e = ETA.search(line, m.end())
-            if e:
-                h, hm, m_, s = (int(g) if g else 0 for g in e.groups())
-                ends[m.group(1)] = now + h * 3600 + hm * 60 + m_ * 60 + s
-            n = sum(done.values())
-            left = max((t - now for t in ends.values()), default=0)
-            some = "at least " if len(done) < int(m.group(2)) else ""
-            out.write(f"sweep-vm.sh: the sweep: {n} of {total} points; elapsed "
-                      f"{duration(now - start)}, ETA {some}{duration(max(left, 0))}\n")
+            k, i = m.group(1), int(m.group(3))
+            first.setdefault(k, (now, i))
+            last[k] = (now, i)
+            size[k] = int(m.group(4))
+            done = sum(i for _, i in last.values())
+            left = []
+            for part, (t1, i1) in last.items():
+                t0, i0 = first[part]
+                if i1 > i0:
+                    left.append((t1 - t0) / (i1 - i0) * (size[part] - i1) - (now - t1))
+            parts_n = int(m.group(2))
+            eta = ""
+            if left:
+                some = "at least " if len(left) < parts_n else ""
+                eta = f", ETA {some}{duration(max(max(left), 0))}"
+            out.write(f"sweep-vm.sh: the sweep: {done} of {total} points; elapsed "
+                      f"{duration(now - start)}{eta}\n")
         out.flush()
 
 

@@ -243,11 +243,43 @@ if [ -n "${VM_KLOG:-}" ]; then
 	guest_cmd="stdbuf -oL dmesg -w >$(sh_quote "$VM_KLOG") 2>&1 & $guest_cmd"
 	log "the guest's kernel log goes to $VM_KLOG"
 fi
-set +e
+# timeout runs the VM in a process group of its own (so that it can stop
+# all of it), which a terminal's Ctrl-C does not reach: the pipeline runs
+# in the background, and INT or TERM is passed on to that group (timeout
+# is this shell's child that leads a group); then the VM is waited for.
+# shellcheck disable=SC2317  # called by the traps
+stop_vm() {
+	local stat line pid rest ppid pgrp
+	[ "$signalled" -ne 0 ] || log "$2: stopping the guest"
+	signalled=$1
+	for stat in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$stat" || continue
+		pid=${line%% *}
+		rest=${line##*) }
+		read -r _ ppid pgrp _ <<<"$rest"
+		if [ "$ppid" = "$$" ] && [ "$pgrp" = "$pid" ]; then
+			kill -s TERM -- "-$pid" 2>/dev/null || true
+		fi
+	done
+}
+signalled=0
+trap 'stop_vm 130 interrupted' INT
+trap 'stop_vm 143 terminated' TERM
 timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" \
-	</dev/null 2> >(cat >&2) | cat
-status=${PIPESTATUS[0]}
-set -e
+	</dev/null 2> >(cat >&2) | cat &
+vm_pid=$!
+# wait returns early, above 128, when a trap ran: wait again until it ends,
+# signalling again each second (the signal may have come before timeout
+# made its group).  The pipeline's status is timeout's (pipefail).
+while :; do
+	[ "$signalled" -eq 0 ] || stop_vm "$signalled" again
+	status=0
+	wait "$vm_pid" || status=$?
+	kill -0 "$vm_pid" 2>/dev/null || break
+	[ "$signalled" -eq 0 ] || sleep 1
+done
+trap - INT TERM
+[ "$signalled" -eq 0 ] || exit "$signalled"
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 	die "the guest did not finish within $VM_TIMEOUT s (VM_TIMEOUT) and was stopped"
 fi

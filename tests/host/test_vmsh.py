@@ -1,0 +1,91 @@
+"""scripts/vm.sh without a VM: a stand-in for virtme-ng (LAB_VENV) that
+starts a child as vng starts QEMU.  A Ctrl-C (SIGINT to vm.sh's process
+group, as a terminal sends it) or a SIGTERM to vm.sh must stop the guest:
+timeout runs it in a process group of its own, which neither reaches."""
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+
+FAKE_VNG = r"""#!/bin/bash
+# The stand-in for vng: its child stands for QEMU.
+sleep 600 &
+echo "$$ $!" >"$FAKE_PIDS"
+echo "guest up"
+wait
+"""
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for our purpose.
+    return "State:\tZ" not in pathlib.Path(f"/proc/{pid}/status").read_text()
+
+
+def default_sigint():
+    """SIGINT as a terminal's foreground job has it (test_labsh.py says why)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def fake_vm(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    vng = venv / "bin/vng"
+    vng.write_text(FAKE_VNG)
+    vng.chmod(0o755)
+    kernel = tmp_path / "bzImage"
+    kernel.write_text("")
+    return dict(os.environ, LAB_VENV=str(venv), KERNEL=str(kernel), VM_ACCEL="tcg",
+                VM_CLOCK="host", FAKE_PIDS=str(tmp_path / "pids"))
+
+
+@pytest.mark.parametrize("sig, to_group, code", [(signal.SIGINT, True, 130),
+                                                 (signal.SIGTERM, False, 143)])
+def test_a_signal_stops_the_guest(root, tmp_path, fake_vm, sig, to_group, code):
+    p = subprocess.Popen([root / "scripts/vm.sh", "--", "true"], env=fake_vm, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True, preexec_fn=default_sigint)
+    pids = tmp_path / "pids"
+    for _ in range(600):
+        if pids.exists() and pids.read_text().strip():
+            break
+        time.sleep(0.05)
+    else:
+        p.kill()
+        pytest.fail("the stand-in guest never started")
+    vng, qemu = map(int, pids.read_text().split())
+    if to_group:
+        os.killpg(p.pid, sig)
+    else:
+        p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        for pid in (vng, qemu):
+            if alive(pid):
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+        p.kill()
+        pytest.fail("vm.sh did not stop")
+    assert p.returncode == code, err
+    assert "stopping the guest" in err
+    assert "guest up" in out
+    deadline = time.monotonic() + 30
+    while (alive(vng) or alive(qemu)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(vng) and not alive(qemu), "the guest outlived vm.sh"
+
+
+def test_the_guests_status_and_output_come_through(root, tmp_path, fake_vm):
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\necho "to stdout"; echo "to stderr" >&2; exit 7\n')
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], env=fake_vm, text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 7
+    assert r.stdout == "to stdout\n" and "to stderr" in r.stderr

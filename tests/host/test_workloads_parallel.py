@@ -193,9 +193,13 @@ def test_a_split_sweep_needs_the_virtual_clock(root, tmp_path, stub):
 # ssh's stand-in: 'ssh [options] HOST COMMAND...' runs COMMAND here, but in
 # a mount namespace of its own where the sweep's parts folder is another
 # folder (REMOTE_PARTS): what a part writes 'there' comes back only
-# through GNU parallel's --return.
+# through GNU parallel's --return.  Like sshd it sets SHELL to the login
+# shell, which GNU parallel's remote wrapper runs the command with (a CI
+# job may have no SHELL of its own).
 FAKE_SSH = r'''#!/usr/bin/env bash
 set -euo pipefail
+SHELL=$(getent passwd "$(id -u)" | cut -d: -f7)
+export SHELL
 while [ $# -gt 0 ]; do
 	case $1 in
 	-[lpoiFSJEBcDLRW]) shift 2 ;;

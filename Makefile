@@ -83,9 +83,10 @@ $(KERNEL_IMAGE):
 module: $(KERNEL_IMAGE)
 	$(MAKE) -C modules KDIR=$(KOBJ)
 
-## userspace: liblab, 'lab' and every experiment's tools
+## userspace: liblab, 'lab', every experiment's tools and the workloads' client
 userspace:
 	$(MAKE) -C userspace
+	$(MAKE) -C workloads
 
 setup: deps venv kernel module userspace
 

@@ -35,8 +35,8 @@ packages=(
 	# QEMU itself is installed below)
 	udev python3-venv trace-cmd
 	# workloads: the Apache binary and modules only (no system service),
-	# httperf (the saturation search) and curl (the reference replies)
-	apache2-bin httperf curl
+	# httperf (the saturation search; workloads/reqtime times the reference replies)
+	apache2-bin httperf
 	# sweeps split over VMs and machines (make sweep JOBS=N)
 	parallel
 	# userspace: 32-bit test program, lint

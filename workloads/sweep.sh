@@ -28,7 +28,7 @@ Workloads (defaults: loop counts, repeats):
            of repeats                                          0:6000:750, 5
   apache   a private Apache httpd on 127.0.0.1 (its own config, a small
            static page) in its own cgroup, only it delayed, on the last
-           CPU; on CPU 0 curl makes 10 connections at 1/s (reply time),
+           CPU; on CPU 0 reqtime makes 10 connections at 1/s (reply time),
            then httperf raises the rate until the replies stop following
            it                                                0:16000:2000, 3
            (on the virtual clock 2 runs and 1-s steps)

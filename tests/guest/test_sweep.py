@@ -219,6 +219,15 @@ def test_apache_sweep(tmp_path, calibration):
     assert (d / "logs/stage-apache.txt").exists() and (d / "logs/stage-httperf.txt").exists()
     raw = list(csv.DictReader(open(d / "raw.csv")))
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
+    # The reference: reqtime's replies, each with the delayed calls made
+    # while it was in flight; the row's calls are theirs, not the window's.
+    for r in (r for r in raw if r["measure"] == "reply"):
+        lines = [ln.split() for ln in
+                 (d / f"logs/reply-l{r['loops']}-{r['repeat']}.txt").read_text().splitlines()]
+        assert len(lines) == 10 and all(ln[0] == "200" and len(ln) == 3 for ln in lines), lines
+        assert all(int(ln[2]) > 0 for ln in lines), lines
+        assert int(r["syscalls"]) == sum(int(ln[2]) for ln in lines)
+        assert abs(float(r["seconds"]) - sum(float(ln[1]) for ln in lines)) < 1e-6
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()
     # httpd was stopped and its cgroup removed.
     assert subprocess.run(["pgrep", "-f", "lab-sweep"], capture_output=True).returncode == 1

@@ -4,9 +4,12 @@
 # delays, pinned to the last CPU; httperf runs outside it on CPU 0, so the
 # load generator is never delayed.  Each repeat measures two things:
 #   reply       the reference method: 10 connections at 1 per second,
-#               throughput 1 / reply time (response + transfer), timed
-#               by curl to the microsecond (httperf prints reply times
-#               to 0.1 ms, half a reply's time on the virtual clock)
+#               throughput 1 / reply time (from the connection being up
+#               to the reply's last byte), timed by reqtime
+#               (workloads/reqtime.c) to the ns, with the delayed calls
+#               made while each reply was in flight counted at the same
+#               instants (httperf prints reply times to 0.1 ms, half a
+#               reply's time on the virtual clock)
 #   saturation  the offered rate raised by APACHE_RATE_FACTOR per step of
 #               --step-seconds until the reply rate falls below 95 % of it
 #               or errors appear (halved instead while no step has kept up);
@@ -43,7 +46,7 @@ wl_check() {
 		[ -f "$APACHE_MODULES/mod_$m.so" ] || die "Apache module mod_$m.so missing in $APACHE_MODULES"
 	done
 	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
-	command -v curl >/dev/null || die "curl is not installed ('make deps')"
+	[ -x "$SWEEP_DIR/reqtime" ] || die "workloads/reqtime is not built ('make userspace')"
 	command -v taskset >/dev/null || die "taskset (util-linux) is not installed"
 	if (exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
 		die "port $APACHE_PORT on 127.0.0.1 is taken; set APACHE_PORT"
@@ -80,7 +83,7 @@ wl_prepare() {
 	# In the VM Apache, httperf and taskset run from memory (staging), so
 	# that no server process reads the host's files during a window.
 	if stage_wanted; then stage_workload; fi
-	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; curl and httperf on CPU $CLIENT_CPU"
+	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; reqtime and httperf on CPU $CLIENT_CPU"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
 }
 
@@ -121,7 +124,7 @@ wl_stage_record() {
 	httperf_cmd 50 100
 	stage_record httperf "${HTTPERF_CMD[@]}"
 	reference_cmd 2
-	stage_record reference "${REFERENCE_CMD[@]}"
+	stage_record reference "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS"
 	apache_stop
 	stage_record_end apache
 }
@@ -164,36 +167,36 @@ httperf_measured() {
 }
 
 # reference_cmd CONNS: REFERENCE_CMD, the reference method: CONNS
-# connections 1 s apart on the client CPU, one request each; curl prints
-# per request its HTTP status, when its connection was up and when the
-# reply was in (s, to the microsecond).  Not from curl's pretransfer time:
-# with one vCPU the server, woken by the request, can serve it whole
-# before curl's send returns, and the reply times from there (44-50 us at
-# every delay, 2026-11-26) left the server's delayed calls out.  A failed
-# request is a line "error": counted, not fatal.
+# connections 1 s apart on the client CPU, one request each; reqtime
+# prints per request its HTTP status, the reply's time (s, to the ns, from
+# the connection being up to the reply's last byte) and the delayed calls
+# made meanwhile (the counter open at fd 3, read at the same two
+# instants).  The reply's time and its calls are those of one span: what
+# the server does after a reply (its log line, the close) or between
+# requests is in neither.  With curl, which times but cannot count, the
+# whole window's calls were set against the reply times: 32.9 calls a
+# reply, of which only 55 % showed in them (2026-11-26).  Not from the
+# request's send: with one vCPU the server, woken by the request, can
+# serve it whole before the send returns.  A failed request is a line
+# "error ...": counted, not fatal.
 reference_cmd() {
-	# shellcheck disable=SC2016  # the loop's own variables
-	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" bash -c 'for ((i = 0; i < $1; i++)); do
-		[ "$i" -eq 0 ] || sleep 1
-		curl -sS -o /dev/null -w "%{http_code} %{time_connect} %{time_total}\n" "$2" ||
-			echo error
-	done' reference "$1" "http://127.0.0.1:$APACHE_PORT/index.html")
+	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i 1000 --calls-fd 3
+		127.0.0.1 "$APACHE_PORT" /index.html)
 }
 
-# reference_measured LOG: run the reference method, keep curl's lines in
-# LOG and print "replies seconds errors syscalls p9_requests": seconds is
-# the sum of the reply times (from the connection to the reply's last
-# byte: the request, the server's work and the reply).
+# reference_measured LOG: run the reference method, keep reqtime's lines
+# in LOG and print "replies seconds errors syscalls p9_requests": seconds
+# and syscalls are the sums over the replies.
 reference_measured() {
 	reference_cmd 10
-	measured_window "" "$1" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" ||
+	measured_window "" "$1" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
 		die "the reference window at $POINT said nothing"
 	[ "$WINDOW_STATUS" = 0 ] ||
 		die "the reference run failed (exit status $WINDOW_STATUS) at $POINT; see $1"
-	awk -v calls="$WINDOW_CALLS" -v p9="${P9_COUNT:--}" '
-	$1 == 200 && NF == 3 { n++; s += $3 - $2; next }
+	awk -v p9="${P9_COUNT:--}" '
+	$1 == 200 && NF == 3 { n++; s += $2; calls += $3; next }
 	$1 == "error" { e++ }
-	END { printf "%d %.6f %d %s %s\n", n, s, e, calls, p9 }' "$1"
+	END { printf "%d %.9f %d %d %s\n", n, s, e, calls, p9 }' "$1"
 }
 
 wl_run() {
@@ -203,7 +206,7 @@ wl_run() {
 	P9_COUNT=${p9#-}
 	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
 	record reply "$replies" "$seconds" "$calls" "$errors" \
-		"reply time $(awk -v n="$replies" -v s="$seconds" 'BEGIN { printf "%.3f", s / n * 1e3 }') ms (curl)"
+		"reply time $(awk -v n="$replies" -v s="$seconds" 'BEGIN { printf "%.6f", s / n * 1e3 }') ms (reqtime)"
 
 	# Saturation: raise the offered rate until the replies stop following,
 	# then bisect between the last rate kept up with and the first not.

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * reqtime - time HTTP requests one at a time, and count the delayed
+ * system calls made while each was in flight
+ *
+ * The Apache workload's reference method.  Each request is timed from its
+ * connection being up to the last byte of its reply, and the delay
+ * module's count of delayed calls (an open file of
+ * /sys/module/delay/stats/calls, given as a descriptor) is read at the
+ * same two instants.  A reply's time is then its base plus the calls
+ * counted in it times the delay, whatever the server does after the reply
+ * (its log line, the close) or between requests: what the server does
+ * while a reply is in flight is both timed and counted, the rest neither.
+ *
+ * Prints a line per request: "STATUS SECONDS CALLS" (CALLS "-" without
+ * --calls-fd), or "error WHAT" for a request that failed (not fatal).
+ *
+ * usage: reqtime [-n REQUESTS] [-i MS] [--calls-fd FD] HOST PORT PATH
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include "../userspace/lib/lab.h"
+
+#define PROG "reqtime"
+#define REPLY_MAX (1 << 20)
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: " PROG " [-n REQUESTS] [-i MS] [--calls-fd FD] HOST PORT PATH\n"
+		"Times REQUESTS (default 10) HTTP GETs of PATH at HOST (an IPv4 address):PORT,\n"
+		"one connection each, MS (default 1000) apart, from the connection being up to\n"
+		"the reply's last byte; with --calls-fd, the number in the file open at FD\n"
+		"(the delay module's stats/calls) is read at both ends too.\n"
+		"Prints a line a request: STATUS SECONDS CALLS, or 'error WHAT'.\n"
+		"\nExample:  " PROG " -n 10 --calls-fd 3 127.0.0.1 18080 /index.html"
+		" 3</sys/module/delay/stats/calls\n");
+}
+
+/* The counter at @fd (a sysfs file, read again from its start), or -1. */
+static long long counter(int fd)
+{
+	char buf[32];
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		perror(PROG ": reading the calls counter");
+		exit(1);
+	}
+	buf[n] = '\0';
+	return strtoll(buf, NULL, 10);
+}
+
+/* Whether @reply (@len bytes) is whole: its header and Content-Length
+ * bytes after it.  A reply without Content-Length ends at the close. */
+static int reply_whole(const char *reply, size_t len, int *status)
+{
+	const char *end = memmem(reply, len, "\r\n\r\n", 4);
+	const char *p;
+	size_t header, body;
+
+	if (!end)
+		return 0;
+	header = end + 4 - reply;
+	if (sscanf(reply, "HTTP/%*d.%*d %d", status) != 1)
+		*status = 0;
+	for (p = reply; p && p < end; p = memchr(p, '\n', end - p)) {
+		p += *p == '\n';
+		if (!strncasecmp(p, "Content-Length:", 15)) {
+			body = strtoul(p + 15, NULL, 10);
+			return len >= header + body;
+		}
+	}
+	return 0;
+}
+
+/* One request: prints its line. */
+static void request(const struct sockaddr_in *addr, const char *req, int calls_fd)
+{
+	static char reply[REPLY_MAX];
+	long long c0, c1;
+	uint64_t t0, t1;
+	size_t len = 0;
+	ssize_t n = 0;
+	int fd, status = 0, whole = 0;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
+		printf("error connect: %s\n", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	c0 = counter(calls_fd);
+	t0 = lab_now_ns();
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		printf("error send: %s\n", strerror(errno));
+		close(fd);
+		return;
+	}
+	while (!whole && len < sizeof(reply) - 1) {
+		n = read(fd, reply + len, sizeof(reply) - 1 - len);
+		if (n <= 0)
+			break;
+		len += n;
+		whole = reply_whole(reply, len, &status);
+	}
+	t1 = lab_now_ns();
+	c1 = counter(calls_fd);
+	close(fd);
+	if (!whole && !memmem(reply, len, "\r\n\r\n", 4)) {
+		printf("error reply: %s\n", n < 0 ? strerror(errno) : "incomplete");
+		return;
+	}
+	if (c0 < 0)
+		printf("%d %.9f -\n", status, (t1 - t0) / 1e9);
+	else
+		printf("%d %.9f %lld\n", status, (t1 - t0) / 1e9, c1 - c0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "requests", required_argument, NULL, 'n' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "calls-fd", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	unsigned long requests = 10, interval_ms = 1000, i;
+	int opt, calls_fd = -1;
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	char req[1024];
+
+	while ((opt = getopt_long(argc, argv, "n:i:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			requests = lab_opt_ulong(PROG, "-n", optarg, 1, 100000);
+			break;
+		case 'i':
+			interval_ms = lab_opt_ulong(PROG, "-i", optarg, 0, 3600000);
+			break;
+		case 'c':
+			calls_fd = lab_opt_ulong(PROG, "--calls-fd", optarg, 0, 1023);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			lab_opt_bad(PROG, argv);
+		}
+	}
+	if (argc - optind != 3) {
+		usage(stderr);
+		return 2;
+	}
+	if (inet_pton(AF_INET, argv[optind], &addr.sin_addr) != 1) {
+		fprintf(stderr, PROG ": HOST wants an IPv4 address, not '%s'\n", argv[optind]);
+		return 2;
+	}
+	addr.sin_port = htons(lab_opt_ulong(PROG, "PORT", argv[optind + 1], 1, 65535));
+	if (argv[optind + 2][0] != '/' ||
+	    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: " PROG
+		     "\r\nAccept: */*\r\n\r\n", argv[optind + 2], argv[optind]) >= (int)sizeof(req)) {
+		fprintf(stderr, PROG ": PATH wants a short path from /, not '%s'\n",
+			argv[optind + 2]);
+		return 2;
+	}
+	if (calls_fd >= 0)
+		counter(calls_fd);	/* fails now if FD is no counter */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (i = 0; i < requests; i++) {
+		if (i) {
+			struct timespec ts = { interval_ms / 1000, interval_ms % 1000 * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+		request(&addr, req, calls_fd);
+	}
+	return 0;
+}

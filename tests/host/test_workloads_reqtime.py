@@ -1,0 +1,121 @@
+"""workloads/reqtime, Apache's reference client: a line per request with
+its status, its time and the counter's change while it was in flight,
+against a small server here whose handler moves the counter."""
+import http.server
+import os
+import socket
+import subprocess
+import threading
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def reqtime(root):
+    subprocess.run(["make", "-s", "-C", root / "workloads"], check=True)
+    return root / "workloads/reqtime"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    counter = None          # a file holding a number, moved by each request
+    calls = 7
+
+    def do_GET(self):
+        if self.counter:
+            n = int(self.counter.read_text())
+            self.counter.write_text(f"{n + self.calls}\n")
+        if self.path == "/page":
+            body = b"<p>page</p>\n" * 100
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/unsized":
+            # No Content-Length: the reply ends where the server closes.
+            self.protocol_version = "HTTP/1.0"
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"x" * 5000)
+            self.close_connection = True
+        else:
+            self.send_error(404)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server(tmp_path):
+    Handler.counter = tmp_path / "calls"
+    Handler.counter.write_text("1000\n")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    Handler.protocol_version = "HTTP/1.1"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+
+
+def run(reqtime, *args, counter=None):
+    fds = ()
+    opened = None
+    if counter:
+        opened = os.open(counter, os.O_RDONLY)
+        fds = (opened,)
+        args = ("--calls-fd", str(opened), *args)
+    try:
+        return subprocess.run([reqtime, *args], capture_output=True, text=True, timeout=60,
+                              pass_fds=fds)
+    finally:
+        if opened is not None:
+            os.close(opened)
+
+
+def test_a_line_per_request_with_the_calls_made_meanwhile(reqtime, server):
+    r = run(reqtime, "-n", "3", "-i", "10", "127.0.0.1", str(server), "/page",
+            counter=Handler.counter)
+    assert r.returncode == 0, r.stderr
+    lines = [ln.split() for ln in r.stdout.splitlines()]
+    assert len(lines) == 3
+    for status, seconds, calls in lines:
+        assert status == "200" and 0 < float(seconds) < 30
+        assert int(calls) == Handler.calls
+    assert Handler.counter.read_text() == f"{1000 + 3 * Handler.calls}\n"
+
+
+def test_without_a_counter_the_calls_are_a_dash(reqtime, server):
+    r = run(reqtime, "-n", "2", "-i", "0", "127.0.0.1", str(server), "/page")
+    assert r.returncode == 0, r.stderr
+    assert [ln.split()[::2] for ln in r.stdout.splitlines()] == [["200", "-"]] * 2
+
+
+def test_other_statuses_and_unsized_replies(reqtime, server):
+    r = run(reqtime, "-n", "1", "127.0.0.1", str(server), "/missing")
+    assert r.stdout.split()[0] == "404"
+    r = run(reqtime, "-n", "1", "127.0.0.1", str(server), "/unsized", counter=Handler.counter)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[0::2] == ["200", str(Handler.calls)]
+
+
+def test_a_refused_connection_is_a_line_not_the_end(reqtime):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]           # bound, not listening: refused
+        r = run(reqtime, "-n", "2", "-i", "0", "127.0.0.1", str(port), "/")
+    assert r.returncode == 0
+    assert r.stdout.splitlines() == ["error connect: Connection refused"] * 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-n", "0", "127.0.0.1", "80", "/"], "-n wants"),
+    (["-i", "x", "127.0.0.1", "80", "/"], "-i wants"),
+    (["localhost", "80", "/"], "IPv4 address"),
+    (["127.0.0.1", "70000", "/"], "PORT wants"),
+    (["127.0.0.1", "80", "index.html"], "PATH wants"),
+    (["--calls-fd", "99", "127.0.0.1", "80", "/"], "calls counter"),
+    (["127.0.0.1", "80"], "usage"),
+    (["--bogus", "127.0.0.1", "80", "/"], "bogus"),
+])
+def test_bad_arguments_are_refused(reqtime, args, message):
+    r = run(reqtime, *args)
+    assert r.returncode in (1, 2) and message in r.stderr and r.stdout == ""

@@ -30,7 +30,7 @@ Workloads (defaults: loop counts, repeats):
            static page) in its own cgroup, only it delayed, on the last
            CPU; on CPU 0 reqtime makes 10 connections at 1/s (reply time),
            then httperf raises the rate until the replies stop following
-           it                                                0:16000:2000, 3
+           it                                                 0:8000:1000, 3
            (on the virtual clock 2 runs and 1-s steps)
   cmd      time COMMAND (run with bash -c if it is one word with spaces)
                                                                 0:500:100, 3
@@ -38,7 +38,7 @@ Workloads (defaults: loop counts, repeats):
 
 The defaults reach, on the virtual clock in the VM, the delay per call that
 doubles a unit of work (base / calls, measured: about 31 us for kbuild,
-16 us for grep, 9 us for an Apache request at saturation), so that the
+16 us for grep, 8 us for an Apache reply or a request at saturation), so that the
 whole curve shows.
 
 Options:

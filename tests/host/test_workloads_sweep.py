@@ -27,7 +27,7 @@ def dry_run(root, tmp_path, clock, *args):
 ])
 def test_apache_defaults_follow_the_clock(root, tmp_path, clock, says):
     points, err = dry_run(root, tmp_path, clock, "apache")
-    assert points == [str(v) for v in range(0, 16001, 2000)]
+    assert points == [str(v) for v in range(0, 8001, 1000)]
     assert says in err
 
 

@@ -24,7 +24,10 @@
 # Each point starts a fresh Apache with an empty access log, so that a
 # point is the same measure whichever point ran before it (the parts of a
 # parallel sweep run other points before it than a serial sweep).
-WL_LOOPS=0:16000:2000
+# The reference reply makes 18 delayed calls and takes 146 us on the
+# virtual clock, d½ = 7.9 us (2,640 loops); saturation's request 30 calls,
+# 8.1 us (2026-11-26): 8000 loops (24 us) is 3 d½ of either.
+WL_LOOPS=0:8000:1000
 WL_REPEATS=3
 # A point's runs agree to the instruction there, and a saturation step of
 # a second is 10^9 emulated instructions of httperf polling.

@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import pytest
+from signals import interrupt
 
 
 def test_lab_skip_logs_and_appends_one_csv_row(root, tmp_path):
@@ -186,15 +187,11 @@ def test_a_signal_between_substitutions_stops_the_runner(root, tmp_path, sig, gr
         # of the signal as any script does, with nothing to undo yet.
         worker_started(p, tmp_path)
         time.sleep(rng.uniform(0, 0.3))
-        if group:
-            os.killpg(p.pid, sig)
-        else:
-            p.send_signal(sig)
-        try:
-            _, err = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
+        ended = interrupt(p, sig, group, 30)
+        if ended is None:
             state = kill_runner(p, tmp_path)
             pytest.fail(f"attempt {attempt}: the signal was lost; {state}")
+        _, err = ended
         assert p.returncode == code, f"attempt {attempt}: {err}"
         assert "error" not in err and "unexpected EOF" not in err, err
         marks = (tmp_path / "mark").read_text().split()

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import pytest
+from signals import interrupt
 
 FAKE_VNG = r"""#!/bin/bash
 # The stand-in for vng: its child stands for QEMU.
@@ -61,18 +62,14 @@ def test_a_signal_stops_the_guest(root, tmp_path, fake_vm, sig, to_group, code):
         p.kill()
         pytest.fail("the stand-in guest never started")
     vng, qemu = map(int, pids.read_text().split())
-    if to_group:
-        os.killpg(p.pid, sig)
-    else:
-        p.send_signal(sig)
-    try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
+    ended = interrupt(p, sig, to_group, 60)
+    if ended is None:
         for pid in (vng, qemu):
             if alive(pid):
                 os.killpg(os.getpgid(pid), signal.SIGKILL)
         p.kill()
         pytest.fail("vm.sh did not stop")
+    out, err = ended
     assert p.returncode == code, err
     assert "stopping the guest" in err
     assert "guest up" in out

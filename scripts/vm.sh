@@ -231,6 +231,11 @@ fi
 # stdout and stderr by path, which would truncate a log file that our
 # caller redirected us into.
 guest_cmd=$(sh_quote "$@")
+# A /tmp of the guest's own.  virtme-ng's is an overlay on the host's /tmp,
+# which the host goes on changing beneath it: a guest test's pytest took
+# its numbered folder there beside the host's own pytest runs, and its
+# mkdirs failed ten times over (2026-11-26, 13 tests of a make test).
+guest_cmd="mount -t tmpfs -o mode=1777 lab-tmp /tmp && $guest_cmd"
 if [ -n "${VM_KLOG:-}" ]; then
 	mkdir -p "$(dirname "$VM_KLOG")"
 	VM_KLOG=$(cd "$(dirname "$VM_KLOG")" && pwd)/${VM_KLOG##*/}

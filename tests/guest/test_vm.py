@@ -1,4 +1,5 @@
-"""What scripts/vm.sh tells the guest's kernel about the emulator."""
+"""What scripts/vm.sh tells the guest's kernel about the emulator, and the
+/tmp it gives the guest."""
 import pathlib
 import re
 
@@ -23,3 +24,11 @@ def test_starved_vcpu_is_no_soft_lockup():
     soft-lockup detector waits 120 s (watchdog_thresh 60) before it says
     so, and still catches a real hang."""
     assert pathlib.Path("/proc/sys/kernel/watchdog_thresh").read_text().strip() == "60"
+
+
+def test_tmp_is_the_guests_own():
+    """vm.sh mounts a tmpfs on /tmp before the command: virtme-ng's /tmp is
+    an overlay on the host's, which the host changes beneath it."""
+    mounts = [ln.split() for ln in pathlib.Path("/proc/self/mounts").read_text().splitlines()]
+    tmp = [m for m in mounts if m[1] == "/tmp"]
+    assert tmp and tmp[-1][0] == "lab-tmp" and tmp[-1][2] == "tmpfs", tmp

@@ -86,3 +86,14 @@ def test_the_guests_status_and_output_come_through(root, tmp_path, fake_vm):
                        capture_output=True, timeout=120)
     assert r.returncode == 7
     assert r.stdout == "to stdout\n" and "to stderr" in r.stderr
+
+
+def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
+    """The command runs after a tmpfs is mounted on the guest's /tmp (not on
+    virtme-ng's overlay of the host's /tmp, which the host changes)."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\nwhile [ "$1" != --exec ]; do shift; done\necho "$2"\n')
+    r = subprocess.run([root / "scripts/vm.sh", "--", "echo", "a b"], env=fake_vm, text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'\n"

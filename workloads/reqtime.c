@@ -12,6 +12,14 @@
  * (its log line, the close) or between requests: what the server does
  * while a reply is in flight is both timed and counted, the rest neither.
  *
+ * Each request starts on the next whole multiple of the interval on
+ * CLOCK_MONOTONIC, the grid the kernel's tick is on (1 s is a whole
+ * number of ticks at any HZ): it starts just after a tick, and a reply
+ * shorter than a tick period has none in it, in every run and every boot.
+ * Started 1 s after the previous reply, a request met the tick at a
+ * phase that the boot's history set, and on the virtual clock the
+ * reference's runs differed by 3 % (2026-11-26).
+ *
  * Prints a line per request: "STATUS SECONDS CALLS" (CALLS "-" without
  * --calls-fd), or "error WHAT" for a request that failed (not fatal).
  *
@@ -39,8 +47,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [-n REQUESTS] [-i MS] [--calls-fd FD] HOST PORT PATH\n"
 		"Times REQUESTS (default 10) HTTP GETs of PATH at HOST (an IPv4 address):PORT,\n"
-		"one connection each, MS (default 1000) apart, from the connection being up to\n"
-		"the reply's last byte; with --calls-fd, the number in the file open at FD\n"
+		"one connection each, each started on the next multiple of MS (default 1000)\n"
+		"ms of CLOCK_MONOTONIC (0: one after the other), from the connection being up\n"
+		"to the reply's last byte; with --calls-fd, the number in the file open at FD\n"
 		"(the delay module's stats/calls) is read at both ends too.\n"
 		"Prints a line a request: STATUS SECONDS CALLS, or 'error WHAT'.\n"
 		"\nExample:  " PROG " -n 10 --calls-fd 3 127.0.0.1 18080 /index.html"
@@ -85,6 +94,16 @@ static int reply_whole(const char *reply, size_t len, int *status)
 		}
 	}
 	return 0;
+}
+
+/* Sleep until the next whole multiple of @period_ns on CLOCK_MONOTONIC. */
+static void sleep_to_grid(uint64_t period_ns)
+{
+	uint64_t next = (lab_now_ns() / period_ns + 1) * period_ns;
+	struct timespec ts = { next / 1000000000ull, next % 1000000000ull };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 }
 
 /* One request: prints its line. */
@@ -183,11 +202,8 @@ int main(int argc, char **argv)
 		counter(calls_fd);	/* fails now if FD is no counter */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (i = 0; i < requests; i++) {
-		if (i) {
-			struct timespec ts = { interval_ms / 1000, interval_ms % 1000 * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
+		if (interval_ms)
+			sleep_to_grid(interval_ms * 1000000ull);
 		request(&addr, req, calls_fd);
 	}
 	return 0;

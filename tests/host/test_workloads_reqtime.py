@@ -3,6 +3,7 @@ its status, its time and the counter's change while it was in flight,
 against a small server here whose handler moves the counter."""
 import http.server
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -119,3 +120,19 @@ def test_a_refused_connection_is_a_line_not_the_end(reqtime):
 def test_bad_arguments_are_refused(reqtime, args, message):
     r = run(reqtime, *args)
     assert r.returncode in (1, 2) and message in r.stderr and r.stdout == ""
+
+
+def test_requests_start_on_the_grid_of_the_interval(reqtime, server):
+    """Each request sleeps to the next whole multiple of the interval on
+    CLOCK_MONOTONIC (the tick's grid); with 0, none sleeps."""
+    for interval, sleeps in (("250", 3), ("0", 0)):
+        r = subprocess.run(["strace", "-e", "trace=clock_nanosleep", reqtime, "-n", "3", "-i",
+                            interval, "127.0.0.1", str(server), "/page"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        calls = [ln for ln in r.stderr.splitlines() if ln.startswith("clock_nanosleep")]
+        assert len(calls) == sleeps, r.stderr
+        for ln in calls:
+            assert "CLOCK_MONOTONIC, TIMER_ABSTIME" in ln, ln
+            sec, nsec = map(int, re.search(r"tv_sec=(\d+), tv_nsec=(\d+)", ln).groups())
+            assert (sec * 10**9 + nsec) % (int(interval) * 10**6) == 0, ln

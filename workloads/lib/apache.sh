@@ -176,7 +176,8 @@ httperf_measured() {
 }
 
 # reference_cmd CONNS: REFERENCE_CMD, the reference method: CONNS
-# connections 1 s apart on the client CPU, one request each; reqtime
+# connections on the client CPU, one request each, each started on the
+# next whole second of the monotonic clock, just after a tick; reqtime
 # prints per request its HTTP status, the reply's time (s, to the ns, from
 # the connection being up to the reply's last byte) and the delayed calls
 # made meanwhile (the counter open at fd 3, read at the same two

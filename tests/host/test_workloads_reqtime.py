@@ -114,6 +114,8 @@ def test_a_refused_connection_is_a_line_not_the_end(reqtime):
     (["127.0.0.1", "70000", "/"], "PORT wants"),
     (["127.0.0.1", "80", "index.html"], "PATH wants"),
     (["--calls-fd", "99", "127.0.0.1", "80", "/"], "calls counter"),
+    (["--fifo", "0", "127.0.0.1", "80", "/"], "--fifo wants"),
+    (["--fifo", "100", "127.0.0.1", "80", "/"], "--fifo wants"),
     (["127.0.0.1", "80"], "usage"),
     (["--bogus", "127.0.0.1", "80", "/"], "bogus"),
 ])
@@ -136,3 +138,18 @@ def test_requests_start_on_the_grid_of_the_interval(reqtime, server):
             assert "CLOCK_MONOTONIC, TIMER_ABSTIME" in ln, ln
             sec, nsec = map(int, re.search(r"tv_sec=(\d+), tv_nsec=(\d+)", ln).groups())
             assert (sec * 10**9 + nsec) % (int(interval) * 10**6) == 0, ln
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
+def test_fifo_runs_the_client_as_a_real_time_task(reqtime, server):
+    r = subprocess.run(["strace", "-e", "trace=sched_setscheduler", reqtime, "--fifo", "7",
+                        "-n", "1", "-i", "0", "127.0.0.1", str(server), "/page"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"sched_setscheduler\(0, SCHED_FIFO, \[7\]\) += 0", r.stderr), r.stderr
+    assert r.stdout.split()[0] == "200"
+    # Without the right to, it says so and makes no request.
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", reqtime,
+                        "--fifo", "7", "-n", "1", "127.0.0.1", str(server), "/page"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "cannot run as SCHED_FIFO 7" in r.stderr and r.stdout == ""

@@ -45,6 +45,8 @@ APACHE_MAX_STEPS=20
 APACHE_REFINE=0.05
 APACHE_REFINE_VIRTUAL=0.005
 APACHE_MAX_REFINE_STEPS=8
+# The reference client's SCHED_FIFO priority (reqtime --fifo).
+REFERENCE_FIFO=10
 APACHE_DIR=
 
 wl_check() {
@@ -68,7 +70,7 @@ wl_settings() {
 	printf '%s\n' "port=$APACHE_PORT" "apache=$APACHE_BIN" "server_cpu=$SERVER_CPU" \
 		"client_cpu=$CLIENT_CPU" "step_seconds=$STEP_SECONDS" \
 		"first_rate=$APACHE_FIRST_RATE" "rate_factor=$APACHE_RATE_FACTOR" "refine=$APACHE_REFINE" \
-		"reference=10conns@1/s"
+		"reference=10conns@1/s" "reference_fifo=$REFERENCE_FIFO"
 }
 
 wl_prepare() {
@@ -177,7 +179,9 @@ httperf_measured() {
 
 # reference_cmd CONNS: REFERENCE_CMD, the reference method: CONNS
 # connections on the client CPU, one request each, each started on the
-# next whole second of the monotonic clock, just after a tick; reqtime
+# next whole second of the monotonic clock, just after a tick, by a
+# client that runs as a real-time task, so that the reply's last byte ends
+# its span at once even where it shares its CPU with Apache; reqtime
 # prints per request its HTTP status, the reply's time (s, to the ns, from
 # the connection being up to the reply's last byte) and the delayed calls
 # made meanwhile (the counter open at fd 3, read at the same two
@@ -191,7 +195,7 @@ httperf_measured() {
 # "error ...": counted, not fatal.
 reference_cmd() {
 	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i 1000 --calls-fd 3
-		127.0.0.1 "$APACHE_PORT" /index.html)
+		--fifo "$REFERENCE_FIFO" 127.0.0.1 "$APACHE_PORT" /index.html)
 }
 
 # reference_measured LOG: run the reference method, keep reqtime's lines

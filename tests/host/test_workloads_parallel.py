@@ -139,6 +139,7 @@ def edit_meta(folder, change):
     (lambda m: m["settings"].update(repeats=3), "setting repeats"),
     (lambda m: m["settings"].update(part="1/2"), "both part 1/2"),
     (lambda m: m["settings"].update(part_points=[0, 750]), "in parts"),
+    (lambda m: m["settings"].update(stage={"files": 2, "bytes": 9}), "staged files"),
 ])
 def test_parts_of_another_sweep_are_refused(root, tmp_path, stub, spoil, message):
     parts = cut(root, tmp_path, 2, stub)
@@ -148,6 +149,20 @@ def test_parts_of_another_sweep_are_refused(root, tmp_path, stub, spoil, message
     r = merge(root, into, *parts, status=1)
     assert message in r.stderr
     assert not any(into.iterdir())
+
+
+def test_parts_staged_in_their_own_boots_merge(root, tmp_path, stub):
+    """Where each part stages in its own boot (Apache), its recording may
+    see a call more or less for the same files: they still merge."""
+    parts = cut(root, tmp_path, 2, stub)
+    stage = {"files": 34, "bytes": 13131165, "traced_calls": 619, "seconds": 15.0}
+    edit_meta(parts[0], lambda m: m["settings"].update(stage=stage))
+    edit_meta(parts[1], lambda m: m["settings"].update(stage={**stage, "traced_calls": 620,
+                                                              "seconds": 19.8}))
+    into = tmp_path / "merged"
+    into.mkdir()
+    merge(root, into, *parts)
+    assert json.loads((into / "meta.json").read_text())["settings"]["stage"] == stage
 
 
 def test_a_missing_part_is_refused(root, tmp_path, stub):

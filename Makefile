@@ -106,15 +106,18 @@ include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 # vm.sh's limit only stops a guest that hangs: the stock pass takes 22
 # minutes on a quiet host, and once took more than the default hour beside
 # three other VMs and a kernel build (2026-11-26).
+# Each boot's kernel log is kept in build/test-logs (a guest that dies leaves
+# its last words there; vm.sh shows them).
+TEST_LOGS := $(CURDIR)/build/test-logs
 test: setup $(TEST_PREPARE)
 	$(PY) -m pytest -q --durations=10 tests/host
-	VM_TIMEOUT=$${VM_TIMEOUT:-7200} $(VM) -- $(PY) -m pytest -q --durations=15 \
-		-p no:cacheprovider -m 'not timing' tests/guest
-	VM_CLOCK=$(TEST_CLOCK) $(VM) -- $(PY) -m pytest -q --durations=5 -p no:cacheprovider \
-		-m timing tests/guest
+	VM_KLOG=$(TEST_LOGS)/stock-kernel.log VM_TIMEOUT=$${VM_TIMEOUT:-7200} $(VM) -- \
+		$(PY) -m pytest -q --durations=15 -p no:cacheprovider -m 'not timing' tests/guest
+	VM_KLOG=$(TEST_LOGS)/timing-kernel.log VM_CLOCK=$(TEST_CLOCK) $(VM) -- \
+		$(PY) -m pytest -q --durations=5 -p no:cacheprovider -m timing tests/guest
 	$(MAKE) VARIANT=rt kernel module
-	VARIANT=rt VM_CLOCK=$(TEST_CLOCK) $(VM) -- $(PY) -m pytest -q -p no:cacheprovider \
-		$(VARIANT_TESTS)
+	VM_KLOG=$(TEST_LOGS)/rt-kernel.log VARIANT=rt VM_CLOCK=$(TEST_CLOCK) $(VM) -- \
+		$(PY) -m pytest -q -p no:cacheprovider $(VARIANT_TESTS)
 
 ## test-timing [REPEAT=20]: the guest tests that assert a time, REPEAT times in one boot
 REPEAT ?= 20

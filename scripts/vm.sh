@@ -288,4 +288,13 @@ trap - INT TERM
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 	die "the guest did not finish within $VM_TIMEOUT s (VM_TIMEOUT) and was stopped"
 fi
+# virtme-ng's 255: the guest ended without its command's status (a panic,
+# a reboot, QEMU gone).  Say so, with the end of its kernel log if kept.
+if [ "$status" -eq 255 ]; then
+	log "error: the guest ended before its command did (no exit status: a kernel panic?)"
+	if [ -s "${VM_KLOG:-}" ]; then
+		log "the end of its kernel log ($VM_KLOG):"
+		tail -n 40 "$VM_KLOG" >&2
+	fi
+fi
 exit "$status"

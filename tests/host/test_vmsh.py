@@ -97,3 +97,18 @@ def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'\n"
+
+
+def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fake_vm):
+    """virtme-ng's 255 (no exit status from the guest's command): vm.sh
+    says the guest died and shows the end of the kernel log it kept."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text("#!/bin/bash\nwhile [ \"$1\" != --exec ]; do shift; done\n"
+                   "log=$(sed -n \"s/.*dmesg -w >'\\([^']*\\)'.*/\\1/p\" <<<\"$2\")\n"
+                   "echo 'Kernel panic - not syncing: a test' >>\"$log\"\nexit 255\n")
+    klog = tmp_path / "logs/kernel.log"
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_KLOG": str(klog)}, timeout=120)
+    assert r.returncode == 255
+    assert "the guest ended before its command did" in r.stderr
+    assert "Kernel panic - not syncing: a test" in r.stderr

@@ -51,10 +51,12 @@
 
 #define PROG "reqtime"
 #define REPLY_MAX (1 << 20)
+#define NO_FD (~0ul)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [-n REQUESTS] [-i MS] [--calls-fd FD] [--fifo PRIO] HOST PORT PATH\n"
+	fprintf(f, "usage: " PROG " [-n REQUESTS] [-i MS] [--calls-fd FD] [--fifo PRIO]"
+		" HOST PORT PATH\n"
 		"Times REQUESTS (default 10) HTTP GETs of PATH at HOST (an IPv4 address):PORT,\n"
 		"one connection each, each started on the next multiple of MS (default 1000)\n"
 		"ms of CLOCK_MONOTONIC (0: one after the other), from the connection being up\n"
@@ -83,8 +85,10 @@ static long long counter(int fd)
 	return strtoll(buf, NULL, 10);
 }
 
-/* Whether @reply (@len bytes) is whole: its header and Content-Length
- * bytes after it.  A reply without Content-Length ends at the close. */
+/*
+ * Whether @reply (@len bytes) is whole: its header and Content-Length
+ * bytes after it.  A reply without Content-Length ends at the close.
+ */
 static int reply_whole(const char *reply, size_t len, int *status)
 {
 	const char *end = memmem(reply, len, "\r\n\r\n", 4);
@@ -170,31 +174,36 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	unsigned long requests = 10, interval_ms = 1000, i;
-	int opt, calls_fd = -1, fifo = 0;
+	unsigned long requests = 10, interval_ms = 1000, calls_fd = NO_FD, fifo = 0, i;
+	/* The numeric options: each one's bounds, and where its value goes. */
+	const struct {
+		int code;
+		const char *name;
+		unsigned long min, max, *value;
+	} numbers[] = {
+		{ 'n', "-n", 1, 100000, &requests },
+		{ 'i', "-i", 0, 3600000, &interval_ms },
+		{ 'c', "--calls-fd", 0, 1023, &calls_fd },
+		{ 'f', "--fifo", 1, 99, &fifo },
+	};
 	struct sockaddr_in addr = { .sin_family = AF_INET };
 	char req[1024];
+	size_t k;
+	int opt, fd;
 
 	while ((opt = getopt_long(argc, argv, "n:i:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'n':
-			requests = lab_opt_ulong(PROG, "-n", optarg, 1, 100000);
-			break;
-		case 'i':
-			interval_ms = lab_opt_ulong(PROG, "-i", optarg, 0, 3600000);
-			break;
-		case 'c':
-			calls_fd = lab_opt_ulong(PROG, "--calls-fd", optarg, 0, 1023);
-			break;
-		case 'f':
-			fifo = lab_opt_ulong(PROG, "--fifo", optarg, 1, 99);
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			lab_opt_bad(PROG, argv);
+		for (k = 0; k < sizeof(numbers) / sizeof(numbers[0]); k++)
+			if (opt == numbers[k].code)
+				break;
+		if (k < sizeof(numbers) / sizeof(numbers[0])) {
+			*numbers[k].value = lab_opt_ulong(PROG, numbers[k].name, optarg,
+							  numbers[k].min, numbers[k].max);
+			continue;
 		}
+		if (opt != 'h')
+			lab_opt_bad(PROG, argv);
+		usage(stdout);
+		return 0;
 	}
 	if (argc - optind != 3) {
 		usage(stderr);
@@ -212,13 +221,14 @@ int main(int argc, char **argv)
 			argv[optind + 2]);
 		return 2;
 	}
-	if (calls_fd >= 0)
-		counter(calls_fd);	/* fails now if FD is no counter */
+	fd = calls_fd == NO_FD ? -1 : (int)calls_fd;
+	if (fd >= 0)
+		counter(fd);	/* fails now if FD is no counter */
 	if (fifo) {
-		struct sched_param sp = { .sched_priority = fifo };
+		struct sched_param sp = { .sched_priority = (int)fifo };
 
 		if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
-			fprintf(stderr, PROG ": cannot run as SCHED_FIFO %d: %s\n", fifo,
+			fprintf(stderr, PROG ": cannot run as SCHED_FIFO %lu: %s\n", fifo,
 				strerror(errno));
 			return 1;
 		}
@@ -227,7 +237,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < requests; i++) {
 		if (interval_ms)
 			sleep_to_grid(interval_ms * 1000000ull);
-		request(&addr, req, calls_fd);
+		request(&addr, req, fd);
 	}
 	return 0;
 }

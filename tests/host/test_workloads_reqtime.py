@@ -115,6 +115,7 @@ def test_a_refused_connection_is_a_line_not_the_end(reqtime):
     (["127.0.0.1", "80", "index.html"], "PATH wants"),
     (["--calls-fd", "99", "127.0.0.1", "80", "/"], "calls counter"),
     (["--fifo", "0", "127.0.0.1", "80", "/"], "--fifo wants"),
+    (["--warmup", "101", "127.0.0.1", "80", "/"], "--warmup wants"),
     (["--fifo", "100", "127.0.0.1", "80", "/"], "--fifo wants"),
     (["127.0.0.1", "80"], "usage"),
     (["--bogus", "127.0.0.1", "80", "/"], "bogus"),
@@ -153,3 +154,12 @@ def test_fifo_runs_the_client_as_a_real_time_task(reqtime, server):
                         "--fifo", "7", "-n", "1", "127.0.0.1", str(server), "/page"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "cannot run as SCHED_FIFO 7" in r.stderr and r.stdout == ""
+
+
+def test_warmup_requests_are_made_but_not_printed(reqtime, server):
+    r = run(reqtime, "--warmup", "2", "-n", "3", "-i", "0", "127.0.0.1", str(server), "/page",
+            counter=Handler.counter)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 3
+    # The server saw five requests: the counter moved five times.
+    assert Handler.counter.read_text() == f"{1000 + 5 * Handler.calls}\n"

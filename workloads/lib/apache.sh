@@ -181,7 +181,8 @@ httperf_measured() {
 # connections on the client CPU, one request each, each started on the
 # next whole second of the monotonic clock, just after a tick, by a
 # client that runs as a real-time task, so that the reply's last byte ends
-# its span at once even where it shares its CPU with Apache; reqtime
+# its span at once even where it shares its CPU with Apache, after one
+# untimed request (the first after other work is slower); reqtime
 # prints per request its HTTP status, the reply's time (s, to the ns, from
 # the connection being up to the reply's last byte) and the delayed calls
 # made meanwhile (the counter open at fd 3, read at the same two
@@ -194,8 +195,8 @@ httperf_measured() {
 # serve it whole before the send returns.  A failed request is a line
 # "error ...": counted, not fatal.
 reference_cmd() {
-	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i 1000 --calls-fd 3
-		--fifo "$REFERENCE_FIFO" 127.0.0.1 "$APACHE_PORT" /index.html)
+	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i 1000 --warmup 1
+		--calls-fd 3 --fifo "$REFERENCE_FIFO" 127.0.0.1 "$APACHE_PORT" /index.html)
 }
 
 # reference_measured LOG: run the reference method, keep reqtime's lines

@@ -1,12 +1,14 @@
 """Fixtures for the tests that run inside the patched kernel (make test
 boots it with scripts/vm.sh).  Each test starts and ends with the delay
 module unloaded."""
+import ctypes
 import multiprocessing
 import os
 import pathlib
 import re
 import subprocess
 import time
+import typing
 
 import pytest
 
@@ -47,13 +49,62 @@ def ko(name):
     return path
 
 
+# The module calls, made from this process as insmod and rmmod make them:
+# starting rmmod took 4-5 s on the debug kernel, the call itself 0.6-1.7 s
+# (2026-11-26), and the racing-unload tests make hundreds of them.
+SYS_FINIT_MODULE = 313                 # x86_64
+SYS_DELETE_MODULE = 176
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def finit_module(fd, params=b""):
+    """finit_module(2) of the module in @fd with @params (bytes); 0 or the
+    errno."""
+    ret = libc.syscall(ctypes.c_long(SYS_FINIT_MODULE), ctypes.c_int(fd),
+                       ctypes.c_char_p(params), ctypes.c_int(0))
+    return ctypes.get_errno() if ret != 0 else 0
+
+
+def delete_module(name):
+    """delete_module(2) with O_NONBLOCK, as rmmod calls it; 0 or the errno
+    (EWOULDBLOCK while the module is in use)."""
+    ret = libc.syscall(ctypes.c_long(SYS_DELETE_MODULE), ctypes.c_char_p(name.encode()),
+                       ctypes.c_int(os.O_NONBLOCK))
+    return ctypes.get_errno() if ret != 0 else 0
+
+
+class ModuleCall(typing.NamedTuple):
+    """What insmod() or rmmod() did: errno 0, or the call's errno."""
+    what: str
+    errno: int
+
+    @property
+    def returncode(self):
+        return self.errno
+
+    def __str__(self):
+        return f"{self.what}: {os.strerror(self.errno) if self.errno else 'done'}"
+
+
+def _done(call, check):
+    if check and call.errno:
+        raise OSError(call.errno, str(call))
+    return call
+
+
 def insmod(name="delay", *params, check=True):
-    return subprocess.run(["insmod", ko(name), *params], capture_output=True, text=True,
-                          check=check)
+    """Load lab module @name with @params ("key=value" each)."""
+    fd = os.open(ko(name), os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        err = finit_module(fd, " ".join(params).encode())
+    finally:
+        os.close(fd)
+    return _done(ModuleCall(" ".join(["insmod", name, *params]), err), check)
 
 
 def rmmod(name="delay", check=True):
-    return subprocess.run(["rmmod", name], capture_output=True, text=True, check=check)
+    return _done(ModuleCall(f"rmmod {name}", delete_module(name)), check)
 
 
 def write_param(value, path=LOOPS):

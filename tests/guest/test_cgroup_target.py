@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import MODDIR, ROOT, cgroup2_root, insmod, kernel_problems, ko, read_int, rmmod, \
+from conftest import MODDIR, ROOT, cgroup2_root, insmod, kernel_problems, read_int, rmmod, \
     wait_for_no_dying, write_param
 
 CGROUP = MODDIR / "parameters/cgroup"
@@ -140,9 +140,9 @@ def test_a_failed_load_releases_its_cgroup(scratch_cgroups, how):
     removed, it must die for good, not linger as a dying descendant."""
     parent, (cg, _) = scratch_cgroups
     if how == "hook taken":
-        subprocess.run(["insmod", ko("hooktest")], check=True)
+        insmod("hooktest")
         failed = insmod("delay", f"cgroup=/{parent.name}/{cg.name}", check=False)
-        subprocess.run(["rmmod", "hooktest"], check=True)
+        rmmod("hooktest")
     else:
         failed = insmod("delay", f"cgroup=/{parent.name}/{cg.name}", "loops=abc", check=False)
     assert failed.returncode != 0 and not MODDIR.exists(), failed

@@ -28,7 +28,6 @@ afterwards everything works and nothing leaked.
 Each walk prints how many points it passed (pytest -s) and records it as
 a property of its test (pytest --junitxml)."""
 import collections
-import ctypes
 import errno
 import multiprocessing
 import os
@@ -38,7 +37,7 @@ import struct
 
 import pytest
 from conftest import (BAD_KERNEL_LINE, KMEMLEAK_REPORT, MODDIR, ROOT, booted_variant,
-                      cgroup2_root, insmod,
+                      cgroup2_root, delete_module, finit_module, insmod,
                       kmemleak_scan, ko, rmmod, wait_for_no_dying)
 
 FAIL_NTH = pathlib.Path("/proc/thread-self/fail-nth")
@@ -52,8 +51,6 @@ INJECTION_SETTINGS = {
     "fail_page_alloc/ignore-gfp-highmem": "N",
     "fail_page_alloc/verbose": "0",
 }
-SYS_FINIT_MODULE = 313                 # x86_64
-SYS_DELETE_MODULE = 176
 SCAN_EVERY = 60                        # steps between kmemleak scans
 MAX_STEPS = 3000                       # a walk that gets here never ends
 MSGQ = pathlib.Path("/sys/module/msgq")
@@ -63,9 +60,6 @@ MSG = struct.pack("<II", 1, 2) + b"fault injection"
 IRQHOOK = "/dev/irqhook"
 IRQHOOK_EVENT = 32                     # sizeof(struct irqhook_event)
 HAVE_MSGQ = (ROOT / "modules/msgq").is_dir()
-
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
 
 
 @pytest.fixture(scope="module")
@@ -211,13 +205,8 @@ class Walk:
 
 
 def unload(name):
-    """delete_module(2) as rmmod makes it, from this process: on the debug
-    kernel a walk step that loaded spent 4-5 s in starting rmmod, 0.6-0.9 s
-    in the call itself (2026-11-26)."""
-    ret = libc.syscall(ctypes.c_long(SYS_DELETE_MODULE), ctypes.c_char_p(name.encode()),
-                       ctypes.c_int(os.O_NONBLOCK))
-    if ret != 0:
-        err = ctypes.get_errno()
+    err = delete_module(name)
+    if err:
         raise OSError(err, f"delete_module({name}): {os.strerror(err)}")
 
 
@@ -226,7 +215,6 @@ def walk_load(walk, name, params, works, opener=None):
     finit_module failed, for n = 1, 2, ... until a load passes them all.
     @works(n) checks a loaded module; @opener races each load."""
     sysdir = pathlib.Path("/sys/module") / name
-    params_c = ctypes.c_char_p(params.encode())
     # The module from memory (a memfd), not from its file: the walk is of
     # the load, not of the file system the file is on.  From the guest's
     # 9p share it failed the file system's read too, where netfs (6.12.117)
@@ -235,23 +223,21 @@ def walk_load(walk, name, params, works, opener=None):
     fd = os.memfd_create(name, os.MFD_CLOEXEC)
     os.write(fd, ko(name).read_bytes())
     try:
-        walk_steps(walk, name, sysdir, fd, params_c, works, opener)
+        walk_steps(walk, name, sysdir, fd, params.encode(), works, opener)
     finally:
         os.close(fd)
 
 
-def walk_steps(walk, name, sysdir, fd, params_c, works, opener):
+def walk_steps(walk, name, sysdir, fd, params, works, opener):
     for n in range(1, MAX_STEPS):
         if opener:
             opener.start()
         walk.fail_nth.arm(n)
-        ret = libc.syscall(ctypes.c_long(SYS_FINIT_MODULE), ctypes.c_int(fd), params_c,
-                           ctypes.c_int(0))
-        err = ctypes.get_errno()
+        err = finit_module(fd, params)
         injected = walk.fail_nth.disarm()
         if opener:
             opener.stop()
-        if ret == 0:
+        if err == 0:
             works(n)
             unload(name)
             if not injected:

@@ -29,6 +29,10 @@
 #                          the command ends, line by line, so what a guest
 #                          said before it hung or was stopped is there);
 #                          its folder is shared with the guest read-write
+#   VM_UDEV=keep|stop      stop the guest's udevd before the command (make
+#                          test-debug): the lab's device nodes come from
+#                          devtmpfs, and on the debug kernel udevd's work on
+#                          each module load's uevents competes with the tests
 #   VARIANT=stock|nohook|rt  which lab kernel (default stock: build/obj)
 #   KERNEL=path            kernel image (default: the variant's bzImage)
 #
@@ -51,6 +55,11 @@ esac
 # QEMU's icount: 2^shift ns of guest time per instruction.
 ICOUNT_SHIFT=0
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
+VM_UDEV=${VM_UDEV:-keep}
+case $VM_UDEV in
+keep | stop) ;;
+*) bad_arg "VM_UDEV must be keep or stop, not '$VM_UDEV'" ;;
+esac
 VM_CPUS_GIVEN=${VM_CPUS:-}
 VM_CPUS=${VM_CPUS:-2}
 VM_MEM=${VM_MEM:-2G}
@@ -236,6 +245,11 @@ guest_cmd=$(sh_quote "$@")
 # its numbered folder there beside the host's own pytest runs, and its
 # mkdirs failed ten times over (2026-11-26, 13 tests of a make test).
 guest_cmd="mount -t tmpfs -o mode=1777 lab-tmp /tmp && $guest_cmd"
+# A debug guest's udevd was still at its boot's coldplug 300 s later (virtme-
+# ng's settle gave up), and every module load and device adds events.
+if [ "$VM_UDEV" = stop ]; then
+	guest_cmd="pkill -x systemd-udevd; timeout 60 sh -c 'while pgrep -x systemd-udevd >/dev/null; do sleep 0.2; done'; $guest_cmd"
+fi
 if [ -n "${VM_KLOG:-}" ]; then
 	mkdir -p "$(dirname "$VM_KLOG")"
 	VM_KLOG=$(cd "$(dirname "$VM_KLOG")" && pwd)/${VM_KLOG##*/}

@@ -99,6 +99,20 @@ def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
     assert r.stdout == "mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'\n"
 
 
+def test_udevd_is_stopped_first_when_asked(root, tmp_path, fake_vm):
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\nwhile [ "$1" != --exec ]; do shift; done\necho "$2"\n')
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_UDEV": "stop"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    stop, rest = r.stdout.rsplit("; ", 1)
+    assert stop.startswith("pkill -x systemd-udevd; ") and "pgrep -x systemd-udevd" in stop
+    assert rest == "mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'true'\n"
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_UDEV": "sometimes"}, timeout=120)
+    assert r.returncode == 2 and "VM_UDEV must be keep or stop" in r.stderr
+
+
 def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fake_vm):
     """virtme-ng's 255 (no exit status from the guest's command): vm.sh
     says the guest died and shows the end of the kernel log it kept."""

@@ -149,19 +149,24 @@ test-debug: deps venv userspace
 	@mkdir -p $(DEBUG_LOGS)
 	@for v in $(sort $(foreach p,$(DEBUG_PASSES),$(call pass_variant,$p))); do \
 		$(MAKE) --no-print-directory VARIANT=$$v kernel module || exit 1; done
+	@$(MAKE) --no-print-directory debug-passes DEBUG_LOGS=$(DEBUG_LOGS)
+
+# The passes, their kernels built: DEBUG_JOBS at once, then the verdict.
+debug-passes:
+	@mkdir -p $(DEBUG_LOGS)
 	@echo "test-debug: $(words $(DEBUG_PASSES)) passes ($(DEBUG_PASSES)), $(DEBUG_JOBS) at a time;" \
 		"each one's output in $(DEBUG_LOGS)/PASS.log"
 	@printf '%s\n' $(DEBUG_PASSES) | xargs -P $(DEBUG_JOBS) -I{} \
 		$(MAKE) --no-print-directory -s debug-pass-{} DEBUG_LOGS=$(DEBUG_LOGS)
 	@echo "test-debug: logs in $(DEBUG_LOGS)"; \
-	failed=$$(awk '$$4 != 0 {print $$2}' $(DEBUG_LOGS)/summary.txt | tr -d : | xargs); \
+	failed=$$(awk '$$5 != 0 {print $$2}' $(DEBUG_LOGS)/summary.txt | tr -d : | xargs); \
 	[ "$$(wc -l < $(DEBUG_LOGS)/summary.txt)" -eq $(words $(DEBUG_PASSES)) ] || failed="$$failed (a pass left no status)"; \
 	[ -z "$$failed" ] || { echo "test-debug: failed: $$failed" >&2; exit 1; }
 
 # One pass of test-debug, its output to its log, its status to summary.txt.
 debug-pass-%:
 	@echo "test-debug: $*: started $$(date +%T)"; start=$$(date +%s); \
-	$(MAKE) --no-print-directory test-debug-$* DEBUG_LOGS=$(DEBUG_LOGS) > $(DEBUG_LOGS)/$*.log 2>&1; \
+	$(MAKE) --no-print-directory debug-boot-$* DEBUG_LOGS=$(DEBUG_LOGS) > $(DEBUG_LOGS)/$*.log 2>&1; \
 	status=$$?; \
 	echo "test-debug: $*: exit status $$status in $$(( $$(date +%s) - start )) s" \
 		| tee -a $(DEBUG_LOGS)/summary.txt; \
@@ -171,6 +176,12 @@ debug-pass-%:
 # fault walks' points, KCSAN's counters) go to PASS.xml.
 test-debug-%: venv userspace
 	$(MAKE) VARIANT=$(call pass_variant,$*) kernel module
+	@mkdir -p $(DEBUG_LOGS)
+	$(MAKE) --no-print-directory debug-boot-$* DEBUG_LOGS=$(DEBUG_LOGS)
+
+# A pass's boot, its kernel built: two passes of one variant at once must
+# not both run its kernel's make (they raced on include/generated/).
+debug-boot-%:
 	VARIANT=$(call pass_variant,$*) VM_KLOG=$(DEBUG_LOGS)/$*-kernel.log VM_UDEV=stop \
 		VM_TIMEOUT=$${VM_TIMEOUT:-$(or $(TIMEOUT_$*),10800)} \
 		$(VM) -- $(PY) -m pytest -q -rs --durations=10 -p no:cacheprovider -m 'not timing' \
@@ -202,5 +213,5 @@ clean:
 distclean: clean
 	rm -rf build $(VENV)
 
-.PHONY: all help deps venv kernel module userspace setup vm vm-run test test-debug test-timing \
+.PHONY: all help deps venv kernel module userspace setup vm vm-run test test-debug debug-passes test-timing \
 	bench lint clean distclean

@@ -16,8 +16,8 @@ PY := $(VENV)/bin/python
 RESULTS := $(CURDIR)/results
 # Guest tests of every boot: a short boot of each extra variant runs these.
 VARIANT_TESTS := tests/guest/test_variants.py
-# The passes of 'make test-debug', one boot per variant (README, "The debug
-# variants"), each file a checker's reports fail.  Not the timing tests:
+# The passes of 'make test-debug', one boot each (tests/README.md, "The
+# debug variants"), each file a checker's reports fail.  Not the timing tests:
 # the checkers make every path longer, and what a pass proves is that
 # nothing is reported, on the host's clock like the stock pass.  An
 # experiment's tests are listed while the experiment exists.
@@ -73,11 +73,12 @@ help:
 deps:
 	scripts/deps.sh $(DEPS_FLAGS)
 
-## venv: the project virtualenv (virtme-ng, matplotlib, pytest), pinned
+## venv: the project virtualenv (virtme-ng, matplotlib, pytest, pinned; lablib, editable)
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: requirements.txt
+$(VENV)/.stamp: requirements.txt userspace/pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip -r requirements.txt
+	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip --no-build-isolation -e userspace
 	touch $@
 
 ## kernel [VARIANT=stock|nohook|rt]: unpack linux-source-6.12, quilt push -a, build

@@ -118,12 +118,12 @@ lab_guest() {
 		"$@"
 	fi
 }
-# lab_python ARG...: the lab's Python (.venv, else the system's), with
-# lablib importable.
+# lab_python ARG...: the lab's Python, the project virtualenv's, where
+# lablib is installed (make venv).
 lab_python() {
 	local py=$LAB_VENV/bin/python
-	[ -x "$py" ] || py=python3
-	PYTHONPATH=$LAB_ROOT/userspace${PYTHONPATH:+:$PYTHONPATH} "$py" "$@"
+	[ -x "$py" ] || die "no $py: the analysers need the project's virtualenv (make venv)"
+	"$py" "$@"
 }
 # lab_analyse 1|0 ANALYSER: run ANALYSER on LAB_DIR with the lab's Python,
 # or, for 0 (a runner's --no-analysis), say how to later.

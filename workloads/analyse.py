@@ -24,9 +24,9 @@ import re
 import sys
 import textwrap
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
-from lablib import calibration, cli, plot, results, stats  # noqa: E402
-from lablib.text import num  # noqa: E402
+from lablib import cli, plot, results, stats
+from lablib.experiments import calibration
+from lablib.text import num
 
 # measure: (throughput = factor x units / seconds, its unit, one unit of work)
 MEASURES = {

@@ -34,8 +34,7 @@ import pathlib
 import shutil
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
-from lablib import results  # noqa: E402
+from lablib import results
 
 # Settings a part may have of its own: which part it is, where its work
 # cgroup was (named for its process), who calibrated, how long its staging

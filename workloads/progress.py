@@ -4,7 +4,7 @@ analyse.py uses on the host, so that the two agree:
 
   progress.py fit CALIBRATION_DIR
       the added latency of the calibrate folder's fit: ns per loop and the
-      cost of entering the delay (lablib.calibration)
+      cost of entering the delay (lablib.experiments.calibration)
   progress.py point RAW_CSV LOOPS NS
       the first measure of the rows of raw.csv at this point: mean and
       standard deviation of the seconds a unit of work took (lablib.stats)
@@ -26,8 +26,8 @@ import re
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
-from lablib import calibration, results, stats  # noqa: E402
+from lablib import results, stats
+from lablib.experiments import calibration
 
 
 def fit(folder):

@@ -5,7 +5,7 @@
 
 In the VM the root file system is the host's, over 9p, and a timed
 window that reads from it waits for the host.  sweep.sh runs the workload
-once under strace (lablib.strace reads the log), and this copies into
+once under strace (lablib.readers.strace reads the log), and this copies into
 DEST, a tmpfs, at the same paths:
 
 - every file, directory and symbolic link a call that succeeded named or
@@ -33,8 +33,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "userspace"))
-from lablib import strace  # noqa: E402
+from lablib.readers import strace
 
 NOT_COPIED = ("/proc", "/sys", "/dev")
 MAX_LINKS = 40                  # links followed in one path, as the kernel's limit

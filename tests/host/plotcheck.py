@@ -5,12 +5,9 @@ before it is closed."""
 import itertools
 import math
 import pathlib
-import sys
 
-from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import plot  # noqa: E402
+from lablib import plot
 
 # More labelled ticks than this on one axis is a wall of text.
 MAX_TICKS = 25

@@ -2,7 +2,6 @@
 summary, fits and plot README.md describes, and a refusal of anything that
 is not a calibrate folder."""
 import csv
-import importlib.util
 import json
 import random
 import subprocess
@@ -12,6 +11,7 @@ import pytest
 
 import plotcheck
 from resultdirs import ANALYSERS, calibrate_dir, write_csv, write_meta
+from conftest import load_script
 
 LINES = {"close": (590, 1.5), "getppid": (650, 4.1)}
 
@@ -199,8 +199,7 @@ def test_the_cost_of_entering_the_delay_is_measured(root, tmp_path):
     assert fit["slope"] == pytest.approx(2.0, rel=0.002) and fit["outliers"] == [0]
     assert s["entry_ns"] == pytest.approx(150, abs=1)
     assert "costs 150.0 ns before its first loop" in text
-    sys.path.insert(0, str(root / "userspace"))
-    from lablib import calibration
+    from lablib.experiments import calibration
     assert calibration.added_ns(s, 0) == 0
     assert calibration.added_ns(s, 100) == pytest.approx(150 + 200, abs=1)
 
@@ -241,10 +240,7 @@ def realistic_calibrate_dir(d, seed=1):
 
 
 def test_plot_is_readable(root, tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("calibrate_analyse",
-                                                  root / ANALYSERS["calibrate"])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(ANALYSERS["calibrate"])
     d = realistic_calibrate_dir(tmp_path / "c")
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("calibrate", "x", mod.add_args, mod.work, [str(d)]) == 0

@@ -3,12 +3,9 @@ output: rt-compare's delay member on the stock kernel under the virtual
 clock, cyclictest -b stopping the trace at a wake-up held up by the delay
 module's 50 us hold of a getppid call (data/trace-report-delay-hold.txt)."""
 import pathlib
-import sys
 
-from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import ftrace  # noqa: E402
+from lablib.readers import ftrace
 
 DATA = pathlib.Path(__file__).parent / "data"
 

@@ -3,7 +3,6 @@ apart, fast/slow split, cyclictest histogram, plot), the sweep table over
 every cell, and the trace reader that names what ran before a slow
 wake-up."""
 import csv
-import importlib.util
 import json
 import os
 import random
@@ -14,14 +13,11 @@ import pytest
 
 import plotcheck
 from resultdirs import ANALYSERS, irqhook_dir, write_meta
+from conftest import load_script
 
 
 def load(root, name):
-    spec = importlib.util.spec_from_file_location(f"irqhook_{name}",
-                                                  root / f"userspace/irqhook/{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(f"userspace/irqhook/{name}.py")
 
 
 def run(root, which, *args, env=None):

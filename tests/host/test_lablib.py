@@ -8,10 +8,8 @@ import sys
 
 import pytest
 
-from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import lists, plot, results, stats  # noqa: E402
+from lablib import lists, plot, results, stats
 
 
 # --- stats -------------------------------------------------------------------
@@ -155,7 +153,6 @@ def toy(tmp_path, body):
     script = tmp_path / "toy" / "analyse.py"
     script.parent.mkdir(exist_ok=True)
     script.write_text(f"""import sys
-sys.path.insert(0, {str(ROOT / "userspace")!r})
 from lablib import cli
 
 
@@ -202,11 +199,10 @@ def test_cli_bug_keeps_its_traceback(tmp_path):
 
 
 def test_import_does_not_load_matplotlib():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import lablib, lablib.cli, "
-            "lablib.plot, lablib.results, lablib.stats, lablib.calibration, lablib.irqhook; "
+    code = ("import sys, lablib, lablib.cli, lablib.plot, lablib.results, lablib.stats, "
+            "lablib.experiments.calibration, lablib.experiments.irqhook; "
             "print('matplotlib' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "userspace")],
-                         capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
 

@@ -59,3 +59,18 @@ def test_ruff_is_pinned_and_configured(root):
     assert config["line-length"] == 100
     assert {"E", "F"} <= set(config["lint"]["select"])
     assert "ruff" in (root / "scripts/lint.sh").read_text()
+
+
+def test_lablib_is_imported_as_an_installed_package(root):
+    """lablib comes from the virtualenv (make venv installs it editable):
+    no file puts a folder on Python's path, and the one it finds is this
+    lab's."""
+    files = subprocess.run(["git", "ls-files", "*.py", "*.sh", "*.mk", "Makefile"], cwd=root,
+                           capture_output=True, text=True, check=True).stdout.split()
+    added = [f for f in files if f != "tests/host/test_lint.py"
+             and ("sys.path.insert" in (root / f).read_text()
+                  or "PYTHONPATH=" in (root / f).read_text())]
+    assert added == []
+    out = subprocess.run([sys.executable, "-c", "import lablib; print(lablib.__file__)"],
+                         cwd="/", capture_output=True, text=True)
+    assert out.stdout.strip() == str(root / "userspace/lablib/__init__.py"), out.stderr

@@ -3,7 +3,6 @@ program run (counts, per-queue queueing time in ns and cycles) and a
 profile of both strategies (per-round figures from rusage and perf stat,
 the ratio and whether it exceeds the rounds' spread, events perf could not
 count, the hottest kernel symbols), and one-line errors on bad input."""
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import sys
 import pytest
 
 import plotcheck
-from conftest import ROOT
+from conftest import load_script
 from lablib import cli
 from resultdirs import write_csv, write_meta
 
@@ -177,9 +176,7 @@ def test_plots_are_readable(tmp_path, monkeypatch):
     """queueing.png of a run and msgq.png of a profile: one panel a queue
     that has messages, numeric axes, few ticks, both strategies in the
     profile's legend."""
-    spec = importlib.util.spec_from_file_location("msgq_analyse", ROOT / ANALYSER)
-    msgq = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(msgq)
+    msgq = load_script(ANALYSER)
     figures = plotcheck.record(monkeypatch)
     run = run_dir(tmp_path / "run")
     assert cli.main("msgq", "x", msgq.add_args, msgq.work, [str(run)]) == 0

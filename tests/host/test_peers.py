@@ -3,7 +3,6 @@
 errors, the smallest delay of each tool), its errors, and percall's
 options (built here; --help and bad input need no lab kernel)."""
 import csv
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -13,6 +12,7 @@ import pytest
 
 import plotcheck
 from resultdirs import write_csv, write_meta
+from conftest import load_script
 
 ANALYSER = "userspace/peers/analyse.py"
 PERCALL = "userspace/peers/percall"
@@ -248,9 +248,7 @@ def test_plot_is_readable(root, percall, tmp_path, monkeypatch):
     case a named tick, a bar a case and system call, a legend naming both
     system calls and p99, numbers on a log y axis."""
     d = host_peers_dir(tmp_path / "p", percall)
-    spec = importlib.util.spec_from_file_location("peers_analyse", root / ANALYSER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(ANALYSER)
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("peers", "x", mod.add_args, mod.work, [str(d)]) == 0
     [ax] = figures["peers.png"]

@@ -2,14 +2,12 @@
 wrote (tests/host/data/perf, see the README there): perf stat -x, with
 counted, <not supported> and <not counted> events, modifiers and
 tracepoints, and perf bench sched pipe's report."""
-import sys
 
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import perf  # noqa: E402
+from lablib.readers import perf
 
 DATA = ROOT / "tests/host/data/perf"
 

@@ -4,7 +4,6 @@ perf stat's CSV are read right (overflows, <not supported>), the
 comparison says when a difference is beyond the spread, the whole
 analyser on a made-up two-kernel folder, the tools' and scripts' bad
 inputs, and 'make deb' packages a kernel with the lab's modules."""
-import importlib.util
 import json
 import os
 import pathlib
@@ -16,13 +15,11 @@ import pytest
 
 import plotcheck
 from resultdirs import write_csv, write_meta
+from conftest import load_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/host/data"
-_spec = importlib.util.spec_from_file_location("rtcompare_analyse",
-                                               ROOT / "userspace/rtcompare/analyse.py")
-analyse = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(analyse)
+analyse = load_script("userspace/rtcompare/analyse.py")
 cli = analyse.cli
 
 ANALYSER = "userspace/rtcompare/analyse.py"

@@ -5,15 +5,14 @@ histogram with the overflows counted, the text output standing in for
 malformed JSON, and one-line errors on what is not their output."""
 import json
 import shutil
-import sys
 
 import numpy
 import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import rttests, stats  # noqa: E402
+from lablib import stats
+from lablib.readers import rttests
 
 DATA = ROOT / "tests/host/data/rt-tests"
 H200 = DATA / "cyclictest-h200.json"       # -t -a, 2 threads, 2000 loops, -h 200

@@ -4,7 +4,6 @@ TLB shoot-downs per record, the pairing with perf bench, cyclictest and
 ptsematest (units and directions made equal, the verdict), the reference
 table, and one-line errors on bad folders."""
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,11 +12,10 @@ import sys
 import pytest
 
 import plotcheck
-from conftest import ROOT
+from conftest import load_script
 from resultdirs import write_csv, write_meta
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import stats  # noqa: E402
+from lablib import stats
 
 ANALYSER = "userspace/smp/analyse.py"
 HZ = 2e9                     # 2 cycles a ns
@@ -465,10 +463,7 @@ def test_contradictory_cyclictest_is_left_out(root, tmp_path):
 
 
 def smp_module(root):
-    spec = importlib.util.spec_from_file_location("smp_analyse", root / ANALYSER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ANALYSER)
 
 
 def test_plots_are_readable(root, smp, tmp_path, monkeypatch):

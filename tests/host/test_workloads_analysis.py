@@ -2,7 +2,6 @@
 the model exactly is explained by it, an Apache sweep far below the model
 is put down to the client and overlap, and bad folders fail with one line."""
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,6 +9,7 @@ import subprocess
 import pytest
 
 from resultdirs import ANALYSERS, calibrate_dir, write_meta
+from conftest import load_script
 
 SCRIPT = ANALYSERS["workload"]
 HEADER = "workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
@@ -163,10 +163,7 @@ def test_apache_far_below_the_model(root, tmp_path):
 
 
 def load(root):
-    spec = importlib.util.spec_from_file_location("workloads_report", root / SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT)
 
 
 def build_runs(times, calls):

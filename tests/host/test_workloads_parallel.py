@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import load_script
 
 # A real grep sweep on the virtual clock, 9 points of 5 runs
 # (tests/host/data/README.md).
@@ -273,8 +274,7 @@ def test_an_empty_login_file_is_refused(root, tmp_path, stub):
 
 def test_progress_of_the_whole_sweep(root):
     """In the host's time: a part's own times are its guest's."""
-    sys.path.insert(0, str(root / "workloads"))
-    import progress  # noqa: E402
+    progress = load_script("workloads/progress.py")
     lines = ["part 1/2\tsweep.sh: part 1/2: [1/2] loops=750 (...); elapsed 0m05s, ETA 0m05s\n",
              "part 2/2\tvm.sh: booting\n",
              "part 2/2\tsweep.sh: part 2/2: [1/3] loops=0 (...); elapsed 0m04s, ETA 0m08s\n",

@@ -3,12 +3,12 @@ axes, few labels, none on top of another, every measure a panel with its
 means and the model, on sweeps shaped like the README's (grep and Apache
 under the delay, three repeats, the run-to-run noise it reports; made up:
 a real sweep needs the lab kernel)."""
-import importlib.util
 import random
 
 import plotcheck
 from resultdirs import ANALYSERS
 from test_workloads_analysis import make_dir
+from conftest import load_script
 
 
 def grep_rows(rng):
@@ -33,11 +33,7 @@ def apache_rows(rng):
 
 
 def report_module(root):
-    spec = importlib.util.spec_from_file_location("workloads_report_plot",
-                                                  root / ANALYSERS["workload"])
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(ANALYSERS["workload"])
 
 
 def test_grep_and_apache_plots_are_readable(root, tmp_path, monkeypatch):

@@ -5,15 +5,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from conftest import ROOT
 from resultdirs import calibrate_dir
 
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import strace  # noqa: E402
+from lablib.readers import strace
 
 STAGE = ROOT / "workloads/stage.py"
 PY = ROOT / ".venv/bin/python"

@@ -2,7 +2,7 @@
 """Summarise a calibrate run: the latency of a null system call at each
 delay-module loop count, and the line latency = intercept + slope x loops
 per system call: the fit that counts through the points' p10, robust to a
-spoiled point (lablib.calibration says why), and least-squares lines
+spoiled point (lablib.experiments.calibration says why), and least-squares lines
 through the medians (p50) and minima beside it.
 
 Reads DIR/raw.csv and DIR/meta.json; writes DIR/summary.json,
@@ -12,8 +12,8 @@ from min to p90, the fitted line), and prints the table and the fits.
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import calibration, cli, plot, results  # noqa: E402
+from lablib import cli, plot, results
+from lablib.experiments import calibration
 
 CSV_COLUMNS = calibration.POINT_KEYS + ("fit",)
 

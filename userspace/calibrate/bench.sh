@@ -26,6 +26,6 @@ for boot in $(seq "$BOOTS"); do
 done
 lab_commit calibrate-bench
 for run in "$LAB_DIR"/boot-*/run-*/; do
-	"$LAB_VENV/bin/python" "$here/analyse.py" --no-plot "$run" >/dev/null
+	lab_python "$here/analyse.py" --no-plot "$run" >/dev/null
 done
-"$LAB_VENV/bin/python" "$here/bench_report.py" "$LAB_DIR"
+lab_python "$here/bench_report.py" "$LAB_DIR"

@@ -12,8 +12,7 @@ import pathlib
 import statistics
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, results  # noqa: E402
+from lablib import cli, results
 
 TARGET_CV = 0.02
 FITS = (("fits", "p10 robust"), ("fits_p50", "p50 least squares"))

@@ -25,9 +25,9 @@ import pathlib
 import subprocess
 import sys
 
+from lablib import cli, results, stats, text
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "userspace"))
-from lablib import cli, results, stats, text  # noqa: E402
 
 CLOCKS = ("host", "virtual")
 EXPERIMENTS = ("calibrate", "rt-compare", "smp", "msgq-profile", "sweep")

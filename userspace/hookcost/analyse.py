@@ -11,8 +11,7 @@ verdict against the targets b/a <= 1.01, c/a <= 1.05.
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, results, stats  # noqa: E402
+from lablib import cli, results, stats
 
 LABELS = {
     "a": "hook compiled out",

@@ -40,4 +40,4 @@ for boot in $(seq "$BOOTS"); do
 	VARIANT=stock "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" bcd "$ROUNDS" "$boot" "$LAB_DIR"
 done
 lab_commit hookcost
-"$LAB_VENV/bin/python" "$here/analyse.py" "$LAB_DIR"
+lab_python "$here/analyse.py" "$LAB_DIR"

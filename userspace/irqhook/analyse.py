@@ -12,8 +12,8 @@ the summary in us.
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, irqhook, plot, results  # noqa: E402
+from lablib import cli, plot, results
+from lablib.experiments import irqhook
 
 LABELS = {"switching": "switching: write() -> read() returns",
           "wakeup": "wake-up: driver write -> reader runs"}

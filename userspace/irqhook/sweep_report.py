@@ -11,8 +11,8 @@ import pathlib
 import re
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, irqhook, plot, results  # noqa: E402
+from lablib import cli, plot, results
+from lablib.experiments import irqhook
 
 CELL = re.compile(r"^(\d+)-(normal|rt)$")
 COLUMNS = ["loads", "class", "events", "first_switching_us", "first_wakeup_us",

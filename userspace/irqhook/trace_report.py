@@ -24,8 +24,9 @@ import re
 import statistics
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, ftrace, irqhook, results  # noqa: E402
+from lablib import cli, results
+from lablib.readers import ftrace
+from lablib.experiments import irqhook
 
 TRACE_COLUMNS = ["event", "seq", "slow", "cpu", "wakeup_ns", "write_to_wakeup_ns",
                  "wakeup_to_run_ns", "migrations", "ran_before_reader"]

@@ -24,9 +24,9 @@ import pathlib
 import re
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, perf, plot, results, stats  # noqa: E402
-from lablib.text import num  # noqa: E402
+from lablib import cli, plot, results, stats
+from lablib.readers import perf
+from lablib.text import num
 
 QUEUES = ("bus_in_q", "bus_out_q1", "bus_out_q2", "bus_out_q3")
 MESSAGE_COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns",

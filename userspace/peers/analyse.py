@@ -17,8 +17,8 @@ import pathlib
 import re
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, perf, results, stats  # noqa: E402
+from lablib import cli, results, stats
+from lablib.readers import perf
 
 SYSCALLS = ("getppid", "read")
 TOOLS = {"none": "no tool", "module": "the delay module", "strace": "strace",

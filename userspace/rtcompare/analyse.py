@@ -20,10 +20,10 @@ import math
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import (calibration, cli, ftrace, irqhook, perf, plot, results,  # noqa: E402
-                    rttests, smp, stats)
-from lablib.text import num  # noqa: E402
+from lablib import cli, plot, results, stats
+from lablib.readers import ftrace, perf, rttests
+from lablib.experiments import calibration, irqhook, smp
+from lablib.text import num
 
 # The square wave holds a frequency when its mean period is within this of
 # the requested one (the reference's criterion, read off a logic analyser).
@@ -40,7 +40,7 @@ COLUMNS = ("group", "measurement", "unit", "base", "other", "ratio", "base_sprea
 # --- cyclictest ------------------------------------------------------------
 
 def read_cyclictest(path):
-    """One cyclictest run, every thread (lablib.rttests): "threads", each
+    """One cyclictest run, every thread (lablib.readers.rttests): "threads", each
     {thread, cpu, overflow} and its summary; "pooled": the summary of all
     threads; "hist": their histograms added up, {"us": [...], "count":
     [...]} (numbers as lists: JSON has no numeric keys), in us."""
@@ -57,7 +57,7 @@ def read_cyclictest(path):
 def read_traced(folder, measured_max=None):
     """A traced run of guest.sh (traced: the whole run in trace.dat):
     cyclictest's own max and cycles, and the worst wake-up the trace holds
-    (lablib.ftrace.worst_wakeup: due, ran, latency_ns, count, and 'delay',
+    (lablib.readers.ftrace.worst_wakeup: due, ran, latency_ns, count, and 'delay',
     what held the CPU), None without trace-cmd or such a wake-up, and
     lost_events, what the ring buffer dropped (0: the whole run);
     measured_max: the untraced run's max (us) it stands for.  'excerpt':
@@ -105,7 +105,7 @@ def read_caught(folder):
     """The caught run of guest.sh (caught/: wake-ups 100 us apart, the
     trace stopped by cyclictest -b at the first over the threshold):
     cyclictest's max and cycles, threshold (us), and caught:
-    lablib.ftrace.caught()'s answer, None when no wake-up crossed the
+    lablib.readers.ftrace.caught()'s answer, None when no wake-up crossed the
     threshold or the trace could not be read; unread: why not (trace-cmd
     missing here, no trace.dat), else None."""
     t = read_cyclictest(folder / "cyclictest.json")
@@ -139,7 +139,7 @@ def caught_line(c):
 
 
 def describe_worst(w):
-    """One sentence of lablib.ftrace.wakeup_delay()'s answer."""
+    """One sentence of lablib.readers.ftrace.wakeup_delay()'s answer."""
     if not w:
         return "the trace lacks its wake-up"
     parts = []
@@ -227,7 +227,7 @@ def plot_delay(d, kernels):
 
 def read_perfstat(folder):
     """{order: {"runs": n, "unsupported": [...], FIGURE: summary, "values":
-    {FIGURE: [one a repeat]}}}: perf stat's events (lablib.perf) and
+    {FIGURE: [one a repeat]}}}: perf stat's events (lablib.readers.perf) and
     sortsum's rusage (seconds, user_s, sys_s) over the repeats."""
     out = {}
     for order in ("unsorted", "sorted"):

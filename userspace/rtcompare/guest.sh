@@ -305,7 +305,7 @@ run_squarewave() {
 		for impl in python c-nanosleep c-rt; do
 			log "square wave $impl, $load: $freqs Hz"
 			case $impl in
-			python) python3 "$here/squarewave.py" -q -f "$freqs" -n "$periods" \
+			python) lab_python "$here/squarewave.py" -q -f "$freqs" -n "$periods" \
 				-o "$sq" --name "$impl-$load" ;;
 			c-*) "$here/squarewave" -q --mode "${impl#c-}" -f "$freqs" -n "$periods" \
 				-o "$sq" --name "$impl-$load" ;;

@@ -13,8 +13,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, lists, results  # noqa: E402
+from lablib import cli, lists, results
 
 MAX_FREQ = 1_000_000
 # liblab's helper: the lab's one writer of result folders and meta.json.

@@ -19,9 +19,9 @@ import pathlib
 import re
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from lablib import cli, perf, results, rttests, stats, text  # noqa: E402
-from lablib.smp import BENCHES, read_runs, summarise_case  # noqa: E402
+from lablib import cli, results, stats, text
+from lablib.readers import perf, rttests
+from lablib.experiments.smp import BENCHES, read_runs, summarise_case
 
 CSV_COLUMNS = ("case", "span", "bench", "placement", "unit", *stats.SUMMARY_KEYS,
                "backward", "rounds", "round_p50_min", "round_p50_max", "round_p50_cv_pct")

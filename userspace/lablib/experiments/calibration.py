@@ -13,7 +13,7 @@ and by the workload report, which reads the fit from its calibration/
 subfolder."""
 import pathlib
 
-from . import results, stats
+from .. import results, stats
 
 RAW_COLUMNS = ("syscall", "loops", "round", "batch", "calls", "ns_per_call")
 POINT_KEYS = ("syscall", "loops") + stats.SUMMARY_KEYS + (

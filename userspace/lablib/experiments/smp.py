@@ -6,7 +6,7 @@ import math
 import pathlib
 import re
 
-from . import results, stats
+from .. import results, stats
 
 BENCHES = ("pipes", "cv", "tlbflush", "timer", "tun")
 CASE = re.compile(r"^(?P<case>[a-z]+(?:-[a-z0-9]+)*)-r(?P<round>\d+)$")

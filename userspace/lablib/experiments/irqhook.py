@@ -4,7 +4,7 @@ after the first, each with its fast/slow split, and the cyclictest-style
 histogram.  Shared by the irqhook analyser and the sweep and trace reports."""
 import pathlib
 
-from . import results, stats
+from .. import results, stats
 
 EVENT_COLUMNS = ("event", "seq", "call_ns", "write_ns", "wake_ns", "return_ns",
                  "switching_ns", "wakeup_ns")

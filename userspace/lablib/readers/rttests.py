@@ -14,7 +14,7 @@ own average (exact, where the histogram has whole us).  A run without -h
 has an empty histogram: every sample is then an overflow."""
 import pathlib
 
-from . import results, stats
+from .. import results, stats
 
 # The -h text output's tail lines a run needs, each a count per thread.
 TEXT_TAIL = ("Total", "Min Latencies", "Avg Latencies", "Max Latencies",

@@ -3,6 +3,7 @@ userspace tools build with -Wall -Wextra -Werror."""
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -76,6 +77,11 @@ def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path, experiment,
         t.unlink()
     out = subprocess.run(["make", "-C", lab / "userspace"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+    # The tests that remain still load: none imports the experiment's code.
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                          "-p", "no:cacheprovider", "tests/host"], cwd=lab,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
     help_text = subprocess.run(["make", "-s", "-C", lab, "help"], capture_output=True,
                                text=True, check=True).stdout
     assert f"\n{target} " not in "\n" + help_text

@@ -11,6 +11,7 @@ import tempfile
 import time
 
 import pytest
+import runners
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +175,23 @@ def test_module_counters_give_module_csv(calibrate, tmp_path):
         ("close", "0"), ("getppid", "0"), ("close", "5"), ("getppid", "5")]
     # The stand-in's counters never move: nothing delayed, nothing spun.
     assert all(r["delayed"] == "0" and r["spun_ns"] == "0" for r in rows)
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/calibrate/bench.sh", [], {"RUNS": "1"}, "RUNS wants a whole number >= 2"),
+    ("userspace/calibrate/run.sh", ["--runs", "0"], {}, "--runs wants a whole number >= 1"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)
+
+
+@pytest.mark.skipif(runners.on_lab_kernel(), reason="this machine runs the lab kernel")
+def test_a_missing_kernel_or_device_is_status_1():
+    runners.check_missing_kernel("userspace/calibrate/run.sh", ["--runs", "2"],
+                                 "has no syscall hook")

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from resultdirs import ANALYSERS, write_csv, write_meta
+import runners
 
 # ns per call of each case, over 2 boots x 3 rounds.
 TIMES = {"a": [100, 101, 102, 100, 101, 150],
@@ -66,3 +67,18 @@ def test_bad_raw(root, tmp_path, times, message):
     out = analyse(root, d)
     assert out.returncode == 1 and len(out.stderr.splitlines()) == 1
     assert message in out.stderr and not (d / "summary.json").exists()
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/hookcost/run.sh", [], {"ROUNDS": "0"}, "ROUNDS wants a whole number >= 1"),
+    ("userspace/hookcost/run.sh", ["--boots", "2"], {}, "takes no arguments, not '--boots'"),
+    ("userspace/hookcost/guest.sh", ["a"], {}, "usage: guest.sh"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)

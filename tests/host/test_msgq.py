@@ -13,6 +13,7 @@ import plotcheck
 from conftest import load_script
 from lablib import cli
 from resultdirs import write_csv, write_meta
+import runners
 
 ANALYSER = "userspace/msgq/analyse.py"
 COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns", "in_queued_ns",
@@ -190,3 +191,24 @@ def test_plots_are_readable(tmp_path, monkeypatch):
         assert axes[0]["legend"] == legend and all(a["legend"] == [] for a in axes[1:])
         assert all((a["xscale"], a["yscale"]) == ("log", "log") for a in axes)
         assert all(a["patches"] == max(1, len(legend)) for a in axes)
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/msgq/run.sh", ["-n", "0"], {}, "-n wants a whole number >= 1"),
+    ("userspace/msgq/run.sh", ["--repeats", "x"], {}, "--repeats wants a whole number"),
+    ("userspace/msgq/guest.sh", ["/nonexistent", "x"], {}, "RUNS wants a whole number"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)
+
+
+def test_meta_json_keeps_the_whole_command_line(tmp_path):
+    runners.check_meta_keeps_the_command_line(
+        tmp_path, "msgq", ["msgq"],
+        ["--repeats", "2", "-n", "50", "--", "--size", "16:64"], "msgq-profile")

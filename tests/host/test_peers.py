@@ -13,6 +13,7 @@ import pytest
 import plotcheck
 from resultdirs import write_csv, write_meta
 from conftest import load_script
+import runners
 
 ANALYSER = "userspace/peers/analyse.py"
 PERCALL = "userspace/peers/percall"
@@ -258,3 +259,23 @@ def test_plot_is_readable(root, percall, tmp_path, monkeypatch):
     assert ax["xticks"] == names and ax["yscale"] == "log"
     assert ax["patches"] == sum(len(v["cases"]) for v in s.values())
     assert sorted(ax["legend"]) == ["getppid: median", "p99", "read: median"]
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/peers/run.sh", ["--warmup", "x"], {}, "--warmup wants a whole number"),
+    ("userspace/peers/guest.sh", ["/nonexistent", "5", "-1"], {}, "WARMUP wants"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)
+
+
+def test_meta_json_keeps_the_whole_command_line(tmp_path):
+    runners.check_meta_keeps_the_command_line(
+        tmp_path, "peers", ["percall"],
+        ["-n", "9", "--warmup", "3", "--no-analysis"], "peers")

@@ -16,6 +16,7 @@ import pytest
 import plotcheck
 from resultdirs import write_csv, write_meta
 from conftest import load_script
+import runners
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/host/data"
@@ -498,3 +499,24 @@ def test_caught_line_names_what_ran_while_the_wake_up_waited(tmp_path, monkeypat
     line = analyse.caught_line(c)
     assert line.startswith("its trace was not read (trace-cmd is not installed")
     assert "no wake-up over" not in line
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/rtcompare/run.sh", ["--variants", "nohook"], {}, "--variants wants kernels"),
+    ("userspace/rtcompare/guest.sh", ["-", "--check", "--ct-loops", "9"], {},
+     "--ct-loops wants a whole number >= 10"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)
+
+
+def test_meta_json_keeps_the_whole_command_line(tmp_path):
+    runners.check_meta_keeps_the_command_line(
+        tmp_path, "rtcompare", ["sortsum", "squarewave"],
+        ["--variants", "stock", "--", "--quick"], "rt-compare")

@@ -16,6 +16,7 @@ from conftest import load_script
 from resultdirs import write_csv, write_meta
 
 from lablib import stats
+import runners
 
 ANALYSER = "userspace/smp/analyse.py"
 HZ = 2e9                     # 2 cycles a ns
@@ -495,3 +496,25 @@ def test_plots_are_readable(root, smp, tmp_path, monkeypatch):
         [ax] = figures[f"hist-{b}.png"]
         assert ax["legend"] == [s for s in spans if s.split("-")[0].split()[0] == b][:12]
         assert (ax["xscale"], ax["yscale"]) == ("log", "log")
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/smp/run.sh", ["-r", "0"], {}, "--repeats wants a whole number >= 1"),
+    ("userspace/smp/run.sh", ["-n"], {}, "-n wants a value"),
+    ("userspace/smp/run.sh", ["--bogus"], {}, "unknown argument '--bogus'"),
+    ("userspace/smp/guest.sh", ["/nonexistent", "0"], {}, "RUNS wants a whole number >= 1"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)
+
+
+def test_meta_json_keeps_the_whole_command_line(tmp_path):
+    runners.check_meta_keeps_the_command_line(
+        tmp_path, "smp", ["smp"],
+        ["-r", "2", "--no-analysis", "-n", "7"], "smp")

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import pytest
+import runners
 
 
 def dry_run(root, tmp_path, clock, *args):
@@ -43,3 +44,34 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     _, err = dry_run(root, tmp_path, "virtual", "apache", "-r", "4", "--step-seconds", "3",
                      "-l", "0,100")
     assert "2 points of loops, 4 runs each, saturation steps of 3 s" in err
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("workloads/sweep.sh", ["nosuch"], {}, "WORKLOAD wants kbuild, grep, apache, cmd or all"),
+    ("workloads/sweep.sh", ["grep", "-l", "0:abc"], {}, "--loops wants a list"),
+    ("workloads/sweep.sh", ["grep", "-l", "0,100,50"], {}, "--loops wants loop counts in "
+                                                          "increasing order"),
+    ("workloads/sweep.sh", ["grep", "--ns", "10,20"], {}, "--ns wants a list that starts at 0"),
+    ("workloads/sweep.sh", ["grep", "-r", "0"], {}, "--repeats wants a whole number >= 1"),
+    ("workloads/sweep.sh", ["grep", "-j", "x"], {}, "--jobs wants a whole number"),
+    ("workloads/sweep.sh", ["grep", "--scale", "huge"], {}, "--scale wants full, vm or small"),
+    ("workloads/sweep.sh", ["grep", "--calibration", "/nonexistent"], {},
+     "--calibration wants a calibrate result folder"),
+    ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
+    ("workloads/sweep.sh", ["grep", "--in-memory"], {}, "--in-memory goes with the cmd workload"),
+    ("workloads/sweep-vm.sh", [], {}, "usage: sweep-vm.sh"),
+]
+
+
+@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
+                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
+def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
+    runners.check_bad_value(script, args, message, env)
+
+
+@pytest.mark.skipif(runners.on_lab_kernel(), reason="this machine runs the lab kernel")
+def test_a_missing_kernel_or_device_is_status_1():
+    runners.check_missing_kernel("workloads/sweep.sh", ["cmd", "-l", "0,10", "--", "true"],
+                                 "has no syscall hook")

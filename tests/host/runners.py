@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 
+import pytest
 from conftest import ROOT
 
 RESULTS = ROOT / "results"
@@ -93,3 +94,27 @@ def check_meta_keeps_the_command_line(tmp_path, experiment, tools, args, folder)
     assert meta["settings"].get("vm", True) is True
     assert "booting the stock kernel" in out.stderr
     assert f"what was measured is in {d}" in out.stderr
+
+
+# The tests each experiment's test file takes, made from its own cases:
+#   test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(CASES)
+def bad_value_test(cases):
+    """@cases: (script, args, env, message) each."""
+    @pytest.mark.parametrize("script,args,env,message", cases,
+                             ids=[case_id(s, a) for s, a, _, _ in cases])
+    def test(script, args, env, message):
+        check_bad_value(script, args, message, env)
+    return test
+
+
+def missing_kernel_test(script, args, message):
+    @pytest.mark.skipif(on_lab_kernel(), reason="this machine runs the lab kernel")
+    def test():
+        check_missing_kernel(script, args, message)
+    return test
+
+
+def meta_test(experiment, tools, args, folder):
+    def test(tmp_path):
+        check_meta_keeps_the_command_line(tmp_path, experiment, tools, args, folder)
+    return test

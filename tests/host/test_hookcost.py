@@ -78,7 +78,4 @@ RUNNER_BAD = [
 ]
 
 
-@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
-                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
-def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
-    runners.check_bad_value(script, args, message, env)
+test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)

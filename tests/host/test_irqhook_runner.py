@@ -1,5 +1,4 @@
 """irqhook's runner (sweep.sh) where it decides before it measures."""
-import pytest
 import runners
 
 
@@ -13,13 +12,8 @@ RUNNER_BAD = [
 ]
 
 
-@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
-                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
-def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
-    runners.check_bad_value(script, args, message, env)
+test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 
-@pytest.mark.skipif(runners.on_lab_kernel(), reason="this machine runs the lab kernel")
-def test_a_missing_kernel_or_device_is_status_1():
-    runners.check_missing_kernel("userspace/irqhook/sweep.sh", ["-n", "5"],
-                                 "no /dev/irqhook")
+test_a_missing_kernel_or_device_is_status_1 = runners.missing_kernel_test(
+    "userspace/irqhook/sweep.sh", ["-n", "5"], "no /dev/irqhook")

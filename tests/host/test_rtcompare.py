@@ -510,13 +510,8 @@ RUNNER_BAD = [
 ]
 
 
-@pytest.mark.parametrize("script,args,env,message", RUNNER_BAD,
-                         ids=[runners.case_id(s, a) for s, a, _, _ in RUNNER_BAD])
-def test_a_bad_value_is_status_2_and_one_line(script, args, env, message):
-    runners.check_bad_value(script, args, message, env)
+test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 
-def test_meta_json_keeps_the_whole_command_line(tmp_path):
-    runners.check_meta_keeps_the_command_line(
-        tmp_path, "rtcompare", ["sortsum", "squarewave"],
-        ["--variants", "stock", "--", "--quick"], "rt-compare")
+test_meta_json_keeps_the_whole_command_line = runners.meta_test(
+    "rtcompare", ["sortsum", "squarewave"], ["--variants", "stock", "--", "--quick"], "rt-compare")

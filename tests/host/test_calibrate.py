@@ -47,7 +47,7 @@ def test_help_documents_every_option(calibrate):
     (["-n", "1"], "--batches wants a whole number from 2"),
     (["--rounds", "0"], "--rounds wants a whole number from 1"),
     (["--calls", "-3"], "--calls wants"),
-    (["--syscall", "read"], "--syscall is close, getppid or both"),
+    (["--syscall", "read"], "--syscall wants close, getppid or both"),
     (["-C", "1000"], "--cpu: CPU 1000 is not online"),
     (["--name", "a/b"], "--name wants a folder name"),
     (["stray"], "unexpected argument"),

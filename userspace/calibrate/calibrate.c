@@ -87,8 +87,7 @@ static void read_module_stats(unsigned long *delayed, unsigned long *spun_ns)
 struct options {
 	struct lab_common_opts common;	/* -o, --name, -q */
 	const char *param;
-	unsigned long *loops;
-	int nloops;
+	struct lab_opt_list loops;
 	unsigned long calls;
 	unsigned long batches;
 	unsigned long warmup;
@@ -117,91 +116,80 @@ static void restore_loops(void)
 			restore_path, restore_value, strerror(errno));
 }
 
-static void usage(FILE *f)
+static void take_syscall(void *value, const char *prog, const char *opt, const char *arg)
 {
-	fprintf(f,
-"usage: calibrate [options]\n"
-"\n"
-"Time null system calls at each delay-module loop count and fit\n"
-"latency = intercept + slope x loops.  Needs root and the delay module.\n"
-"Writes OUTPUT/calibrate-<date>-<time>/ with raw.csv (every timed batch)\n"
-"and meta.json; 'userspace/calibrate/analyse.py DIR' summarises and plots.\n"
-"\n"
-"  -l, --loops LIST      loop counts: '0,50,100', 'start:stop:step' or a mix\n"
-"                        (default 0:700:50)\n"
-"  -n, --batches N       timed batches per point (default 200)\n"
-"      --calls N         system calls per timed batch (default 1000; the\n"
-"                        reference timed 10000 between two clock reads)\n"
-"      --rounds N        passes over the loop list, alternating direction, the\n"
-"                        batches shared among them, so that slow drift of the\n"
-"                        machine's speed cannot tilt the fit (default 5)\n"
-"      --warmup N        untimed batches at each visit of a point (default 2)\n"
-"      --syscall NAME    close, getppid or both (default both)\n"
-"  -C, --cpu CPU         pin to this CPU, or 'none' (default: not pinned)\n"
-"  -o, --output DIR      parent of the result folder (default results)\n"
-"      --name NAME       the result folder's name instead of\n"
-"                        calibrate-<date>-<time> (no results/latest-calibrate link)\n"
-"      --param PATH      the loops parameter (default " DEFAULT_PARAM ")\n"
-"  -q, --quiet           no progress lines\n"
-"  -h, --help            this text\n"
-"\n"
-"Short batches, many of them, and their median: a batch that an interrupt\n"
-"or the host's other work slowed is one outlier among 200, not a shifted mean.\n"
-"\n"
-"Example:  calibrate -l 0:700:50 -n 200 --calls 1000 -C 0 -o results\n");
+	int *use = value, k;
+
+	for (k = 0; k < SYS_NULL_COUNT; k++)
+		use[k] = !strcmp(arg, "both") || !strcmp(arg, syscall_names[k]);
+	if (!use[SYS_NULL_CLOSE] && !use[SYS_NULL_GETPPID]) {
+		fprintf(stderr, "%s: %s wants close, getppid or both, not '%s'\n", prog, opt, arg);
+		exit(2);
+	}
 }
 
-static void parse_options(int argc, char **argv, struct options *o)
+static void write_syscalls(struct lab_json *j, const char *key, const void *value)
 {
-	enum { O_CALLS = 256, O_ROUNDS, O_WARMUP, O_SYSCALL, O_PARAM };
-	static const struct option longopts[] = {
-		{ "loops", required_argument, NULL, 'l' },
-		{ "batches", required_argument, NULL, 'n' },
-		{ "calls", required_argument, NULL, O_CALLS },
-		{ "rounds", required_argument, NULL, O_ROUNDS },
-		{ "warmup", required_argument, NULL, O_WARMUP },
-		{ "syscall", required_argument, NULL, O_SYSCALL },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "param", required_argument, NULL, O_PARAM },
-		LAB_LONGOPTS_COMMON,
-	};
-	const unsigned long big = 100000000;
-	const char *loops = "0:700:50";
-	int c, k;
+	const int *use = value;
 
-	*o = (struct options){
-		.param = DEFAULT_PARAM, .common.outdir = "results", .calls = 1000,
-		.batches = 200, .warmup = 2, .rounds = 5, .cpu = -1,
-		.use = { 1, 1 },
-	};
-	opterr = 0;	/* our own message, naming the tool */
-	while ((c = getopt_long(argc, argv, "l:n:C:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'l': loops = optarg; break;
-		case 'n': o->batches = lab_opt_ulong(PROG, "--batches", optarg, 2, big); break;
-		case O_CALLS: o->calls = lab_opt_ulong(PROG, "--calls", optarg, 1, big); break;
-		case O_WARMUP: o->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, big); break;
-		case O_ROUNDS: o->rounds = lab_opt_ulong(PROG, "--rounds", optarg, 1, big); break;
-		case 'C': o->cpu = lab_opt_one_cpu(PROG, "--cpu", optarg); break;
-		case O_PARAM: o->param = optarg; break;
-		case O_SYSCALL:
-			for (k = 0; k < SYS_NULL_COUNT; k++)
-				o->use[k] = !strcmp(optarg, "both") ||
-					    !strcmp(optarg, syscall_names[k]);
-			if (!o->use[SYS_NULL_CLOSE] && !o->use[SYS_NULL_GETPPID]) {
-				fprintf(stderr, PROG ": --syscall is close, getppid or both, not '%s'\n",
-					optarg);
-				exit(2);
-			}
-			break;
-		default:
-			lab_opt_common(c, &o->common, PROG, usage, argv);
-		}
-	}
-	lab_opt_end(PROG, argc, argv);
-	if (o->rounds > o->batches)
-		o->rounds = o->batches;
-	o->nloops = lab_opt_list(PROG, "--loops", loops, 1000000, &o->loops);
+	lab_json_array(j, key);
+	for (int sc = 0; sc < SYS_NULL_COUNT; sc++)
+		if (use[sc])
+			lab_json_str(j, NULL, syscall_names[sc]);
+	lab_json_end(j);
+}
+
+static struct options o = {
+	.loops.text = "0:700:50", .calls = 1000, .batches = 200, .rounds = 5, .warmup = 2,
+	.cpu = -1, .use = { 1, 1 }, .param = DEFAULT_PARAM, .common.outdir = "results",
+};
+
+#define BIG 100000000UL
+static const struct lab_opt options[] = {
+	{ .name = "loops", .letter = 'l', .kind = LAB_OPT_LIST, .value = &o.loops, .max = 1000000,
+	  .arg = "LIST", .json = "loops",
+	  .help = "loop counts: '0,50,100', 'start:stop:step' or a mix" },
+	{ .name = "batches", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &o.batches,
+	  .min = 2, .max = BIG, .json = "batches", .help = "timed batches per point" },
+	{ .name = "calls", .kind = LAB_OPT_ULONG, .value = &o.calls, .min = 1, .max = BIG,
+	  .json = "calls", .help = "system calls per timed batch (the reference\n"
+				   "timed 10000 between two clock reads)" },
+	{ .name = "rounds", .kind = LAB_OPT_ULONG, .value = &o.rounds, .min = 1, .max = BIG,
+	  .json = "rounds", .help = "passes over the loop list, alternating direction, the\n"
+				    "batches shared among them, so that slow drift of the\n"
+				    "machine's speed cannot tilt the fit" },
+	{ .name = "warmup", .kind = LAB_OPT_ULONG, .value = &o.warmup, .max = BIG,
+	  .json = "warmup", .help = "untimed batches at each visit of a point" },
+	{ .name = "syscall", .kind = LAB_OPT_CUSTOM, .value = o.use, .arg = "NAME",
+	  .json = "syscalls", .parse = take_syscall, .write = write_syscalls,
+	  .help = "close, getppid or both (default both)" },
+	{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPU, .value = &o.cpu, .arg = "CPU",
+	  .json = "cpu", .help = "pin to this CPU, or 'none'" },
+	{ .name = "param", .kind = LAB_OPT_STR, .value = &o.param, .arg = "PATH",
+	  .json = "param", .help = "the loops parameter" },
+	{ 0 }
+};
+
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: calibrate [options]\n"
+		"\n"
+		"Time null system calls at each delay-module loop count and fit\n"
+		"latency = intercept + slope x loops.  Needs root and the delay module.\n"
+		"Writes OUTPUT/calibrate-<date>-<time>/ with raw.csv (every timed batch)\n"
+		"and meta.json; 'userspace/calibrate/analyse.py DIR' summarises and plots.",
+	.notes = "Short batches, many of them, and their median: a batch that an interrupt\n"
+		"or the host's other work slowed is one outlier among 200, not a shifted mean.",
+	.example = "calibrate -l 0:700:50 -n 200 --calls 1000 -C 0 -o results",
+	.opts = options,
+	.common = &o.common,
+};
+
+static void parse_options(int argc, char **argv)
+{
+	lab_opts_parse(&tool, argc, argv, 0);
+	if (o.rounds > o.batches)
+		o.rounds = o.batches;
 }
 
 /* Time one batch of @calls null system calls; returns ns per call. */
@@ -248,29 +236,14 @@ static double zero_point(const struct point *pts, int n, enum null_syscall sc,
 }
 
 /* The settings part of meta.json. */
-static char *settings_json(const struct options *o)
+static char *settings_json(void)
 {
 	struct lab_json j;
-	int i, sc;
 
 	if (lab_json_mem(&j, 1))
 		return NULL;
 	lab_json_object(&j, NULL);
-	lab_json_array(&j, "loops");
-	for (i = 0; i < o->nloops; i++)
-		lab_json_uint(&j, NULL, o->loops[i]);
-	lab_json_end(&j);
-	lab_json_uint(&j, "calls", o->calls);
-	lab_json_uint(&j, "batches", o->batches);
-	lab_json_uint(&j, "rounds", o->rounds);
-	lab_json_uint(&j, "warmup", o->warmup);
-	lab_json_int(&j, "cpu", o->cpu);
-	lab_json_array(&j, "syscalls");
-	for (sc = 0; sc < SYS_NULL_COUNT; sc++)
-		if (o->use[sc])
-			lab_json_str(&j, NULL, syscall_names[sc]);
-	lab_json_end(&j);
-	lab_json_str(&j, "param", o->param);
+	lab_opts_json(&j, &tool);
 	lab_json_end(&j);
 	return lab_json_text(&j);
 }
@@ -371,18 +344,18 @@ static void arm_restore(const char *param, unsigned long old)
 static int make_points(const struct options *o, struct point **pts, double **samples)
 {
 	int nsc = o->use[SYS_NULL_CLOSE] + o->use[SYS_NULL_GETPPID];
-	int npts = o->nloops * nsc, i, k, sc;
+	int npts = o->loops.n * nsc, i, k, sc;
 
 	*pts = calloc((size_t)npts, sizeof(**pts));
 	*samples = calloc((size_t)npts * o->batches, sizeof(**samples));
 	if (!*pts || !*samples)
 		return -1;
-	for (i = 0, k = 0; i < o->nloops; i++) {
+	for (i = 0, k = 0; i < o->loops.n; i++) {
 		for (sc = 0; sc < SYS_NULL_COUNT; sc++) {
 			if (!o->use[sc])
 				continue;
 			(*pts)[k].sc = sc;
-			(*pts)[k++].loops = o->loops[i];
+			(*pts)[k++].loops = o->loops.v[i];
 		}
 	}
 	return npts;
@@ -403,11 +376,11 @@ static int measure(const struct options *o, struct point *pts, double *samples)
 	for (r = 0, done = 0; r < o->rounds; r++) {
 		unsigned long share = o->batches / o->rounds + (r < o->batches % o->rounds);
 
-		for (j = 0; j < o->nloops; j++) {
-			i = r % 2 ? o->nloops - 1 - j : j;
-			if (lab_write_ulong(o->param, o->loops[i])) {
+		for (j = 0; j < o->loops.n; j++) {
+			i = r % 2 ? o->loops.n - 1 - j : j;
+			if (lab_write_ulong(o->param, o->loops.v[i])) {
 				fprintf(stderr, "calibrate: the module refused loops=%lu: %s\n",
-					o->loops[i], strerror(errno));
+					o->loops.v[i], strerror(errno));
 				return 1;
 			}
 			for (k = i * nsc; k < (i + 1) * nsc; k++) {
@@ -428,7 +401,7 @@ static int measure(const struct options *o, struct point *pts, double *samples)
 
 			fprintf(stderr, "round %lu/%lu: %lu batches of %lu calls at %d loop counts "
 				"(%.0f s elapsed, ~%.0f s left)\n", r + 1, o->rounds, share,
-				o->calls, o->nloops, el, el / (double)done *
+				o->calls, o->loops.n, el, el / (double)done *
 				(double)(o->batches - done));
 		}
 	}
@@ -439,8 +412,8 @@ static int measure(const struct options *o, struct point *pts, double *samples)
 static int fit_points(const struct options *o, const struct point *pts, int npts,
 		      struct lab_fit fits[SYS_NULL_COUNT])
 {
-	double *xs = calloc((size_t)o->nloops, sizeof(*xs));
-	double *ys = calloc((size_t)o->nloops, sizeof(*ys));
+	double *xs = calloc((size_t)o->loops.n, sizeof(*xs));
+	double *ys = calloc((size_t)o->loops.n, sizeof(*ys));
 	int i, k, sc;
 
 	if (!xs || !ys) {
@@ -490,17 +463,16 @@ int main(int argc, char **argv)
 {
 	struct lab_fit fits[SYS_NULL_COUNT] = { 0 };
 	struct lab_result res = { 0 };
-	struct options o;
 	struct point *pts;
 	double *samples;
 	unsigned long old;
 	char *settings;
 	int npts, k, status;
 
-	parse_options(argc, argv, &o);
+	parse_options(argc, argv);
 	if (check_setup(&o, &old))
 		return 1;
-	settings = settings_json(&o);
+	settings = settings_json();
 	if (!settings) {
 		perror(PROG ": settings");
 		return 1;

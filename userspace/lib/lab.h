@@ -201,6 +201,64 @@ const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f)
 void lab_opt_end(const char *prog, int argc, char *const argv[]);
 void lab_opt_name(const char *prog, const char *name);
 
+/*
+ * A tool's options, each written once: a table of struct lab_opt from
+ * which lab_opts_parse() makes the getopt tables and checks each value
+ * (a bad one is "PROG: --OPT wants ..., not 'ARG'" and exit status 2),
+ * lab_opts_usage() the usage text with each default (the value in
+ * @value before parsing) and lab_opts_json() the settings of meta.json.
+ */
+struct lab_json;
+
+enum lab_opt_kind {
+	LAB_OPT_FLAG,		/* int, set to 1 */
+	LAB_OPT_ULONG,		/* unsigned long from @min to @max */
+	LAB_OPT_STR,		/* const char *, as given */
+	LAB_OPT_LIST,		/* struct lab_opt_list: a lab list, each at most @max */
+	LAB_OPT_CPU,		/* int: one CPU, or -1 for "none" (lab_opt_one_cpu) */
+	LAB_OPT_CHOICE,		/* int: the index of the value in @choices */
+	LAB_OPT_CUSTOM,		/* @parse() takes it, @write() writes its setting */
+};
+
+struct lab_opt_list {
+	const char *text;	/* as given (the default: set before parsing) */
+	unsigned long *v;	/* parsed once the options are read */
+	int n;
+};
+
+struct lab_opt {
+	const char *name;	/* the long option without its dashes, or NULL */
+	int letter;		/* its letter, or 0 */
+	enum lab_opt_kind kind;
+	void *value;		/* where it goes; holds the default */
+	const char *arg;	/* the value's name in the usage text (default "N") */
+	const char *help;	/* its text ('\n' between lines); "(default X)" is added */
+	const char *json;	/* its key in meta.json's settings, or NULL */
+	unsigned long min, max;
+	const char *const *choices;	/* LAB_OPT_CHOICE, NULL-ended */
+	void (*parse)(void *value, const char *prog, const char *opt, const char *arg);
+	void (*write)(struct lab_json *j, const char *key, const void *value);
+};
+
+struct lab_tool {
+	const char *prog;
+	const char *about;	/* "usage: ..." and what the tool does */
+	const char *notes;	/* after the options, or NULL */
+	const char *example;	/* one command line */
+	const struct lab_opt *opts;	/* ended by an entry without name or key */
+	struct lab_common_opts *common;	/* -o, --name, -q; NULL: none */
+};
+
+/*
+ * Parse @argv; returns the index of the first operand.  A tool that takes
+ * no operands (@operands 0) refuses them.  -h, --help: the usage text on
+ * stdout and exit 0.
+ */
+int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands);
+void lab_opts_usage(const struct lab_tool *t, FILE *f);
+/* Each option with a @json key into the object @j has open. */
+void lab_opts_json(struct lab_json *j, const struct lab_tool *t);
+
 /* Read or write one unsigned decimal number in a (sysfs) file. */
 int lab_read_ulong(const char *path, unsigned long *val);
 int lab_write_ulong(const char *path, unsigned long val);

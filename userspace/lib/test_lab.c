@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "lab.h"
 
@@ -319,6 +320,78 @@ static void test_clock(void)
 	check(b > a && b - a >= 2000000, "the clock advances across a 2 ms sleep");
 }
 
+static const char *const colours[] = { "red", "green", NULL };
+
+/* One option of each kind, parsed, read back as settings, and a bad value. */
+static void test_opts(void)
+{
+	struct lab_common_opts common = { .outdir = "results" };
+	struct lab_opt_list list = { .text = "0:20:10" };
+	unsigned long n = 7;
+	const char *label = NULL;
+	int flag = 0, cpu = -1, colour = 0, status;
+	const struct lab_opt opts[] = {
+		{ .name = "count", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &n, .min = 1,
+		  .max = 9, .json = "count", .help = "how many" },
+		{ .name = "list", .kind = LAB_OPT_LIST, .value = &list, .max = 100, .json = "list",
+		  .help = "a list" },
+		{ .name = "label", .kind = LAB_OPT_STR, .value = &label, .json = "label",
+		  .help = "a name" },
+		{ .name = "flag", .kind = LAB_OPT_FLAG, .value = &flag, .json = "flag",
+		  .help = "on" },
+		{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPU, .value = &cpu, .json = "cpu",
+		  .help = "a CPU" },
+		{ .name = "colour", .kind = LAB_OPT_CHOICE, .value = &colour, .choices = colours,
+		  .json = "colour", .help = "red or green" },
+		{ 0 }
+	};
+	const struct lab_tool tool = { .prog = "toy", .about = "usage: toy", .example = "toy",
+				       .opts = opts, .common = &common };
+	char *argv[] = { "toy", "-n", "3", "--list", "5,6", "--flag", "-C", "0", "--colour",
+			 "green", "-q", "operand", NULL };
+	struct lab_json j;
+	char *text;
+	FILE *f;
+	pid_t pid;
+
+	optind = 1;
+	check(lab_opts_parse(&tool, 12, argv, 1) == 11, "the first operand's index comes back");
+	check(n == 3 && flag && cpu == 0 && colour == 1 && common.quiet && !label,
+	      "each kind of option takes its value");
+	check(list.n == 2 && list.v[0] == 5 && list.v[1] == 6, "a list is parsed at the end");
+	lab_json_mem(&j, 0);
+	lab_json_object(&j, NULL);
+	lab_opts_json(&j, &tool);
+	lab_json_end(&j);
+	text = lab_json_text(&j);
+	check(json_is(text, "{\"count\": 3, \"list\": [5, 6], \"label\": null, \"flag\": true, "
+		      "\"cpu\": 0, \"colour\": \"green\"}"), "the settings come from the table");
+	f = tmpfile();
+	lab_opts_usage(&tool, f);
+	rewind(f);
+	text = calloc(1, 4096);
+	fread(text, 1, 4095, f);
+	fclose(f);
+	check(strstr(text, "  -n, --count N         how many (default 7)\n") &&
+	      strstr(text, "      --list N          a list (default 0:20:10)\n") &&
+	      strstr(text, "\nExample:  toy\n"), "the usage text has each option and its default, as before parsing");
+	free(text);
+	/* A bad value: one line on stderr and exit status 2, in a child (that
+	 * must not write our buffered lines out again as it exits). */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char *bad[] = { "toy", "--colour", "blue", NULL };
+
+		freopen("/dev/null", "w", stderr);
+		optind = 1;
+		lab_opts_parse(&tool, 3, bad, 0);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 2, "a bad choice exits with status 2");
+}
+
 int main(void)
 {
 	test_percentile();
@@ -328,6 +401,7 @@ int main(void)
 	test_lists();
 	test_files();
 	test_json();
+	test_opts();
 	test_cpus();
 	test_clock();
 	printf("1..%d\n", n_tests);

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A tool's options from one table (struct lab_tool): the getopt tables,
+ * the checks and their one-line errors, the usage text with each default,
+ * and the settings of meta.json.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lab.h"
+
+#define HELP_COLUMN 24		/* where an option's text starts */
+#define LONG_ONLY 256		/* getopt codes of options without a letter */
+#define MAX_OPTS 64
+
+/* Each option's default as text, taken before parsing, for the usage text. */
+static char *defaults[MAX_OPTS];
+
+static int count(const struct lab_tool *t)
+{
+	int n = 0;
+
+	while (t->opts[n].name || t->opts[n].letter)
+		n++;
+	return n;
+}
+
+/* "--loops" (or "-n" for an option with a letter only), for messages. */
+static const char *display(const struct lab_opt *o, char *buf, size_t len)
+{
+	if (o->name)
+		snprintf(buf, len, "--%s", o->name);
+	else
+		snprintf(buf, len, "-%c", o->letter);
+	return buf;
+}
+
+static char *show(const struct lab_opt *o)
+{
+	char buf[64];
+
+	switch (o->kind) {
+	case LAB_OPT_ULONG:
+		snprintf(buf, sizeof(buf), "%lu", *(unsigned long *)o->value);
+		return strdup(buf);
+	case LAB_OPT_STR:
+		return *(const char **)o->value ? strdup(*(const char **)o->value) : NULL;
+	case LAB_OPT_LIST:
+		return strdup(((struct lab_opt_list *)o->value)->text);
+	case LAB_OPT_CPU:
+		if (*(int *)o->value < 0)
+			return strdup("none");
+		snprintf(buf, sizeof(buf), "%d", *(int *)o->value);
+		return strdup(buf);
+	case LAB_OPT_CHOICE:
+		return strdup(o->choices[*(int *)o->value]);
+	default:
+		return NULL;
+	}
+}
+
+static void choice(const struct lab_opt *o, const char *prog, const char *opt,
+		   const char *arg)
+{
+	int i;
+
+	for (i = 0; o->choices[i]; i++) {
+		if (!strcmp(o->choices[i], arg)) {
+			*(int *)o->value = i;
+			return;
+		}
+	}
+	fprintf(stderr, "%s: %s wants ", prog, opt);
+	for (i = 0; o->choices[i]; i++)
+		fprintf(stderr, "%s%s", i ? (o->choices[i + 1] ? ", " : " or ") : "",
+			o->choices[i]);
+	fprintf(stderr, ", not '%s'\n", arg);
+	exit(2);
+}
+
+static void take(const struct lab_opt *o, const char *prog, const char *arg)
+{
+	char opt[64];
+
+	display(o, opt, sizeof(opt));
+	switch (o->kind) {
+	case LAB_OPT_FLAG:
+		*(int *)o->value = 1;
+		break;
+	case LAB_OPT_ULONG:
+		*(unsigned long *)o->value = lab_opt_ulong(prog, opt, arg, o->min, o->max);
+		break;
+	case LAB_OPT_STR:
+		*(const char **)o->value = arg;
+		break;
+	case LAB_OPT_LIST:
+		((struct lab_opt_list *)o->value)->text = arg;
+		break;
+	case LAB_OPT_CPU:
+		*(int *)o->value = lab_opt_one_cpu(prog, opt, arg);
+		break;
+	case LAB_OPT_CHOICE:
+		choice(o, prog, opt, arg);
+		break;
+	case LAB_OPT_CUSTOM:
+		o->parse(o->value, prog, opt, arg);
+		break;
+	}
+}
+
+int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands)
+{
+	struct option longopts[MAX_OPTS + 5];
+	char shortopts[2 * MAX_OPTS + 8], opt[64];
+	int n = count(t), i, c, k = 0, s = 0;
+
+	if (n > MAX_OPTS) {
+		fprintf(stderr, "%s: %d options, more than the %d liblab takes\n", t->prog, n,
+			MAX_OPTS);
+		exit(2);
+	}
+	for (i = 0; i < n; i++) {
+		const struct lab_opt *o = &t->opts[i];
+		int has_arg = o->kind == LAB_OPT_FLAG ? no_argument : required_argument;
+
+		free(defaults[i]);
+		defaults[i] = show(o);
+		if (o->name)
+			longopts[k++] = (struct option){ o->name, has_arg, NULL,
+							 o->letter ? o->letter : LONG_ONLY + i };
+		if (o->letter) {
+			shortopts[s++] = (char)o->letter;
+			if (has_arg == required_argument)
+				shortopts[s++] = ':';
+		}
+	}
+	if (t->common) {
+		longopts[k++] = (struct option){ "output", required_argument, NULL, 'o' };
+		longopts[k++] = (struct option){ "name", required_argument, NULL, LAB_O_NAME };
+		longopts[k++] = (struct option){ "quiet", no_argument, NULL, 'q' };
+		memcpy(shortopts + s, "o:q", 3);
+		s += 3;
+	}
+	longopts[k++] = (struct option){ "help", no_argument, NULL, 'h' };
+	longopts[k] = (struct option){ NULL, 0, NULL, 0 };
+	shortopts[s++] = 'h';
+	shortopts[s] = '\0';
+
+	opterr = 0;	/* our own message, naming the tool */
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		for (i = 0; i < n; i++)
+			if (c == (t->opts[i].letter ? t->opts[i].letter : LONG_ONLY + i))
+				break;
+		if (i < n) {
+			take(&t->opts[i], t->prog, optarg);
+		} else if (c == 'h') {
+			lab_opts_usage(t, stdout);
+			exit(0);
+		} else if (t->common && (c == 'o' || c == 'q' || c == LAB_O_NAME)) {
+			lab_opt_common(c, t->common, t->prog, NULL, argv);
+		} else {
+			lab_opt_bad(t->prog, argv);
+		}
+	}
+	if (!operands)
+		lab_opt_end(t->prog, argc, argv);
+	for (i = 0; i < n; i++) {
+		const struct lab_opt *o = &t->opts[i];
+		struct lab_opt_list *l = o->value;
+
+		if (o->kind == LAB_OPT_LIST)
+			l->n = lab_opt_list(t->prog, display(o, opt, sizeof(opt)), l->text, o->max,
+					    &l->v);
+	}
+	return optind;
+}
+
+/* One option's lines of the usage text. */
+static void usage_line(FILE *f, const struct lab_opt *o, const char *dflt)
+{
+	const char *help = o->help, *nl;
+	int col;
+
+	if (o->letter && o->name)
+		col = fprintf(f, "  -%c, --%s", o->letter, o->name);
+	else if (o->letter)
+		col = fprintf(f, "  -%c", o->letter);
+	else
+		col = fprintf(f, "      --%s", o->name);
+	if (o->kind != LAB_OPT_FLAG)
+		col += fprintf(f, " %s", o->arg ? o->arg : "N");
+	if (col + 2 > HELP_COLUMN) {
+		fputc('\n', f);
+		col = 0;
+	}
+	fprintf(f, "%*s", HELP_COLUMN - col, "");
+	while ((nl = strchr(help, '\n'))) {
+		fprintf(f, "%.*s\n%*s", (int)(nl - help), help, HELP_COLUMN, "");
+		help = nl + 1;
+	}
+	fputs(help, f);
+	if (dflt && !strstr(o->help, "(default")) {
+		/* On the last line if it fits in 80 columns, else on one of its own. */
+		if (HELP_COLUMN + strlen(help) + strlen(dflt) + 11 > 79)
+			fprintf(f, "\n%*s(default %s)", HELP_COLUMN, "", dflt);
+		else
+			fprintf(f, " (default %s)", dflt);
+	}
+	fputc('\n', f);
+}
+
+void lab_opts_usage(const struct lab_tool *t, FILE *f)
+{
+	int i, n = count(t);
+
+	fprintf(f, "%s\n\n", t->about);
+	for (i = 0; i < n; i++)
+		usage_line(f, &t->opts[i], defaults[i]);
+	if (t->common) {
+		fputs("  -o, --output DIR      parent of the result folder (default results)\n"
+		      "      --name NAME       the result folder's name instead of the dated one\n"
+		      "  -q, --quiet           no progress lines\n", f);
+	}
+	fputs("  -h, --help            this text\n", f);
+	if (t->notes)
+		fprintf(f, "\n%s\n", t->notes);
+	fprintf(f, "\nExample:  %s\n", t->example);
+}
+
+void lab_opts_json(struct lab_json *j, const struct lab_tool *t)
+{
+	const struct lab_opt_list *l;
+	int i, k, n = count(t);
+
+	for (i = 0; i < n; i++) {
+		const struct lab_opt *o = &t->opts[i];
+
+		if (!o->json)
+			continue;
+		switch (o->kind) {
+		case LAB_OPT_FLAG:
+			lab_json_bool(j, o->json, *(int *)o->value);
+			break;
+		case LAB_OPT_ULONG:
+			lab_json_uint(j, o->json, *(unsigned long *)o->value);
+			break;
+		case LAB_OPT_STR:
+			if (*(const char **)o->value)
+				lab_json_str(j, o->json, *(const char **)o->value);
+			else
+				lab_json_null(j, o->json);
+			break;
+		case LAB_OPT_LIST:
+			l = o->value;
+			lab_json_array(j, o->json);
+			for (k = 0; k < l->n; k++)
+				lab_json_uint(j, NULL, l->v[k]);
+			lab_json_end(j);
+			break;
+		case LAB_OPT_CPU:
+			lab_json_int(j, o->json, *(int *)o->value);
+			break;
+		case LAB_OPT_CHOICE:
+			lab_json_str(j, o->json, o->choices[*(int *)o->value]);
+			break;
+		case LAB_OPT_CUSTOM:
+			o->write(j, o->json, o->value);
+			break;
+		}
+	}
+}

@@ -20,7 +20,6 @@
  * conditional move and both runs cost the same.
  */
 #define _GNU_SOURCE
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,62 +45,41 @@ static uint64_t sum_high(const uint8_t *v, size_t n)
 	return sum;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: sortsum [options]\n"
-"\n"
-"Sum the elements >= 128 of an array of random bytes, PASSES times, unsorted\n"
-"or sorted, and print one JSON line with the time it took and its rusage.\n"
-"\n"
-"      --elements N   array size (default 32768)\n"
-"      --passes N     passes over the array (default 2000)\n"
-"      --sorted       sort the array first (the branch becomes predictable)\n"
-"      --seed N       random seed (default 1)\n"
-"      --forever      sum until killed and print nothing: a CPU-bound load\n"
-"  -h, --help         this text\n"
-"\n"
-"Example:  perf stat -e task-clock,branch-misses sortsum --passes 5000 --sorted\n");
-}
+static unsigned long elements = 32768, passes = 2000, seed = 1;
+static int sorted, forever;
+
+static const struct lab_opt options[] = {
+	{ .name = "elements", .kind = LAB_OPT_ULONG, .value = &elements, .min = 1,
+	  .max = 1UL << 30, .json = "elements", .help = "array size" },
+	{ .name = "passes", .kind = LAB_OPT_ULONG, .value = &passes, .min = 1, .max = 1UL << 40,
+	  .json = "passes", .help = "passes over the array" },
+	{ .name = "sorted", .kind = LAB_OPT_FLAG, .value = &sorted, .json = "sorted",
+	  .help = "sort the array first (the branch becomes predictable)" },
+	{ .name = "seed", .kind = LAB_OPT_ULONG, .value = &seed, .max = 1UL << 31, .json = "seed",
+	  .help = "random seed" },
+	{ .name = "forever", .kind = LAB_OPT_FLAG, .value = &forever,
+	  .help = "sum until killed and print nothing: a CPU-bound load" },
+	{ 0 }
+};
+
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: sortsum [options]\n"
+		"\n"
+		"Sum the elements >= 128 of an array of random bytes, PASSES times, unsorted\n"
+		"or sorted, and print one JSON line with the time it took and its rusage.",
+	.example = "perf stat -e task-clock,branch-misses sortsum --passes 5000 --sorted",
+	.opts = options,
+};
 
 int main(int argc, char **argv)
 {
-	enum { O_ELEMENTS = 256, O_PASSES, O_SORTED, O_SEED, O_FOREVER };
-	static const struct option longopts[] = {
-		{ "elements", required_argument, NULL, O_ELEMENTS },
-		{ "passes", required_argument, NULL, O_PASSES },
-		{ "sorted", no_argument, NULL, O_SORTED },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "forever", no_argument, NULL, O_FOREVER },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	unsigned long elements = 32768, passes = 2000, seed = 1;
-	int sorted = 0, forever = 0, c;
+	struct lab_json j;
 	struct rusage ru;
 	uint64_t t0, t1, sum = 0;
 	uint8_t *v;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_ELEMENTS:
-			elements = lab_opt_ulong(PROG, "--elements", optarg, 1, 1UL << 30);
-			break;
-		case O_PASSES:
-			passes = lab_opt_ulong(PROG, "--passes", optarg, 1, 1UL << 40);
-			break;
-		case O_SORTED: sorted = 1; break;
-		case O_SEED: seed = lab_opt_ulong(PROG, "--seed", optarg, 0, 1UL << 31); break;
-		case O_FOREVER: forever = 1; break;
-		case 'h': usage(stdout); return 0;
-		default:
-			fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	lab_opt_end(PROG, argc, argv);
+	lab_opts_parse(&tool, argc, argv, 0);
 	v = malloc(elements);
 	if (!v) {
 		perror(PROG ": malloc");
@@ -120,12 +98,17 @@ int main(int argc, char **argv)
 	} while (forever);
 	t1 = lab_now_ns();
 	getrusage(RUSAGE_SELF, &ru);
-	printf("{\"elements\": %lu, \"passes\": %lu, \"sorted\": %s, \"seed\": %lu, "
-	       "\"sum\": %llu, \"seconds\": %.6f, \"user_s\": %.6f, \"sys_s\": %.6f, "
-	       "\"vol_ctxsw\": %ld, \"invol_ctxsw\": %ld}\n",
-	       elements, passes, sorted ? "true" : "false", seed, (unsigned long long)sum,
-	       (t1 - t0) / 1e9, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_nvcsw, ru.ru_nivcsw);
+	lab_json_file(&j, stdout, 0);
+	lab_json_object(&j, NULL);
+	lab_opts_json(&j, &tool);
+	lab_json_uint(&j, "sum", sum);
+	lab_json_double(&j, "seconds", (t1 - t0) / 1e9, 6);
+	lab_json_double(&j, "user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, 6);
+	lab_json_double(&j, "sys_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, 6);
+	lab_json_int(&j, "vol_ctxsw", ru.ru_nvcsw);
+	lab_json_int(&j, "invol_ctxsw", ru.ru_nivcsw);
+	lab_json_end(&j);
+	putchar('\n');
 	free(v);
 	return 0;
 }

@@ -35,14 +35,11 @@
  *
  * Prints a line per request: "STATUS SECONDS CALLS" (CALLS "-" without
  * --calls-fd), or "error WHAT" for a request that failed (not fatal).
- *
- * usage: reqtime [-n REQUESTS] [-i MS] [--warmup W] [--calls-fd FD] [--fifo PRIO]
- *                HOST PORT PATH
+ * Its options: reqtime --help.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,21 +56,37 @@
 #define REPLY_MAX (1 << 20)
 #define NO_FD (~0ul)
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: " PROG " [-n REQUESTS] [-i MS] [--warmup W] [--calls-fd FD]"
-		" [--fifo PRIO] HOST PORT PATH\n"
-		"Times REQUESTS (default 10) HTTP GETs of PATH at HOST (an IPv4 address):PORT,\n"
-		"one connection each, each started on the next multiple of MS (default 1000)\n"
-		"ms of CLOCK_MONOTONIC (0: one after the other), from the connection being up\n"
-		"to the reply's last byte; with --calls-fd, the number in the file open at FD\n"
-		"(the delay module's stats/calls) is read at both ends too.  --warmup: W\n"
-		"requests first, not printed.  --fifo: run as SCHED_FIFO at PRIO (1-99), so\n"
-		"that the reply wakes it at once.\n"
-		"Prints a line a request: STATUS SECONDS CALLS, or 'error WHAT'.\n"
-		"\nExample:  " PROG " -n 10 --calls-fd 3 127.0.0.1 18080 /index.html"
-		" 3</sys/module/delay/stats/calls\n");
-}
+static unsigned long requests = 10, interval_ms = 1000, calls_fd = NO_FD, fifo, warmup;
+
+static const struct lab_opt options[] = {
+	{ .name = "requests", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &requests,
+	  .min = 1, .max = 100000, .help = "requests timed and printed" },
+	{ .name = "interval", .letter = 'i', .kind = LAB_OPT_ULONG, .value = &interval_ms,
+	  .max = 3600000, .arg = "MS",
+	  .help = "each request starts on the next multiple of MS ms of\n"
+		  "CLOCK_MONOTONIC (0: one after the other)" },
+	{ .name = "warmup", .kind = LAB_OPT_ULONG, .value = &warmup, .max = 100, .arg = "W",
+	  .help = "requests first, not printed" },
+	{ .name = "calls-fd", .kind = LAB_OPT_ULONG, .value = &calls_fd, .max = 1023, .arg = "FD",
+	  .help = "the number in the file open at FD (the delay module's\n"
+		  "stats/calls) is read at both ends too (default: none)" },
+	{ .name = "fifo", .kind = LAB_OPT_ULONG, .value = &fifo, .min = 1, .max = 99,
+	  .arg = "PRIO", .help = "run as SCHED_FIFO at PRIO, so that the reply wakes\n"
+				 "it at once (default: the normal policy)" },
+	{ 0 }
+};
+
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: " PROG " [options] HOST PORT PATH\n"
+		"\n"
+		"Times HTTP GETs of PATH at HOST (an IPv4 address):PORT, one connection\n"
+		"each, from the connection being up to the reply's last byte.  Prints a\n"
+		"line a request: STATUS SECONDS CALLS, or 'error WHAT'.",
+	.example = PROG " -n 10 --calls-fd 3 127.0.0.1 18080 /index.html"
+		" 3</sys/module/delay/stats/calls",
+	.opts = options,
+};
 
 /* The counter at @fd (a sysfs file, read again from its start), or -1. */
 static long long counter(int fd)
@@ -178,49 +191,14 @@ static void request(const struct sockaddr_in *addr, const char *req, int calls_f
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "requests", required_argument, NULL, 'n' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "calls-fd", required_argument, NULL, 'c' },
-		{ "fifo", required_argument, NULL, 'f' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	unsigned long requests = 10, interval_ms = 1000, calls_fd = NO_FD, fifo = 0, warmup = 0, i;
-	/* The numeric options: each one's bounds, and where its value goes. */
-	const struct {
-		int code;
-		const char *name;
-		unsigned long min, max, *value;
-	} numbers[] = {
-		{ 'n', "-n", 1, 100000, &requests },
-		{ 'i', "-i", 0, 3600000, &interval_ms },
-		{ 'c', "--calls-fd", 0, 1023, &calls_fd },
-		{ 'f', "--fifo", 1, 99, &fifo },
-		{ 'w', "--warmup", 0, 100, &warmup },
-	};
 	struct sockaddr_in addr = { .sin_family = AF_INET };
+	unsigned long i;
 	char req[1024];
-	size_t k;
-	int opt, fd;
+	int fd;
 
-	while ((opt = getopt_long(argc, argv, "n:i:h", longopts, NULL)) != -1) {
-		for (k = 0; k < sizeof(numbers) / sizeof(numbers[0]); k++)
-			if (opt == numbers[k].code)
-				break;
-		if (k < sizeof(numbers) / sizeof(numbers[0])) {
-			*numbers[k].value = lab_opt_ulong(PROG, numbers[k].name, optarg,
-							  numbers[k].min, numbers[k].max);
-			continue;
-		}
-		if (opt != 'h')
-			lab_opt_bad(PROG, argv);
-		usage(stdout);
-		return 0;
-	}
+	optind = lab_opts_parse(&tool, argc, argv, 1);
 	if (argc - optind != 3) {
-		usage(stderr);
+		lab_opts_usage(&tool, stderr);
 		return 2;
 	}
 	if (inet_pton(AF_INET, argv[optind], &addr.sin_addr) != 1) {

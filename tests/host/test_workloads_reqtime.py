@@ -108,8 +108,8 @@ def test_a_refused_connection_is_a_line_not_the_end(reqtime):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["-n", "0", "127.0.0.1", "80", "/"], "-n wants"),
-    (["-i", "x", "127.0.0.1", "80", "/"], "-i wants"),
+    (["-n", "0", "127.0.0.1", "80", "/"], "--requests wants"),
+    (["-i", "x", "127.0.0.1", "80", "/"], "--interval wants"),
     (["localhost", "80", "/"], "IPv4 address"),
     (["127.0.0.1", "70000", "/"], "PORT wants"),
     (["127.0.0.1", "80", "index.html"], "PATH wants"),

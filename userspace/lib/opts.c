@@ -112,8 +112,10 @@ static void take(const struct lab_opt *o, const char *prog, const char *arg)
 int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands)
 {
 	struct option longopts[MAX_OPTS + 5];
-	char shortopts[2 * MAX_OPTS + 8], opt[64];
+	char shortopts[2 * MAX_OPTS + 9], opt[64];
 	int n = count(t), i, c, k = 0, s = 0;
+
+	shortopts[s++] = ':';	/* a missing value is ':', not '?' */
 
 	if (n > MAX_OPTS) {
 		fprintf(stderr, "%s: %d options, more than the %d liblab takes\n", t->prog, n,
@@ -160,7 +162,9 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 		} else if (t->common && (c == 'o' || c == 'q' || c == LAB_O_NAME)) {
 			lab_opt_common(c, t->common, t->prog, NULL, argv);
 		} else {
-			lab_opt_bad(t->prog, argv);
+			fprintf(stderr, c == ':' ? "%s: %s wants a value (see --help)\n" :
+				"%s: unknown option '%s' (see --help)\n", t->prog, argv[optind - 1]);
+			exit(2);
 		}
 	}
 	if (!operands)
@@ -258,8 +262,11 @@ void lab_opts_json(struct lab_json *j, const struct lab_tool *t)
 				lab_json_uint(j, NULL, l->v[k]);
 			lab_json_end(j);
 			break;
-		case LAB_OPT_CPU:
-			lab_json_int(j, o->json, *(int *)o->value);
+		case LAB_OPT_CPU:	/* "none": null */
+			if (*(int *)o->value < 0)
+				lab_json_null(j, o->json);
+			else
+				lab_json_int(j, o->json, *(int *)o->value);
 			break;
 		case LAB_OPT_CHOICE:
 			lab_json_str(j, o->json, o->choices[*(int *)o->value]);

@@ -18,7 +18,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,51 +34,15 @@
 #define MAX_CALLS 100000000ul
 
 enum which { CALL_GETPPID, CALL_READ, CALL_COUNT };
-static const char *const call_names[CALL_COUNT] = { "getppid", "read" };
+static const char *const call_names[CALL_COUNT + 1] = { "getppid", "read", NULL };
 
 struct options {
-	enum which call;
+	int call;		/* enum which */
 	unsigned long n, warmup;
 	int cpu;		/* -1: not pinned */
 	const char *casename;
 	struct lab_common_opts common;	/* -o, --name, -q */
 };
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: percall [options]\n"
-"\n"
-"Time N calls of one system call, each on its own between two\n"
-"clock_gettime(CLOCK_MONOTONIC) reads (vDSO: no system call of their own),\n"
-"after a warm-up.  Writes OUTPUT/percall-<date>-<time>/ with raw.csv\n"
-"(call,ns: every call, nothing subtracted) and meta.json (settings: case,\n"
-"syscall, n, warmup, cpu, clock_pair_ns = median cost of an empty pair of\n"
-"reads, clocksource).  Run it under a tracer to time what the tracer adds.\n"
-"\n"
-"  -n N               timed calls (default 10000)\n"
-"      --warmup N     untimed calls first (default 1000)\n"
-"      --syscall NAME getppid (a null call) or read (1 byte from /dev/zero)\n"
-"                     (default getppid)\n"
-"  -C, --cpu CPU      pin to this CPU, or 'none' (default 0)\n"
-"      --case NAME    what this run is, for the analysis (e.g. strace-1us);\n"
-"                     letters, digits, '.', '_', '-'\n"
-"  -o, --output DIR   parent of the result folder (default results)\n"
-"      --name NAME    the result folder's name instead of\n"
-"                     percall-<date>-<time> (no latest-percall link)\n"
-"  -q, --quiet        no summary line\n"
-"  -h, --help         this text\n"
-"\n"
-"Example:  strace -f -qq -o /dev/null -e trace=getppid \\\n"
-"              -e inject=getppid:delay_enter=1us -- \\\n"
-"              percall -n 10000 --syscall getppid --case strace-1us -o /tmp\n");
-}
-
-static void bad(const char *opt, const char *wants, const char *arg)
-{
-	fprintf(stderr, PROG ": %s wants %s, not '%s'\n", opt, wants, arg);
-	exit(2);
-}
 
 static int plain_name(const char *s)
 {
@@ -91,53 +54,58 @@ static int plain_name(const char *s)
 	return 1;
 }
 
-static void parse_options(int argc, char **argv, struct options *o)
+static void take_case(void *value, const char *prog, const char *opt, const char *arg)
 {
-	enum { O_WARMUP = 256, O_SYSCALL, O_CASE };
-	static const struct option longopts[] = {
-		{ "warmup", required_argument, NULL, O_WARMUP },
-		{ "syscall", required_argument, NULL, O_SYSCALL },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "case", required_argument, NULL, O_CASE },
-		LAB_LONGOPTS_COMMON,
-	};
-	int c, k;
-
-	*o = (struct options){ .call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0,
-			       .common.outdir = "results" };
-	opterr = 0;	/* our own one-line messages */
-	while ((c = getopt_long(argc, argv, ":n:C:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n': o->n = lab_opt_ulong(PROG, "-n", optarg, 1, MAX_CALLS); break;
-		case O_WARMUP:
-			o->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, MAX_CALLS);
-			break;
-		case 'C': o->cpu = lab_opt_one_cpu(PROG, "--cpu", optarg); break;
-		case O_SYSCALL:
-			for (k = 0; k < CALL_COUNT && strcmp(optarg, call_names[k]); k++)
-				;
-			if (k == CALL_COUNT)
-				bad("--syscall", "getppid or read", optarg);
-			o->call = (enum which)k;
-			break;
-		case O_CASE:
-			if (!plain_name(optarg))
-				bad("--case", "a name of letters, digits, '.', '_' and '-'", optarg);
-			o->casename = optarg;
-			break;
-		case ':':
-			fprintf(stderr, PROG ": %s wants a value (see --help)\n", argv[optind - 1]);
-			exit(2);
-		case '?':
-			fprintf(stderr, PROG ": unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			exit(2);
-		default:
-			lab_opt_common(c, &o->common, PROG, usage, argv);
-		}
+	if (!plain_name(arg)) {
+		fprintf(stderr, "%s: %s wants a name of letters, digits, '.', '_' and '-', "
+			"not '%s'\n", prog, opt, arg);
+		exit(2);
 	}
-	lab_opt_end(PROG, argc, argv);
+	*(const char **)value = arg;
 }
+
+static void write_case(struct lab_json *j, const char *key, const void *value)
+{
+	lab_json_str(j, key, *(const char *const *)value);
+}
+
+static struct options o = {
+	.call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0, .common.outdir = "results",
+};
+
+static const struct lab_opt options[] = {
+	{ .letter = 'n', .kind = LAB_OPT_ULONG, .value = &o.n, .min = 1, .max = MAX_CALLS,
+	  .json = "n", .help = "timed calls" },
+	{ .name = "warmup", .kind = LAB_OPT_ULONG, .value = &o.warmup, .max = MAX_CALLS,
+	  .json = "warmup", .help = "untimed calls first" },
+	{ .name = "syscall", .kind = LAB_OPT_CHOICE, .value = &o.call, .choices = call_names,
+	  .arg = "NAME", .json = "syscall",
+	  .help = "getppid (a null call) or read (1 byte from /dev/zero)" },
+	{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPU, .value = &o.cpu, .arg = "CPU",
+	  .json = "cpu", .help = "pin to this CPU, or 'none'" },
+	{ .name = "case", .kind = LAB_OPT_CUSTOM, .value = &o.casename, .arg = "NAME",
+	  .json = "case", .parse = take_case, .write = write_case,
+	  .help = "what this run is, for the analysis (e.g. strace-1us);\n"
+		  "letters, digits, '.', '_', '-' (default: none)" },
+	{ 0 }
+};
+
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: percall [options]\n"
+		"\n"
+		"Time N calls of one system call, each on its own between two\n"
+		"clock_gettime(CLOCK_MONOTONIC) reads (vDSO: no system call of their own),\n"
+		"after a warm-up.  Writes OUTPUT/percall-<date>-<time>/ with raw.csv\n"
+		"(call,ns: every call, nothing subtracted) and meta.json (settings: the\n"
+		"options, clock_pair_ns = median cost of an empty pair of reads,\n"
+		"clocksource).  Run it under a tracer to time what the tracer adds.",
+	.example = "strace -f -qq -o /dev/null -e trace=getppid \\\n"
+		"              -e inject=getppid:delay_enter=1us -- \\\n"
+		"              percall -n 10000 --syscall getppid --case strace-1us -o /tmp",
+	.opts = options,
+	.common = &o.common,
+};
 
 static inline uint64_t now_ns(void)
 {
@@ -208,22 +176,14 @@ static void read_clocksource(char *buf, size_t size)
 	}
 }
 
-static char *settings_json(const struct options *o, const struct lab_summary *pair,
-			   const char *clocksource)
+static char *settings_json(const struct lab_summary *pair, const char *clocksource)
 {
 	struct lab_json j;
 
 	if (lab_json_mem(&j, 1))
 		return NULL;
 	lab_json_object(&j, NULL);
-	lab_json_str(&j, "case", o->casename);
-	lab_json_str(&j, "syscall", call_names[o->call]);
-	lab_json_uint(&j, "n", o->n);
-	lab_json_uint(&j, "warmup", o->warmup);
-	if (o->cpu >= 0)
-		lab_json_int(&j, "cpu", o->cpu);
-	else
-		lab_json_null(&j, "cpu");
+	lab_opts_json(&j, &tool);
 	lab_json_double(&j, "clock_pair_ns", pair->p50, 1);
 	lab_json_double(&j, "clock_pair_min_ns", pair->min, 1);
 	lab_json_str(&j, "clock", "CLOCK_MONOTONIC");
@@ -237,7 +197,6 @@ int main(int argc, char **argv)
 {
 	struct lab_summary s, pair;
 	struct lab_result res = { 0 };
-	struct options o;
 	char clocksource[64], *settings;
 	unsigned long failed, i;
 	uint64_t *ns;
@@ -245,7 +204,7 @@ int main(int argc, char **argv)
 	int fd = -1;
 	FILE *f;
 
-	parse_options(argc, argv, &o);
+	lab_opts_parse(&tool, argc, argv, 0);
 
 	if (o.call == CALL_READ) {
 		fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
@@ -282,7 +241,7 @@ int main(int argc, char **argv)
 	read_clocksource(clocksource, sizeof(clocksource));
 
 	/* The folder comes last: an interrupted run leaves nothing behind. */
-	settings = settings_json(&o, &pair, clocksource);
+	settings = settings_json(&pair, clocksource);
 	if (!settings) {
 		perror(PROG ": settings");
 		return 1;

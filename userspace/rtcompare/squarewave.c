@@ -24,7 +24,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,19 +43,17 @@
 #define STACK_PREFAULT (256 * 1024)
 
 enum mode { MODE_NANOSLEEP, MODE_RT };
+static const char *const mode_names[] = { "nanosleep", "rt", NULL };
 
 struct options {
-	enum mode mode;
-	unsigned long *freqs;
-	int nfreqs;
+	int mode;		/* enum mode */
+	struct lab_opt_list freqs;
 	unsigned long periods;
 	unsigned long max_seconds;
 	unsigned long priority;
 	int cpu;
 	int trace_marker;
-	const char *outdir;
-	const char *name;
-	int quiet;
+	struct lab_common_opts common;	/* -o, --name, -q */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -66,97 +63,50 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: squarewave [options]\n"
-"\n"
-"Toggle a state at each requested frequency and timestamp every edge\n"
-"(CLOCK_MONOTONIC ns) into OUTPUT/squarewave-<date>-<time>/edges.csv.\n"
-"\n"
-"      --mode MODE       nanosleep: a normal task sleeping half a period,\n"
-"                        relative; rt: SCHED_FIFO, mlockall, a pre-faulted\n"
-"                        stack and absolute clock_nanosleep (needs root)\n"
-"                        (default nanosleep)\n"
-"  -f, --freq LIST       frequencies in Hz, 1..%lu (default 100,1000,10000)\n"
-"  -n N                  periods (2 edges each) per frequency (default 500)\n"
-"      --seconds S       at most S seconds per frequency (default 2)\n"
-"      --priority N      SCHED_FIFO priority in rt mode, 1..99 (default 49)\n"
-"  -C, --cpu N           pin to CPU N, or 'none' (default: not pinned)\n"
-"      --trace-marker    one ftrace marker per edge (" TRACE_MARKER ")\n"
-"  -o, --output DIR      parent of the result folder (default results)\n"
-"      --name NAME       the result folder's name\n"
-"  -q, --quiet           no progress lines\n"
-"  -h, --help            this text\n"
-"\n"
-"Example:  squarewave --mode rt -f 1000,2000,5000 -n 1000 -C 1\n", MAX_FREQ);
-}
+static struct options o = {
+	.mode = MODE_NANOSLEEP, .freqs.text = "100,1000,10000", .periods = 500, .max_seconds = 2,
+	.priority = 49, .cpu = -1, .common.outdir = "results",
+};
 
-static void parse_options(int argc, char **argv, struct options *o)
-{
-	enum { O_MODE = 256, O_SECONDS, O_PRIORITY, O_MARKER, O_NAME };
-	static const struct option longopts[] = {
-		{ "mode", required_argument, NULL, O_MODE },
-		{ "freq", required_argument, NULL, 'f' },
-		{ "seconds", required_argument, NULL, O_SECONDS },
-		{ "priority", required_argument, NULL, O_PRIORITY },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "trace-marker", no_argument, NULL, O_MARKER },
-		{ "output", required_argument, NULL, 'o' },
-		{ "name", required_argument, NULL, O_NAME },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *freqs = "100,1000,10000";
-	int c;
+static const struct lab_opt options[] = {
+	{ .name = "mode", .kind = LAB_OPT_CHOICE, .value = &o.mode, .choices = mode_names,
+	  .arg = "MODE", .json = "mode",
+	  .help = "nanosleep: a normal task sleeping half a period,\n"
+		  "relative; rt: SCHED_FIFO, mlockall, a pre-faulted\n"
+		  "stack and absolute clock_nanosleep (needs root)" },
+	{ .name = "freq", .letter = 'f', .kind = LAB_OPT_LIST, .value = &o.freqs,
+	  .max = MAX_FREQ, .arg = "LIST", .json = "freqs_hz", .help = "frequencies in Hz" },
+	{ .letter = 'n', .kind = LAB_OPT_ULONG, .value = &o.periods, .min = 2, .max = 10000000,
+	  .json = "periods", .help = "periods (2 edges each) per frequency" },
+	{ .name = "seconds", .kind = LAB_OPT_ULONG, .value = &o.max_seconds, .min = 1,
+	  .max = 3600, .arg = "S", .json = "max_seconds", .help = "at most S seconds per frequency" },
+	{ .name = "priority", .kind = LAB_OPT_ULONG, .value = &o.priority, .min = 1, .max = 99,
+	  .help = "SCHED_FIFO priority in rt mode" },
+	{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPU, .value = &o.cpu, .arg = "CPU",
+	  .json = "cpu", .help = "pin to this CPU, or 'none'" },
+	{ .name = "trace-marker", .kind = LAB_OPT_FLAG, .value = &o.trace_marker,
+	  .json = "trace_marker", .help = "one ftrace marker per edge (" TRACE_MARKER ")" },
+	{ 0 }
+};
 
-	*o = (struct options){
-		.mode = MODE_NANOSLEEP, .periods = 500, .max_seconds = 2, .priority = 49,
-		.cpu = -1, .outdir = "results",
-	};
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:n:C:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case O_MODE:
-			if (!strcmp(optarg, "nanosleep")) {
-				o->mode = MODE_NANOSLEEP;
-			} else if (!strcmp(optarg, "rt")) {
-				o->mode = MODE_RT;
-			} else {
-				fprintf(stderr, PROG ": --mode wants nanosleep or rt, not '%s'\n",
-					optarg);
-				exit(2);
-			}
-			break;
-		case 'f': freqs = optarg; break;
-		case 'n': o->periods = lab_opt_ulong(PROG, "-n", optarg, 2, 10000000); break;
-		case O_SECONDS:
-			o->max_seconds = lab_opt_ulong(PROG, "--seconds", optarg, 1, 3600);
-			break;
-		case O_PRIORITY:
-			o->priority = lab_opt_ulong(PROG, "--priority", optarg, 1, 99);
-			break;
-		case 'C':
-			o->cpu = lab_opt_one_cpu(PROG, "--cpu", optarg);
-			break;
-		case O_MARKER: o->trace_marker = 1; break;
-		case 'o': o->outdir = optarg; break;
-		case O_NAME: o->name = optarg; break;
-		case 'q': o->quiet = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default:
-			fprintf(stderr, PROG ": unknown option or missing value in '%s' (see --help)\n",
-				argv[optind - 1]);
-			exit(2);
-		}
-	}
-	lab_opt_end(PROG, argc, argv);
-	o->nfreqs = lab_opt_list(PROG, "--freq", freqs, MAX_FREQ, &o->freqs);
-	for (int i = 0; i < o->nfreqs; i++) {
-		if (o->freqs[i] == 0) {
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: squarewave [options]\n"
+		"\n"
+		"Toggle a state at each requested frequency and timestamp every edge\n"
+		"(CLOCK_MONOTONIC ns) into OUTPUT/squarewave-<date>-<time>/edges.csv.",
+	.example = "squarewave --mode rt -f 1000,2000,5000 -n 1000 -C 1",
+	.opts = options,
+	.common = &o.common,
+};
+
+static void parse_options(int argc, char **argv)
+{
+	lab_opts_parse(&tool, argc, argv, 0);
+	for (int i = 0; i < o.freqs.n; i++) {
+		if (o.freqs.v[i] == 0) {
 			fprintf(stderr, PROG ": --freq wants frequencies of 1 Hz or more, not '%s'\n",
-				freqs);
+				o.freqs.text);
 			exit(2);
 		}
 	}
@@ -219,36 +169,27 @@ static size_t run_wave(const struct options *o, unsigned long freq, uint64_t *t,
 	return i;
 }
 
-/* The settings part of meta.json. */
-static char *settings_json(const struct options *o)
+/* The settings part of meta.json: the options, and what the mode made of them. */
+static char *settings_json(void)
 {
-	int rt = o->mode == MODE_RT;
+	int rt = o.mode == MODE_RT;
 	struct lab_json j;
 
 	if (lab_json_mem(&j, 1))
 		return NULL;
 	lab_json_object(&j, NULL);
 	lab_json_str(&j, "impl", rt ? "c-rt" : "c-nanosleep");
-	lab_json_str(&j, "mode", rt ? "rt" : "nanosleep");
+	lab_opts_json(&j, &tool);
 	lab_json_str(&j, "policy", rt ? "SCHED_FIFO" : "SCHED_OTHER");
-	lab_json_uint(&j, "priority", rt ? o->priority : 0);
+	lab_json_uint(&j, "priority", rt ? o.priority : 0);
 	lab_json_bool(&j, "mlockall", rt);
 	lab_json_str(&j, "sleep", rt ? "clock_nanosleep absolute" : "nanosleep relative");
-	lab_json_uint(&j, "periods", o->periods);
-	lab_json_uint(&j, "max_seconds", o->max_seconds);
-	lab_json_int(&j, "cpu", o->cpu);
-	lab_json_bool(&j, "trace_marker", o->trace_marker);
-	lab_json_array(&j, "freqs_hz");
-	for (int f = 0; f < o->nfreqs; f++)
-		lab_json_uint(&j, NULL, o->freqs[f]);
-	lab_json_end(&j);
 	lab_json_end(&j);
 	return lab_json_text(&j);
 }
 
 int main(int argc, char **argv)
 {
-	struct options o;
 	struct lab_result r;
 	struct sigaction sa = { .sa_handler = on_signal };
 	char *settings;
@@ -256,7 +197,7 @@ int main(int argc, char **argv)
 	int marker = -1;
 	FILE *csv;
 
-	parse_options(argc, argv, &o);
+	parse_options(argc, argv);
 	/* Every check before the result folder exists. */
 	if (o.mode == MODE_RT && geteuid() != 0) {
 		fprintf(stderr, PROG ": --mode rt needs root (SCHED_FIFO, mlockall)\n");
@@ -293,20 +234,20 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (lab_result_open(&r, PROG, o.outdir, "squarewave", o.name, 0, NULL, NULL))
+	if (lab_result_open(&r, PROG, o.common.outdir, "squarewave", o.common.name, 0, NULL, NULL))
 		return 1;
 	csv = lab_result_file(&r, "edges.csv");
 	if (!csv)
 		goto fail;
 	fprintf(csv, "freq_hz,edge,t_ns\n");
-	for (int f = 0; f < o.nfreqs && !stop_signal; f++) {
-		size_t n = run_wave(&o, o.freqs[f], t, marker);
+	for (int f = 0; f < o.freqs.n && !stop_signal; f++) {
+		size_t n = run_wave(&o, o.freqs.v[f], t, marker);
 
 		for (size_t i = 0; i < n; i++)
-			fprintf(csv, "%lu,%zu,%llu\n", o.freqs[f], i, (unsigned long long)t[i]);
-		if (!o.quiet)
+			fprintf(csv, "%lu,%zu,%llu\n", o.freqs.v[f], i, (unsigned long long)t[i]);
+		if (!o.common.quiet)
 			fprintf(stderr, PROG ": %s %lu Hz: %zu edges\n",
-				o.mode == MODE_RT ? "rt" : "nanosleep", o.freqs[f], n);
+				o.mode == MODE_RT ? "rt" : "nanosleep", o.freqs.v[f], n);
 	}
 	if (stop_signal)
 		goto stopped;
@@ -316,7 +257,7 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	csv = NULL;
-	settings = settings_json(&o);
+	settings = settings_json();
 	if (!settings) {
 		perror(PROG ": settings");
 		goto fail;
@@ -330,7 +271,7 @@ int main(int argc, char **argv)
 		goto fail;
 	printf("%s\n", r.final);
 	free(t);
-	free(o.freqs);
+	free(o.freqs.v);
 	return 0;
 stopped:
 	if (csv)

@@ -99,7 +99,7 @@ def work(args):
         settings = {
             "impl": "python", "mode": "python", "policy": "SCHED_OTHER", "priority": 0,
             "mlockall": False, "sleep": "time.sleep relative", "periods": args.periods,
-            "max_seconds": args.seconds, "cpu": -1 if args.cpu is None else args.cpu,
+            "max_seconds": args.seconds, "cpu": args.cpu,
             "trace_marker": False, "freqs_hz": freqs}
         lab("meta", folder, "squarewave",
             *(f"{k}:={json.dumps(v)}" for k, v in settings.items()), "--", *sys.argv)

@@ -21,7 +21,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -50,8 +49,7 @@ struct options {
 	unsigned long load_sleep_ns;
 	int rt;
 	int read_cpu, write_cpu;
-	int *load_cpus;
-	int n_load_cpus;
+	struct lab_opt_cpus load_cpus;
 	const char *device;
 	int trace;
 	struct lab_common_opts common;	/* -o, --name, -q */
@@ -69,7 +67,6 @@ struct sample {
 	struct irqhook_event ev;
 };
 
-static struct options opt;
 static struct sample *samples;
 static int dev_fd = -1;
 /* When this run began: events written before it are not its own. */
@@ -96,89 +93,55 @@ static void on_wakeup_signal(int sig)
 	(void)sig;
 }
 
-static void usage(FILE *f)
+static void write_class(struct lab_json *j, const char *key, const void *value)
 {
-	fprintf(f,
-"usage: irqhook [options]\n"
-"\n"
-"Time how long a thread takes to respond to a virtual interrupt: a write\n"
-"to /dev/irqhook.  Needs root (mlockall, real-time priorities).  Writes\n"
-"OUTPUT/irqhook-<date>-<time>/ with events.csv, tasks.csv and meta.json;\n"
-"'userspace/irqhook/analyse.py DIR' summarises and plots.\n"
-"\n"
-"  -n, --events N         events (default 10000)\n"
-"      --period-us US     the write task sleeps this long after each write\n"
-"                         (default 16000)\n"
-"      --loads N          load tasks, each looping on a nanosleep (default 0)\n"
-"      --load-sleep-ns NS the load tasks' nanosleep (default 1000)\n"
-"      --rt               read and write tasks SCHED_RR priority 1 (load tasks\n"
-"                         stay SCHED_OTHER)\n"
-"      --read-cpu N       pin the read task to CPU N\n"
-"      --write-cpu N      pin the write task to CPU N\n"
-"      --load-cpus CPUS   pin the load tasks round-robin to these CPUs (0-1)\n"
-"  -o, --output DIR       parent of the result folder (default results)\n"
-"      --name NAME        the result folder's name instead of\n"
-"                         irqhook-<date>-<time> (no results/latest-irqhook link)\n"
-"      --device PATH      the device (default /dev/irqhook)\n"
-"      --trace            record the run with trace-cmd into trace.dat\n"
-"  -q, --quiet            no progress lines\n"
-"  -h, --help             this text\n"
-"\n"
-"Example:  irqhook -n 2000 --loads 16 --rt -o results\n");
+	lab_json_str(j, key, *(const int *)value ? "rt" : "normal");
 }
 
-static void parse_options(int argc, char **argv)
-{
-	enum { O_PERIOD = 256, O_LOADS, O_LOAD_SLEEP, O_RT, O_READ_CPU, O_WRITE_CPU,
-	       O_LOAD_CPUS, O_DEVICE, O_TRACE };
-	static const struct option longopts[] = {
-		{ "events", required_argument, NULL, 'n' },
-		{ "period-us", required_argument, NULL, O_PERIOD },
-		{ "loads", required_argument, NULL, O_LOADS },
-		{ "load-sleep-ns", required_argument, NULL, O_LOAD_SLEEP },
-		{ "rt", no_argument, NULL, O_RT },
-		{ "read-cpu", required_argument, NULL, O_READ_CPU },
-		{ "write-cpu", required_argument, NULL, O_WRITE_CPU },
-		{ "load-cpus", required_argument, NULL, O_LOAD_CPUS },
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "trace", no_argument, NULL, O_TRACE },
-		LAB_LONGOPTS_COMMON,
-	};
-	int c;
+static struct options opt = {
+	.iterations = 10000, .period_us = 16000, .load_sleep_ns = 1000,
+	.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .common.outdir = "results",
+};
 
-	opt = (struct options){
-		.iterations = 10000, .period_us = 16000, .load_sleep_ns = 1000,
-		.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .common.outdir = "results",
-	};
-	opterr = 0;	/* our own message, naming the tool */
-	while ((c = getopt_long(argc, argv, "n:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n': opt.iterations = lab_opt_ulong(PROG, "--events", optarg, 1, 10000000); break;
-		case O_PERIOD:
-			opt.period_us = lab_opt_ulong(PROG, "--period-us", optarg, 0, 10000000);
-			break;
-		case O_LOADS: opt.loads = lab_opt_ulong(PROG, "--loads", optarg, 0, 1024); break;
-		case O_LOAD_SLEEP:
-			opt.load_sleep_ns = lab_opt_ulong(PROG, "--load-sleep-ns", optarg, 0,
-							  999999999);
-			break;
-		case O_RT: opt.rt = 1; break;
-		case O_READ_CPU: opt.read_cpu = lab_opt_one_cpu(PROG, "--read-cpu", optarg); break;
-		case O_WRITE_CPU:
-			opt.write_cpu = lab_opt_one_cpu(PROG, "--write-cpu", optarg);
-			break;
-		case O_LOAD_CPUS:
-			opt.n_load_cpus = lab_opt_cpus(PROG, "--load-cpus", optarg, CPU_SETSIZE,
-						       &opt.load_cpus);
-			break;
-		case O_DEVICE: opt.device = optarg; break;
-		case O_TRACE: opt.trace = 1; break;
-		default:
-			lab_opt_common(c, &opt.common, PROG, usage, argv);
-		}
-	}
-	lab_opt_end(PROG, argc, argv);
-}
+static const struct lab_opt options[] = {
+	{ .name = "events", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &opt.iterations,
+	  .min = 1, .max = 10000000, .json = "events", .help = "events" },
+	{ .name = "period-us", .kind = LAB_OPT_ULONG, .value = &opt.period_us, .max = 10000000,
+	  .arg = "US", .json = "period_us",
+	  .help = "the write task sleeps this long after each write" },
+	{ .name = "loads", .kind = LAB_OPT_ULONG, .value = &opt.loads, .max = 1024,
+	  .json = "loads", .help = "load tasks, each looping on a nanosleep" },
+	{ .name = "load-sleep-ns", .kind = LAB_OPT_ULONG, .value = &opt.load_sleep_ns,
+	  .max = 999999999, .arg = "NS", .json = "load_sleep_ns",
+	  .help = "the load tasks' nanosleep" },
+	{ .name = "rt", .kind = LAB_OPT_FLAG, .value = &opt.rt, .json = "class",
+	  .write = write_class, .help = "read and write tasks SCHED_RR priority 1 (load tasks\n"
+					 "stay SCHED_OTHER)" },
+	{ .name = "read-cpu", .kind = LAB_OPT_CPU, .value = &opt.read_cpu, .arg = "CPU",
+	  .json = "read_cpu", .help = "pin the read task to this CPU" },
+	{ .name = "write-cpu", .kind = LAB_OPT_CPU, .value = &opt.write_cpu, .arg = "CPU",
+	  .json = "write_cpu", .help = "pin the write task to this CPU" },
+	{ .name = "load-cpus", .kind = LAB_OPT_CPUS, .value = &opt.load_cpus, .arg = "CPUS",
+	  .json = "load_cpus", .help = "pin the load tasks round-robin to these CPUs (0-1)" },
+	{ .name = "device", .kind = LAB_OPT_STR, .value = &opt.device, .arg = "PATH",
+	  .json = "device", .help = "the device" },
+	{ .name = "trace", .kind = LAB_OPT_FLAG, .value = &opt.trace,
+	  .help = "record the run with trace-cmd into trace.dat" },
+	{ 0 }
+};
+
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: irqhook [options]\n"
+		"\n"
+		"Time how long a thread takes to respond to a virtual interrupt: a write\n"
+		"to /dev/irqhook.  Needs root (mlockall, real-time priorities).  Writes\n"
+		"OUTPUT/irqhook-<date>-<time>/ with events.csv, tasks.csv and meta.json;\n"
+		"'userspace/irqhook/analyse.py DIR' summarises and plots.",
+	.example = "irqhook -n 2000 --loads 16 --rt -o results",
+	.opts = options,
+	.common = &opt.common,
+};
 
 /*
  * The start of every task: name it for the trace, pin it to @cpu (if >= 0)
@@ -215,7 +178,7 @@ static void *load_task(void *arg)
 
 	/* As before: a load task that cannot be pinned still loads the machine. */
 	start_task("irqhook-load", &load_info[i],
-		   opt.n_load_cpus ? opt.load_cpus[i % (unsigned long)opt.n_load_cpus] : -1,
+		   opt.load_cpus.n ? opt.load_cpus.v[i % (unsigned long)opt.load_cpus.n] : -1,
 		   0, err);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
 		nanosleep(&ts, NULL);
@@ -436,23 +399,11 @@ static int write_tasks(const struct lab_result *r)
 static char *settings_json(int traced)
 {
 	struct lab_json j;
-	int i;
 
 	if (lab_json_mem(&j, 1))
 		return NULL;
 	lab_json_object(&j, NULL);
-	lab_json_uint(&j, "events", opt.iterations);
-	lab_json_uint(&j, "period_us", opt.period_us);
-	lab_json_uint(&j, "loads", opt.loads);
-	lab_json_uint(&j, "load_sleep_ns", opt.load_sleep_ns);
-	lab_json_str(&j, "class", opt.rt ? "rt" : "normal");
-	lab_json_int(&j, "read_cpu", opt.read_cpu);
-	lab_json_int(&j, "write_cpu", opt.write_cpu);
-	lab_json_array(&j, "load_cpus");
-	for (i = 0; i < opt.n_load_cpus; i++)
-		lab_json_int(&j, NULL, opt.load_cpus[i]);
-	lab_json_end(&j);
-	lab_json_str(&j, "device", opt.device);
+	lab_opts_json(&j, &tool);
 	lab_json_bool(&j, "traced", traced);
 	lab_json_end(&j);
 	return lab_json_text(&j);
@@ -570,7 +521,7 @@ int main(int argc, char **argv)
 	char *settings;
 	int status;
 
-	parse_options(argc, argv);
+	lab_opts_parse(&tool, argc, argv, 0);
 	if (access(opt.device, F_OK)) {
 		fprintf(stderr, PROG ": %s: %s: is this the lab kernel with CONFIG_IRQHOOK?\n",
 			opt.device, strerror(errno));

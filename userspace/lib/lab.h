@@ -217,7 +217,13 @@ enum lab_opt_kind {
 	LAB_OPT_LIST,		/* struct lab_opt_list: a lab list, each at most @max */
 	LAB_OPT_CPU,		/* int: one CPU, or -1 for "none" (lab_opt_one_cpu) */
 	LAB_OPT_CHOICE,		/* int: the index of the value in @choices */
+	LAB_OPT_CPUS,		/* struct lab_opt_cpus: a CPU list (lab_opt_cpus), or "none" */
 	LAB_OPT_CUSTOM,		/* @parse() takes it, @write() writes its setting */
+};
+
+struct lab_opt_cpus {
+	int *v;			/* NULL and n 0: "none", the scheduler places */
+	int n;
 };
 
 struct lab_opt_list {
@@ -237,6 +243,7 @@ struct lab_opt {
 	unsigned long min, max;
 	const char *const *choices;	/* LAB_OPT_CHOICE, NULL-ended */
 	void (*parse)(void *value, const char *prog, const char *opt, const char *arg);
+	/* Its setting, for LAB_OPT_CUSTOM or in place of the kind's own. */
 	void (*write)(struct lab_json *j, const char *key, const void *value);
 };
 
@@ -256,6 +263,8 @@ struct lab_tool {
  */
 int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands);
 void lab_opts_usage(const struct lab_tool *t, FILE *f);
+/* Whether the option whose value is at @value was on the command line. */
+int lab_opts_given(const struct lab_tool *t, const void *value);
 /* Each option with a @json key into the object @j has open. */
 void lab_opts_json(struct lab_json *j, const struct lab_tool *t);
 

@@ -4,7 +4,9 @@
  * the checks and their one-line errors, the usage text with each default,
  * and the settings of meta.json.
  */
+#define _GNU_SOURCE
 #include <getopt.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +16,10 @@
 #define LONG_ONLY 256		/* getopt codes of options without a letter */
 #define MAX_OPTS 64
 
-/* Each option's default as text, taken before parsing, for the usage text. */
+/* Each option's default as text, taken before parsing, for the usage text,
+ * and whether it was given. */
 static char *defaults[MAX_OPTS];
+static int given[MAX_OPTS];
 
 static int count(const struct lab_tool *t)
 {
@@ -55,6 +59,8 @@ static char *show(const struct lab_opt *o)
 		return strdup(buf);
 	case LAB_OPT_CHOICE:
 		return strdup(o->choices[*(int *)o->value]);
+	case LAB_OPT_CPUS:
+		return ((struct lab_opt_cpus *)o->value)->n ? NULL : strdup("none");
 	default:
 		return NULL;
 	}
@@ -103,6 +109,10 @@ static void take(const struct lab_opt *o, const char *prog, const char *arg)
 	case LAB_OPT_CHOICE:
 		choice(o, prog, opt, arg);
 		break;
+	case LAB_OPT_CPUS:
+		((struct lab_opt_cpus *)o->value)->n =
+			lab_opt_cpus(prog, opt, arg, CPU_SETSIZE, &((struct lab_opt_cpus *)o->value)->v);
+		break;
 	case LAB_OPT_CUSTOM:
 		o->parse(o->value, prog, opt, arg);
 		break;
@@ -128,6 +138,7 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 
 		free(defaults[i]);
 		defaults[i] = show(o);
+		given[i] = 0;
 		if (o->name)
 			longopts[k++] = (struct option){ o->name, has_arg, NULL,
 							 o->letter ? o->letter : LONG_ONLY + i };
@@ -156,6 +167,7 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 				break;
 		if (i < n) {
 			take(&t->opts[i], t->prog, optarg);
+			given[i] = 1;
 		} else if (c == 'h') {
 			lab_opts_usage(t, stdout);
 			exit(0);
@@ -232,6 +244,14 @@ void lab_opts_usage(const struct lab_tool *t, FILE *f)
 	fprintf(f, "\nExample:  %s\n", t->example);
 }
 
+int lab_opts_given(const struct lab_tool *t, const void *value)
+{
+	for (int i = 0, n = count(t); i < n; i++)
+		if (t->opts[i].value == value)
+			return given[i];
+	return 0;
+}
+
 void lab_opts_json(struct lab_json *j, const struct lab_tool *t)
 {
 	const struct lab_opt_list *l;
@@ -242,6 +262,10 @@ void lab_opts_json(struct lab_json *j, const struct lab_tool *t)
 
 		if (!o->json)
 			continue;
+		if (o->write) {
+			o->write(j, o->json, o->value);
+			continue;
+		}
 		switch (o->kind) {
 		case LAB_OPT_FLAG:
 			lab_json_bool(j, o->json, *(int *)o->value);
@@ -271,8 +295,13 @@ void lab_opts_json(struct lab_json *j, const struct lab_tool *t)
 		case LAB_OPT_CHOICE:
 			lab_json_str(j, o->json, o->choices[*(int *)o->value]);
 			break;
-		case LAB_OPT_CUSTOM:
-			o->write(j, o->json, o->value);
+		case LAB_OPT_CPUS:
+			lab_json_array(j, o->json);
+			for (k = 0; k < ((struct lab_opt_cpus *)o->value)->n; k++)
+				lab_json_int(j, NULL, ((struct lab_opt_cpus *)o->value)->v[k]);
+			lab_json_end(j);
+			break;
+		case LAB_OPT_CUSTOM:	/* its @write, above */
 			break;
 		}
 	}

@@ -329,6 +329,7 @@ static void test_opts(void)
 	struct lab_opt_list list = { .text = "0:20:10" };
 	unsigned long n = 7;
 	const char *label = NULL;
+	struct lab_opt_cpus cpus = { 0 };
 	int flag = 0, cpu = -1, colour = 0, status;
 	const struct lab_opt opts[] = {
 		{ .name = "count", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &n, .min = 1,
@@ -343,21 +344,25 @@ static void test_opts(void)
 		  .help = "a CPU" },
 		{ .name = "colour", .kind = LAB_OPT_CHOICE, .value = &colour, .choices = colours,
 		  .json = "colour", .help = "red or green" },
+		{ .name = "cpus", .kind = LAB_OPT_CPUS, .value = &cpus, .json = "cpus",
+		  .help = "CPUs" },
 		{ 0 }
 	};
 	const struct lab_tool tool = { .prog = "toy", .about = "usage: toy", .example = "toy",
 				       .opts = opts, .common = &common };
 	char *argv[] = { "toy", "-n", "3", "--list", "5,6", "--flag", "-C", "0", "--colour",
-			 "green", "-q", "operand", NULL };
+			 "green", "--cpus", "0", "-q", "operand", NULL };
 	struct lab_json j;
 	char *text;
 	FILE *f;
 	pid_t pid;
 
 	optind = 1;
-	check(lab_opts_parse(&tool, 12, argv, 1) == 11, "the first operand's index comes back");
-	check(n == 3 && flag && cpu == 0 && colour == 1 && common.quiet && !label,
-	      "each kind of option takes its value");
+	check(lab_opts_parse(&tool, 14, argv, 1) == 13, "the first operand's index comes back");
+	check(n == 3 && flag && cpu == 0 && colour == 1 && common.quiet && !label &&
+	      cpus.n == 1 && cpus.v[0] == 0, "each kind of option takes its value");
+	check(lab_opts_given(&tool, &n) && !lab_opts_given(&tool, &label),
+	      "what was given is known");
 	check(list.n == 2 && list.v[0] == 5 && list.v[1] == 6, "a list is parsed at the end");
 	lab_json_mem(&j, 0);
 	lab_json_object(&j, NULL);
@@ -365,7 +370,8 @@ static void test_opts(void)
 	lab_json_end(&j);
 	text = lab_json_text(&j);
 	check(json_is(text, "{\"count\": 3, \"list\": [5, 6], \"label\": null, \"flag\": true, "
-		      "\"cpu\": 0, \"colour\": \"green\"}"), "the settings come from the table");
+		      "\"cpu\": 0, \"colour\": \"green\", \"cpus\": [0]}"),
+	      "the settings come from the table");
 	f = tmpfile();
 	lab_opts_usage(&tool, f);
 	rewind(f);

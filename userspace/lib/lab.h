@@ -217,7 +217,8 @@ enum lab_opt_kind {
 	LAB_OPT_LIST,		/* struct lab_opt_list: a lab list, each at most @max */
 	LAB_OPT_CPU,		/* int: one CPU, or -1 for "none" (lab_opt_one_cpu) */
 	LAB_OPT_CHOICE,		/* int: the index of the value in @choices */
-	LAB_OPT_CPUS,		/* struct lab_opt_cpus: a CPU list (lab_opt_cpus), or "none" */
+	LAB_OPT_CPUS,		/* struct lab_opt_cpus: a CPU list (lab_opt_cpus) of at
+				 * most @max CPUs (0: any number), or "none" */
 	LAB_OPT_CUSTOM,		/* @parse() takes it, @write() writes its setting */
 };
 

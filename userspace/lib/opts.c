@@ -19,7 +19,7 @@
 /* Each option's default as text, taken before parsing, for the usage text,
  * and whether it was given. */
 static char *defaults[MAX_OPTS];
-static int given[MAX_OPTS];
+static int given[MAX_OPTS], parsed;
 
 static int count(const struct lab_tool *t)
 {
@@ -111,7 +111,8 @@ static void take(const struct lab_opt *o, const char *prog, const char *arg)
 		break;
 	case LAB_OPT_CPUS:
 		((struct lab_opt_cpus *)o->value)->n =
-			lab_opt_cpus(prog, opt, arg, CPU_SETSIZE, &((struct lab_opt_cpus *)o->value)->v);
+			lab_opt_cpus(prog, opt, arg, o->max ? (int)o->max : CPU_SETSIZE,
+				     &((struct lab_opt_cpus *)o->value)->v);
 		break;
 	case LAB_OPT_CUSTOM:
 		o->parse(o->value, prog, opt, arg);
@@ -139,6 +140,7 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 		free(defaults[i]);
 		defaults[i] = show(o);
 		given[i] = 0;
+		parsed = 1;
 		if (o->name)
 			longopts[k++] = (struct option){ o->name, has_arg, NULL,
 							 o->letter ? o->letter : LONG_ONLY + i };
@@ -231,8 +233,12 @@ void lab_opts_usage(const struct lab_tool *t, FILE *f)
 	int i, n = count(t);
 
 	fprintf(f, "%s\n\n", t->about);
-	for (i = 0; i < n; i++)
-		usage_line(f, &t->opts[i], defaults[i]);
+	for (i = 0; i < n; i++) {
+		char *now = parsed ? NULL : show(&t->opts[i]);	/* -h before any parsing */
+
+		usage_line(f, &t->opts[i], parsed ? defaults[i] : now);
+		free(now);
+	}
 	if (t->common) {
 		fputs("  -o, --output DIR      parent of the result folder (default results)\n"
 		      "      --name NAME       the result folder's name instead of the dated one\n"

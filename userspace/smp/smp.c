@@ -65,51 +65,82 @@ static void detect_rdtscp(void)
 }
 #endif
 
-static void usage(FILE *f)
+static struct smp smp_run = {
+	.n = 500, .warmup = 50, .pages = 1, .interval_us = 1000, .common.outdir = "results",
+};
+/* Options whose values are placed once the benchmark is known. */
+static struct lab_opt_cpus cpu_opt;
+static unsigned long remote_opt;
+static const char *const wait_names[] = { "spin", "sleep", NULL };
+
+#define BIG 10000000UL
+static const struct lab_opt options[] = {
+	{ .letter = 'n', .kind = LAB_OPT_ULONG, .value = &smp_run.n, .min = 1, .max = BIG,
+	  .json = "n", .help = "timed records" },
+	{ .name = "warmup", .kind = LAB_OPT_ULONG, .value = &smp_run.warmup, .max = BIG,
+	  .json = "warmup", .help = "untimed records first" },
+	{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPUS, .value = &cpu_opt, .max = 2,
+	  .arg = "A[,B]",
+	  .help = "the CPUs of the two ends (default: the first two this\n"
+		  "process may run on, usually 0,1)" },
+	{ .name = "same-cpu", .kind = LAB_OPT_FLAG, .value = &smp_run.same_cpu,
+	  .help = "both ends on CPU A (timer: accepted, it uses only A)" },
+	{ .name = "remote", .kind = LAB_OPT_ULONG, .value = &remote_opt, .max = CPU_SETSIZE - 1,
+	  .arg = "R", .help = "tlbflush: threads on R other CPUs, each touching the\n"
+			      "pages and then spinning (default: every other CPU)" },
+	{ .name = "pages", .kind = LAB_OPT_ULONG, .value = &smp_run.pages, .min = 1, .max = 1 << 18,
+	  .arg = "P", .help = "tlbflush: pages mapped, touched by every thread,\n"
+			      "unmapped" },
+	{ .name = "interval", .kind = LAB_OPT_ULONG, .value = &smp_run.interval_us, .min = 1,
+	  .max = BIG, .arg = "US",
+	  .help = "timer: from arming to expiry, for SIGALRM and for\nthe sleep" },
+	{ .name = "wait", .kind = LAB_OPT_CHOICE, .value = &smp_run.wait_sleep, .choices = wait_names,
+	  .arg = "spin|sleep",
+	  .help = "timer: wait for SIGALRM spinning or asleep (sleep is\n"
+		  "the default on PREEMPT_RT, which expires POSIX timers\n"
+		  "in a SCHED_FIFO 1 thread that a spinning thread would\n"
+		  "starve)" },
+	{ 0 }
+};
+
+static char about[2048];
+static struct lab_tool tool = {
+	.prog = PROG,
+	.about = about,
+	.notes = "cv, timer and tun need root (SCHED_FIFO/RR); tun needs /dev/net/tun and\n"
+		"only talks to its own tun device (10.233.0.1/30).",
+	.example = "smp pipes -n 500 -C 0,1 -o results",
+	.opts = options,
+	.common = &smp_run.common,
+};
+
+/* The usage text's head: the benchmarks are smp's table's. */
+static void write_about(void)
 {
+	size_t len;
 	int i;
 
-	fprintf(f,
-"usage: smp BENCH [options]\n"
-"       smp list\n"
-"\n"
-"SMP micro-benchmarks: each times one span with the TSC, warm-up records\n"
-"first, then N timed records.  Writes OUTPUT/smp-BENCH-<date>-<time>/ with\n"
-"raw.csv (record,span,cycles,ns: every record of every span) and meta.json\n"
-"(the settings, the TSC frequency and its source, what the kernel counted,\n"
-"the records of each span that went backwards: kept in raw.csv, left out of\n"
-"the summary); 'userspace/smp/analyse.py' summarises runs of run.sh.\n"
-"\n"
-"Benchmarks:\n");
-	for (i = 0; i < NBENCHES; i++)
-		fprintf(f, "  %-10s %s\n", benches[i]->name, benches[i]->desc);
-	fprintf(f,
-"\n"
-"  -n N                timed records (default 500)\n"
-"      --warmup N      untimed records first (default 50)\n"
-"  -C, --cpu A[,B]     the CPUs of the two ends (default: the first two this\n"
-"                      process may run on, usually 0,1)\n"
-"      --same-cpu      both ends on CPU A (timer: accepted, it uses only A)\n"
-"  -o, --output DIR    parent of the result folder (default results)\n"
-"      --name NAME     the result folder's name instead of\n"
-"                      smp-BENCH-<date>-<time> (no latest-smp-BENCH link)\n"
-"  -q, --quiet         print nothing but errors\n"
-"  -h, --help          this text\n"
-"tlbflush:\n"
-"      --remote R      threads on R other CPUs, each touching the pages and then\n"
-"                      spinning (default: every other CPU)\n"
-"      --pages P       pages mapped, touched by every thread, unmapped (default 1)\n"
-"timer:\n"
-"      --interval US   from arming to expiry, for SIGALRM and for the sleep\n"
-"                      (default 1000)\n"
-"      --wait spin|sleep  wait for SIGALRM spinning (default) or asleep (the\n"
-"                      default on PREEMPT_RT, which expires POSIX timers in a\n"
-"                      SCHED_FIFO 1 thread that a spinning thread would starve)\n"
-"\n"
-"cv, timer and tun need root (SCHED_FIFO/RR); tun needs /dev/net/tun and\n"
-"only talks to its own tun device (10.233.0.1/30).\n"
-"\n"
-"Example:  smp pipes -n 500 -C 0,1 -o results\n");
+	len = (size_t)snprintf(about, sizeof(about),
+		"usage: smp BENCH [options]\n"
+		"       smp list\n"
+		"\n"
+		"SMP micro-benchmarks: each times one span with the TSC, warm-up records\n"
+		"first, then N timed records.  Writes OUTPUT/smp-BENCH-<date>-<time>/ with\n"
+		"raw.csv (record,span,cycles,ns: every record of every span) and meta.json\n"
+		"(the settings, the TSC frequency and its source, what the kernel counted,\n"
+		"the records of each span that went backwards: kept in raw.csv, left out of\n"
+		"the summary); 'userspace/smp/analyse.py' summarises runs of run.sh.\n"
+		"\n"
+		"Benchmarks:");
+	for (i = 0; i < NBENCHES && len < sizeof(about); i++)
+		len += (size_t)snprintf(about + len, sizeof(about) - len, "\n  %-10s %s",
+					benches[i]->name, benches[i]->desc);
+}
+
+static void usage(FILE *f)
+{
+	write_about();
+	lab_opts_usage(&tool, f);
 }
 
 /* --- CPUs --------------------------------------------------------------- */
@@ -145,7 +176,7 @@ static void place(struct smp *s, const int *list, int nlist)
 }
 
 /* tlbflush: the remote CPUs, B first, then every other one ascending. */
-static void place_remote(struct smp *s, long remote, const char *arg)
+static void place_remote(struct smp *s, long remote)
 {
 	int others = s->nusable - 1, i, k = 0;
 
@@ -153,7 +184,7 @@ static void place_remote(struct smp *s, long remote, const char *arg)
 		remote = others;
 	if (remote > others) {
 		fprintf(stderr, PROG ": --remote wants at most %d (the CPUs other than CPU %d "
-			"this process may run on), not '%s'\n", others, s->cpu_a, arg);
+			"this process may run on), not '%ld'\n", others, s->cpu_a, remote);
 		exit(2);
 	}
 	s->remote = (int)remote;
@@ -178,72 +209,27 @@ static int preempt_rt(void)
 
 /* --- options ------------------------------------------------------------ */
 
+/* The benchmark's own options only, then the CPUs placed for it. */
 static void parse_options(struct smp *s, int argc, char **argv)
 {
-	enum { O_WARMUP = 256, O_SAME, O_REMOTE, O_PAGES, O_INTERVAL, O_WAIT };
-	static const struct option longopts[] = {
-		{ "records", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, O_WARMUP },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "same-cpu", no_argument, NULL, O_SAME },
-		{ "remote", required_argument, NULL, O_REMOTE },
-		{ "pages", required_argument, NULL, O_PAGES },
-		{ "interval", required_argument, NULL, O_INTERVAL },
-		{ "wait", required_argument, NULL, O_WAIT },
-		LAB_LONGOPTS_COMMON,
+	static const struct { const void *value; const char *name; unsigned int flag;
+			      const char *owner; } own[] = {
+		{ &remote_opt, "--remote", SMP_REMOTE, "tlbflush" },
+		{ &smp_run.pages, "--pages", SMP_REMOTE, "tlbflush" },
+		{ &smp_run.interval_us, "--interval", SMP_TIMER, "timer" },
+		{ &smp_run.wait_sleep, "--wait", SMP_TIMER, "timer" },
 	};
-	const unsigned long big = 10000000;
 	const struct smp_bench *b = s->bench;
-	int *cpus = NULL;
-	const char *remote_arg = NULL, *only = NULL, *owner = NULL;
-	int c, ncpus = 0, wait_given = 0;
-	long remote = -1;
+	size_t k;
 
-	opterr = 0;	/* our own message, naming the tool */
-	while ((c = getopt_long(argc, argv, "n:C:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n': s->n = lab_opt_ulong(PROG, "-n", optarg, 1, big); break;
-		case O_WARMUP: s->warmup = lab_opt_ulong(PROG, "--warmup", optarg, 0, big); break;
-		case 'C':
-			free(cpus);
-			ncpus = lab_opt_cpus(PROG, "--cpu", optarg, 2, &cpus);
-			break;
-		case O_SAME: s->same_cpu = 1; break;
-		case O_REMOTE:
-			remote = (long)lab_opt_ulong(PROG, "--remote", optarg, 0, CPU_SETSIZE - 1);
-			remote_arg = optarg;
-			if (!(b->flags & SMP_REMOTE))
-				only = "--remote", owner = "tlbflush";
-			break;
-		case O_PAGES:
-			s->pages = lab_opt_ulong(PROG, "--pages", optarg, 1, 1 << 18);
-			if (!(b->flags & SMP_REMOTE))
-				only = "--pages", owner = "tlbflush";
-			break;
-		case O_INTERVAL:
-			s->interval_us = lab_opt_ulong(PROG, "--interval", optarg, 1, big);
-			if (!(b->flags & SMP_TIMER))
-				only = "--interval", owner = "timer";
-			break;
-		case O_WAIT:
-			if (strcmp(optarg, "spin") && strcmp(optarg, "sleep")) {
-				fprintf(stderr, PROG ": --wait wants spin or sleep, not '%s'\n",
-					optarg);
-				exit(2);
-			}
-			s->wait_sleep = !strcmp(optarg, "sleep");
-			wait_given = 1;
-			if (!(b->flags & SMP_TIMER))
-				only = "--wait", owner = "timer";
-			break;
-		default:
-			lab_opt_common(c, &s->common, PROG, usage, argv);
+	write_about();
+	lab_opts_parse(&tool, argc, argv, 0);
+	for (k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+		if (lab_opts_given(&tool, own[k].value) && !(b->flags & own[k].flag)) {
+			fprintf(stderr, PROG ": %s is an option of %s, not of %s\n", own[k].name,
+				own[k].owner, b->name);
+			exit(2);
 		}
-	}
-	lab_opt_end(PROG, argc, argv);
-	if (only) {
-		fprintf(stderr, PROG ": %s is an option of %s, not of %s\n", only, owner, b->name);
-		exit(2);
 	}
 	if (s->same_cpu && (b->flags & SMP_REMOTE)) {
 		fprintf(stderr, PROG ": tlbflush has no --same-cpu: its remote threads are on "
@@ -255,11 +241,10 @@ static void parse_options(struct smp *s, int argc, char **argv)
 		fprintf(stderr, PROG ": cannot tell which CPUs are online: %s\n", strerror(errno));
 		exit(1);
 	}
-	place(s, cpus, ncpus);
-	free(cpus);
+	place(s, cpu_opt.v, cpu_opt.n);
 	if (b->flags & SMP_REMOTE)
-		place_remote(s, remote, remote_arg);
-	if ((b->flags & SMP_TIMER) && !wait_given && preempt_rt()) {
+		place_remote(s, lab_opts_given(&tool, &remote_opt) ? (long)remote_opt : -1);
+	if ((b->flags & SMP_TIMER) && !lab_opts_given(&tool, &s->wait_sleep) && preempt_rt()) {
 		s->wait_sleep = 1;
 		s->wait_why = "PREEMPT_RT expires POSIX timers in the ktimers thread "
 			      "(SCHED_FIFO 1), which a spinning SCHED_FIFO 99 thread would starve";
@@ -502,10 +487,6 @@ static int finish_failed(struct smp *s, struct lab_result *res)
 
 int main(int argc, char **argv)
 {
-	struct smp s = {
-		.n = 500, .warmup = 50, .pages = 1, .remote = -1, .interval_us = 1000,
-		.common.outdir = "results",
-	};
 	struct lab_result res = { 0 };
 	char experiment[64], *settings;
 	int i;
@@ -515,79 +496,79 @@ int main(int argc, char **argv)
 			printf("%-10s %s\n", benches[i]->name, benches[i]->desc);
 		return 0;
 	}
-	for (i = 0; i < NBENCHES && !s.bench; i++)
+	for (i = 0; i < NBENCHES && !smp_run.bench; i++)
 		if (!strcmp(argv[1], benches[i]->name))
-			s.bench = benches[i];
-	if (!s.bench) {
+			smp_run.bench = benches[i];
+	if (!smp_run.bench) {
 		fprintf(stderr, PROG ": no benchmark '%s' ('smp list' shows them)\n", argv[1]);
 		return 2;
 	}
-	parse_options(&s, argc - 1, argv + 1);
+	parse_options(&smp_run, argc - 1, argv + 1);
 
 	/* A missing device or permission: one line, status 1, nothing made. */
-	i = s.bench->check ? s.bench->check(&s) : 0;
+	i = smp_run.bench->check ? smp_run.bench->check(&smp_run) : 0;
 	if (i)
 		return i;
-	if ((s.bench->flags & SMP_ROOT) && geteuid() != 0) {
-		fprintf(stderr, PROG ": %s needs root (SCHED_FIFO/RR)\n", s.bench->name);
+	if ((smp_run.bench->flags & SMP_ROOT) && geteuid() != 0) {
+		fprintf(stderr, PROG ": %s needs root (SCHED_FIFO/RR)\n", smp_run.bench->name);
 		return 1;
 	}
 	detect_rdtscp();
 #if defined(__x86_64__) || defined(__i386__)
-	s.tsc_hz = lab_tsc_hz(&s.tsc_source);
+	smp_run.tsc_hz = lab_tsc_hz(&smp_run.tsc_source);
 #else
-	s.tsc_hz = 1e9;
-	s.tsc_source = "no TSC: CLOCK_MONOTONIC ns";
+	smp_run.tsc_hz = 1e9;
+	smp_run.tsc_source = "no TSC: CLOCK_MONOTONIC ns";
 #endif
-	if (!(s.tsc_hz > 0)) {
+	if (!(smp_run.tsc_hz > 0)) {
 		fprintf(stderr, PROG ": this CPU has no usable TSC\n");
 		return 1;
 	}
 
 	smp_signals_init();
 
-	s.cycles = calloc((size_t)s.bench->nspans * s.n, sizeof(*s.cycles));
-	if (!s.cycles) {
-		fprintf(stderr, PROG ": no memory for %lu records\n", s.n);
+	smp_run.cycles = calloc((size_t)smp_run.bench->nspans * smp_run.n, sizeof(*smp_run.cycles));
+	if (!smp_run.cycles) {
+		fprintf(stderr, PROG ": no memory for %lu records\n", smp_run.n);
 		return 1;
 	}
-	if (s.bench->prepare && s.bench->prepare(&s)) {
-		cleanup(&s);
+	if (smp_run.bench->prepare && smp_run.bench->prepare(&smp_run)) {
+		cleanup(&smp_run);
 		return 1;
 	}
 	/* Every page now, and (but for tlbflush) every page later: no faults. */
-	memset(s.cycles, 0, (size_t)s.bench->nspans * s.n * sizeof(*s.cycles));
+	memset(smp_run.cycles, 0, (size_t)smp_run.bench->nspans * smp_run.n * sizeof(*smp_run.cycles));
 	if (geteuid() == 0)
-		s.mlocked = mlockall(MCL_CURRENT | (s.bench->flags & SMP_NO_LOCK_FUTURE ?
+		smp_run.mlocked = mlockall(MCL_CURRENT | (smp_run.bench->flags & SMP_NO_LOCK_FUTURE ?
 						    0 : MCL_FUTURE)) == 0;
 
-	snprintf(experiment, sizeof(experiment), PROG "-%s", s.bench->name);
-	if (lab_result_open(&res, PROG, s.common.outdir, experiment, s.common.name, 0, NULL, NULL)) {
-		cleanup(&s);
+	snprintf(experiment, sizeof(experiment), PROG "-%s", smp_run.bench->name);
+	if (lab_result_open(&res, PROG, smp_run.common.outdir, experiment, smp_run.common.name, 0, NULL, NULL)) {
+		cleanup(&smp_run);
 		return 1;
 	}
-	if (s.bench->run(&s) || smp_failure() || smp_signal_got())
-		return finish_failed(&s, &res);
-	count_backward(&s);
-	settings = settings_json(&s);
-	if (!settings || lab_meta_write(&res, argc, argv, settings) || write_raw(&res, &s)) {
+	if (smp_run.bench->run(&smp_run) || smp_failure() || smp_signal_got())
+		return finish_failed(&smp_run, &res);
+	count_backward(&smp_run);
+	settings = settings_json(&smp_run);
+	if (!settings || lab_meta_write(&res, argc, argv, settings) || write_raw(&res, &smp_run)) {
 		fprintf(stderr, PROG ": writing results to %s failed: %s\n", res.dir,
 			strerror(errno));
 		lab_result_abort(&res);
-		cleanup(&s);
+		cleanup(&smp_run);
 		return 1;
 	}
 	free(settings);
-	cleanup(&s);
+	cleanup(&smp_run);
 	if (smp_stop_signal())
-		return finish_failed(&s, &res);
+		return finish_failed(&smp_run, &res);
 	if (lab_result_commit(&res)) {
 		fprintf(stderr, PROG ": cannot rename %s: %s\n", res.dir, strerror(errno));
 		lab_result_abort(&res);
 		return 1;
 	}
-	if (!s.common.quiet) {
-		print_summary(&s);
+	if (!smp_run.common.quiet) {
+		print_summary(&smp_run);
 		printf("results: %s\n", res.final);
 	}
 	return 0;

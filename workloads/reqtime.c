@@ -50,7 +50,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 
-#include "../userspace/lib/lab.h"
+#include "../userspace/lib/liblab.h"
 
 #define PROG "reqtime"
 #define REPLY_MAX (1 << 20)

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define DEFAULT_PARAM "/sys/module/delay/parameters/loops"
 #define NOT_AN_FD 100

@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define MAX_BATCHES 1000
 #define NOT_AN_FD 100

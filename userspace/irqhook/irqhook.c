@@ -36,7 +36,7 @@
 #include <unistd.h>
 #include <linux/irqhook.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define PROG "irqhook"
 /* Set for the traced child: the result folder the parent made for it. */

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 int lab_pin_cpu(int cpu)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 void lab_json_string(FILE *f, const char *s)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 static void usage(FILE *f)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 #define HELP_COLUMN 24		/* where an option's text starts */
 #define LONG_ONLY 256		/* getopt codes of options without a letter */

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 #define INCOMPLETE ".incomplete"
 

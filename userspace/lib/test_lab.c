@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 static int n_tests, n_failed;
 

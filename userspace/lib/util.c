@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lab.h"
+#include "liblab.h"
 
 uint64_t lab_now_ns(void)
 {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 #include "../../modules/msgq/uapi/msgq.h"
 
 #define PROG "msgq"

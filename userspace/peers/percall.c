@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define PROG "percall"
 #define CLOCKSOURCE "/sys/devices/system/clocksource/clocksource0/current_clocksource"

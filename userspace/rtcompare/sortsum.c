@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define PROG "sortsum"
 

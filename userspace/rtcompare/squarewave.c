@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define PROG "squarewave"
 #define TRACE_MARKER "/sys/kernel/tracing/trace_marker"

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "../lib/lab.h"
+#include "../lib/liblab.h"
 
 #define PROG "smp"
 #define SMP_MAX_SPANS 4

@@ -3,8 +3,8 @@
  * liblab: the timing, statistics and small file helpers every lab tool
  * shares.  One copy, tested once (userspace/lib/test_lab.c).
  */
-#ifndef LAB_H
-#define LAB_H
+#ifndef LIBLAB_H
+#define LIBLAB_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -389,4 +389,4 @@ int lab_result_open(struct lab_result *r, const char *prog, const char *parent,
 		    const char *experiment, const char *name, int argc, char *const argv[],
 		    const char *settings_json);
 
-#endif /* LAB_H */
+#endif /* LIBLAB_H */

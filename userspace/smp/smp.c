@@ -5,9 +5,11 @@
  *   smp list            the benchmarks
  *   smp BENCH [opts]    one of them: warm-up records, then N timed records
  *
- * Like perf bench: this file has the table of benchmarks, the options they
- * share, where the CPUs go, and the result folder; threads.c the threads
- * and how a run is stopped; each benchmark is one bench_*.c.  Every record
+ * Like perf bench: this file only dispatches: the table of benchmarks, the
+ * options they share, where the CPUs go, and the result folder.  What the
+ * benchmarks call is elsewhere: threads.c the threads and how a run is
+ * stopped, machine.c the TSC, clock pairs and the kernel's counters; each
+ * benchmark is one bench_*.c.  Every record
  * of every span is timed with the TSC and goes, in cycles and in ns
  * (cycles / the TSC frequency the kernel reports), into raw.csv
  * (record,span,cycles,ns); the settings, the TSC frequency and its source,
@@ -30,7 +32,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,9 +39,6 @@
 #include <sys/mman.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include "smp.h"
 
@@ -49,21 +47,6 @@ static const struct smp_bench *const benches[] = {
 };
 #define NBENCHES ((int)(sizeof(benches) / sizeof(benches[0])))
 
-#if defined(__x86_64__) || defined(__i386__)
-int smp_have_rdtscp;
-
-static void detect_rdtscp(void)
-{
-	unsigned int a, b, c, d;
-
-	if (__get_cpuid(0x80000001, &a, &b, &c, &d))
-		smp_have_rdtscp = !!(d & (1u << 27));
-}
-#else
-static void detect_rdtscp(void)
-{
-}
-#endif
 
 static struct smp smp_run = {
 	.n = 500, .warmup = 50, .pages = 1, .interval_us = 1000, .common.outdir = "results",
@@ -251,87 +234,6 @@ static void parse_options(struct smp *s, int argc, char **argv)
 	}
 }
 
-/* --- time --------------------------------------------------------------- */
-
-/*
- * The clock's time belongs to the middle of the two TSC reads only if
- * nothing came between them: a vCPU the host stops for 400 us between the
- * clock's read and the second TSC read puts the middle 200 us after the
- * clock's time, and a span measured from it 200 us short (negative, if
- * it was shorter than that); stopped before the clock's read, 200 us
- * long.  Of SMP_PAIR_TRIES pairs, the narrowest.
- */
-#define SMP_PAIR_TRIES 3
-
-void smp_clock_pair(struct smp_clock_pair *p)
-{
-	uint64_t a, b, width = UINT64_MAX;
-	struct timespec ts;
-
-	for (int k = 0; k < SMP_PAIR_TRIES; k++) {
-		a = smp_tsc();
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		b = smp_tsc();
-		if (b - a >= width)
-			continue;
-		width = b - a;
-		p->tsc = a + width / 2;
-		p->ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	}
-}
-
-uint64_t smp_tsc_at(const struct smp *s, const struct smp_clock_pair *p, int64_t ns)
-{
-	double d = (double)(ns - p->ns) * s->tsc_hz / 1e9;
-
-	return (uint64_t)((int64_t)p->tsc + (int64_t)(d < 0 ? d - 0.5 : d + 0.5));
-}
-
-/* --- /proc/interrupts --------------------------------------------------- */
-
-int smp_tlb_shootdowns(unsigned long long *count)
-{
-	FILE *f = fopen("/proc/interrupts", "r");
-	char *line = NULL, *p, *end;
-	size_t size = 0;
-	int found = -1;
-
-	*count = 0;
-	if (!f)
-		return -1;
-	while (found < 0 && getline(&line, &size, f) > 0) {
-		p = line + strspn(line, " ");
-		if (strncmp(p, "TLB:", 4))
-			continue;
-		found = 0;
-		for (p += 4;;) {
-			unsigned long long v;
-
-			p += strspn(p, " \t");
-			if (*p < '0' || *p > '9')
-				break;
-			v = strtoull(p, &end, 10);
-			if (*end && *end != ' ' && *end != '\t' && *end != '\n')
-				break;
-			*count += v;
-			p = end;
-		}
-	}
-	free(line);
-	fclose(f);
-	return found;
-}
-
-/* --- output ------------------------------------------------------------- */
-
-void smp_json_ints(struct lab_json *j, const char *key, const int *v, int n)
-{
-	lab_json_array(j, key);
-	for (int i = 0; i < n; i++)
-		lab_json_int(j, NULL, v[i]);
-	lab_json_end(j);
-}
-
 static char *settings_json(struct smp *s)
 {
 	const struct smp_bench *b = s->bench;
@@ -513,7 +415,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s needs root (SCHED_FIFO/RR)\n", smp_run.bench->name);
 		return 1;
 	}
-	detect_rdtscp();
+	smp_detect_rdtscp();
 #if defined(__x86_64__) || defined(__i386__)
 	smp_run.tsc_hz = lab_tsc_hz(&smp_run.tsc_source);
 #else

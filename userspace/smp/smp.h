@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * smp: what the kernel costs when work crosses CPUs.  The common part
- * (smp.c: options, CPUs, threads, stop on a signal, result folder) and
- * the interface each benchmark (bench_*.c) implements.
+ * smp: what the kernel costs when work crosses CPUs.  What the benchmarks
+ * share (threads.c: threads, stop on a signal; machine.c: the TSC, clock
+ * pairs, the kernel's counters), the interface each benchmark (bench_*.c)
+ * implements, and smp.c, which only dispatches to them.
  */
 #ifndef SMP_H
 #define SMP_H
@@ -117,6 +118,8 @@ static inline int smp_stopping(void)
 
 #if defined(__x86_64__) || defined(__i386__)
 extern int smp_have_rdtscp;
+/* Sets smp_have_rdtscp from CPUID, once, before the first smp_tsc(). */
+void smp_detect_rdtscp(void);
 
 /*
  * The TSC, read after every earlier instruction has executed (rdtscp; plain

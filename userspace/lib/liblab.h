@@ -246,6 +246,8 @@ struct lab_opt {
 	void (*parse)(void *value, const char *prog, const char *opt, const char *arg);
 	/* Its setting, for LAB_OPT_CUSTOM or in place of the kind's own. */
 	void (*write)(struct lab_json *j, const char *key, const void *value);
+	/* LAB_OPT_CUSTOM: its value as text (malloc'ed), for the usage text. */
+	char *(*show)(const void *value);
 };
 
 struct lab_tool {

@@ -61,6 +61,8 @@ static char *show(const struct lab_opt *o)
 		return strdup(o->choices[*(int *)o->value]);
 	case LAB_OPT_CPUS:
 		return ((struct lab_opt_cpus *)o->value)->n ? NULL : strdup("none");
+	case LAB_OPT_CUSTOM:
+		return o->show ? o->show(o->value) : NULL;
 	default:
 		return NULL;
 	}

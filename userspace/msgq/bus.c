@@ -193,32 +193,33 @@ static void end_worker(struct worker *w)
 	sem_post(&wake_main);
 }
 
-/* Sender @sender's share of -n. */
-static unsigned long quota(int sender)
+/* Sender @w's share of -n. */
+static unsigned long quota(const struct worker *w)
 {
-	unsigned long q = opt.messages / SENDERS;
+	unsigned long q = w->opt->messages / SENDERS;
 
-	return q + ((unsigned long)(sender - 1) < opt.messages % SENDERS);
+	return q + ((unsigned long)(w->index - 1) < w->opt->messages % SENDERS);
 }
 
 /* Until @k's turn at --rate; false if the run ends meanwhile. */
-static int wait_turn(unsigned long k)
+static int wait_turn(const struct worker *w, unsigned long k)
 {
-	uint64_t at = start_ns + k * (1000000000ull / opt.rate);
+	uint64_t at = start_ns + k * (1000000000ull / w->opt->rate);
 	struct timespec ts = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
 	       !atomic_load(&stop))
 		;
-	return !atomic_load(&stop) && !(opt.seconds && lab_now_ns() >= deadline_ns);
+	return !atomic_load(&stop) && !(w->opt->seconds && lab_now_ns() >= deadline_ns);
 }
 
 static void *sender(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t state = opt.seed ^ ((uint64_t)w->index * 0xd1b54a32d192ed03ull);
-	size_t span = opt.size_max - opt.size_min + 1, len, i;
-	unsigned long k, limit = opt.seconds ? END_NUMBER : quota(w->index);
+	const struct options *opt = w->opt;
+	uint64_t state = opt->seed ^ ((uint64_t)w->index * 0xd1b54a32d192ed03ull);
+	size_t span = opt->size_max - opt->size_min + 1, len, i;
+	unsigned long k, limit = opt->seconds ? END_NUMBER : quota(w);
 	struct msgq_msg *hdr = malloc(sizeof(*hdr) + MSGQ_MAX_PAYLOAD);
 	uint8_t *payload;
 	uint64_t tag;
@@ -235,16 +236,16 @@ static void *sender(void *arg)
 	payload = (uint8_t *)(hdr + 1);
 	hdr->source = (uint32_t)w->index;
 	for (k = 0; k < limit && !atomic_load(&stop); k++) {
-		if (opt.seconds && lab_now_ns() >= deadline_ns)
+		if (opt->seconds && lab_now_ns() >= deadline_ns)
 			break;
-		if (opt.rate && !wait_turn(k))
+		if (opt->rate && !wait_turn(w, k))
 			break;
 		s = log_add(&w->log);
 		if (!s) {
 			fail(w, "out of memory");
 			break;
 		}
-		len = opt.size_min + (size_t)(next_random(&state) % span);
+		len = opt->size_min + (size_t)(next_random(&state) % span);
 		s->length = (uint32_t)len;
 		s->destination = (uint32_t)(1 + next_random(&state) % RECEIVERS);
 		hdr->destination = s->destination;
@@ -411,7 +412,7 @@ static void *receiver(void *arg)
 	return NULL;
 }
 
-static int live_workers(void)
+static int live_workers(const struct worker *workers)
 {
 	int i, live = 0;
 
@@ -421,7 +422,7 @@ static int live_workers(void)
 }
 
 /* End every blocked call: each SIGUSR1 interrupts one, until all are out. */
-static void kick_workers(void)
+static void kick_workers(const struct worker *workers)
 {
 	int i;
 
@@ -431,7 +432,7 @@ static void kick_workers(void)
 	usleep(10000);
 }
 
-static void start_workers(void)
+static void start_workers(struct worker *workers)
 {
 	static void *(*const fn[WORKERS])(void *) = {
 		sender, sender, sender, daemon_task, receiver, receiver, receiver,
@@ -447,7 +448,7 @@ static void start_workers(void)
 	sigaddset(&block, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	start_ns = lab_now_ns() + 10000000;	/* --rate's clock starts in 10 ms */
-	deadline_ns = start_ns + opt.seconds * 1000000000ull;
+	deadline_ns = start_ns + workers[0].opt->seconds * 1000000000ull;
 	for (i = 0; i < WORKERS; i++) {
 		if (pthread_create(&workers[i].thread, NULL, fn[i], &workers[i])) {
 			fail(&workers[i], "cannot start a thread");
@@ -458,8 +459,9 @@ static void start_workers(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-const char *bus_run(void (*before)(void), void (*after)(void))
+const char *bus_run(struct bus *b, void (*before)(void), void (*after)(void))
 {
+	struct worker *workers = b->workers;
 	uint64_t last_move, last_print;
 	unsigned long last = 0, now_moved;
 	struct timespec ts;
@@ -468,11 +470,11 @@ const char *bus_run(void (*before)(void), void (*after)(void))
 	sem_init(&wake_main, 0, 0);
 	if (before)
 		before();
-	start_workers();
+	start_workers(workers);
 	last_move = last_print = lab_now_ns();
-	while (live_workers()) {
+	while (live_workers(workers)) {
 		if (atomic_load(&stop)) {
-			kick_workers();
+			kick_workers(workers);
 			continue;
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -487,7 +489,7 @@ const char *bus_run(void (*before)(void), void (*after)(void))
 				 "another program using the /dev/bus_* queues?", STALL_S);
 			atomic_store(&stop, 1);
 		}
-		if (!opt.common.quiet && !atomic_load(&stop) && lab_now_ns() - last_print >= PROGRESS_NS) {
+		if (!workers[0].opt->common.quiet && !atomic_load(&stop) && lab_now_ns() - last_print >= PROGRESS_NS) {
 			last_print = lab_now_ns();
 			fprintf(stderr, PROG ": %.0f s: %lu messages received\n",
 				(double)(last_print - start_ns) / 1e9, atomic_load(&n_received));

@@ -28,7 +28,7 @@ static struct row *row_of(struct check *c, uint64_t tag, const char *where)
 {
 	unsigned int s = (unsigned int)(tag >> 32), k = (unsigned int)tag;
 
-	if (s < 1 || s > SENDERS || k >= workers[s - 1].log.n) {
+	if (s < 1 || s > SENDERS || k >= c->bus->workers[s - 1].log.n) {
 		check_problem(c, "%s got a message nobody sent (sender %u, number %u)", where,
 			      s, k);
 		return NULL;
@@ -39,7 +39,7 @@ static struct row *row_of(struct check *c, uint64_t tag, const char *where)
 /* The daemon's log: each message once, unchanged, in its sender's order. */
 static void join_in(struct check *c)
 {
-	const struct worker *d = &workers[DAEMON];
+	const struct worker *d = &c->bus->workers[DAEMON];
 	unsigned int next[SENDERS] = { 0 };
 	size_t i;
 
@@ -67,7 +67,7 @@ static void join_in(struct check *c)
 /* Receiver @r's log: each message once, routed, unchanged, in order. */
 static void join_out(struct check *c, int r)
 {
-	const struct worker *w = &workers[DAEMON + r];
+	const struct worker *w = &c->bus->workers[DAEMON + r];
 	unsigned int next[SENDERS] = { 0 };
 	size_t i;
 
@@ -99,34 +99,35 @@ static void join_out(struct check *c, int r)
 /* Sent = read by the daemon = routed, and routed = received per queue. */
 static void check_counts(struct check *c)
 {
-	const struct worker *d = &workers[DAEMON];
+	const struct worker *d = &c->bus->workers[DAEMON];
 	unsigned long sent = 0, routed = 0;
 	int i;
 
 	for (i = 0; i < SENDERS; i++)
-		sent += workers[i].count;
+		sent += c->bus->workers[i].count;
 	for (i = 0; i < RECEIVERS; i++) {
 		routed += d->routed[i];
-		if (d->routed[i] != workers[DAEMON + 1 + i].count)
+		if (d->routed[i] != c->bus->workers[DAEMON + 1 + i].count)
 			check_problem(c, "%lu messages routed to %s%d, %lu received", d->routed[i],
-				      MSGQ_OUT_PREFIX, i + 1, workers[DAEMON + 1 + i].count);
+				      MSGQ_OUT_PREFIX, i + 1, c->bus->workers[DAEMON + 1 + i].count);
 	}
 	if (sent != d->count || routed != sent)
 		check_problem(c, "%lu messages sent, %lu read by the daemon, %lu routed", sent,
 			      d->count, routed);
 }
 
-int check_join(struct check *c)
+int check_join(struct check *c, const struct bus *b)
 {
 	size_t k;
 	int s, r;
 
+	c->bus = b;
 	for (s = 0; s < SENDERS; s++) {
-		c->rows[s] = calloc(workers[s].log.n + 1, sizeof(struct row));
+		c->rows[s] = calloc(c->bus->workers[s].log.n + 1, sizeof(struct row));
 		if (!c->rows[s])
 			return -1;
-		for (k = 0; k < workers[s].log.n; k++) {
-			c->rows[s][k].sent = (const struct sent *)workers[s].log.rows + k;
+		for (k = 0; k < c->bus->workers[s].log.n; k++) {
+			c->rows[s][k].sent = (const struct sent *)c->bus->workers[s].log.rows + k;
 			c->rows[s][k].sender = (unsigned int)s + 1;
 			c->rows[s][k].number = (unsigned int)k;
 		}
@@ -178,7 +179,7 @@ int check_write_messages(const struct lab_result *res, const struct check *c)
 	int s;
 
 	for (s = 0; s < SENDERS; s++)
-		total += workers[s].log.n;
+		total += c->bus->workers[s].log.n;
 	order = malloc((total + 1) * sizeof(*order));
 	if (!order)
 		return -1;
@@ -188,7 +189,7 @@ int check_write_messages(const struct lab_result *res, const struct check *c)
 		return -1;
 	}
 	for (s = 0; s < SENDERS; s++)
-		for (k = 0; k < workers[s].log.n; k++)
+		for (k = 0; k < c->bus->workers[s].log.n; k++)
 			order[n++] = &c->rows[s][k];
 	qsort(order, n, sizeof(*order), by_seq);
 	fprintf(f, "seq,sender,number,destination,length,sent_ns,in_queued_ns,"
@@ -228,7 +229,7 @@ void check_print_times(const struct check *c)
 	int s, q;
 
 	for (s = 0; s < SENDERS; s++)
-		total += workers[s].log.n;
+		total += c->bus->workers[s].log.n;
 	for (q = 0; q < SERIES; q++) {
 		x[q] = malloc((total + 1) * sizeof(double));
 		cyc[q] = malloc((total + 1) * sizeof(double));
@@ -236,7 +237,7 @@ void check_print_times(const struct check *c)
 			goto out;
 	}
 	for (s = 0; s < SENDERS; s++)
-		for (k = 0; k < workers[s].log.n; k++) {
+		for (k = 0; k < c->bus->workers[s].log.n; k++) {
 			const struct row *r = &c->rows[s][k];
 
 			if (r->in) {

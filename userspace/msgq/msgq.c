@@ -25,7 +25,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -39,8 +38,7 @@
 
 #include "msgq.h"
 
-struct options opt;
-struct worker workers[WORKERS];
+static struct bus bus;
 
 /* perf's --control FIFOs (--perf-control), -1 without. */
 static int perf_ctl = -1, perf_ack = -1;
@@ -48,118 +46,131 @@ static int perf_failed;
 /* CPU time and context switches of the process while the bus ran. */
 static struct rusage run_before, run_after;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: msgq [options]\n"
-"\n"
-"Three senders, a bus daemon and three receivers pass messages through the\n"
-"msgq module's queues (/dev/bus_in_q -> /dev/bus_out_q1..3); the driver\n"
-"times how long each message stays in each queue.  Needs the module loaded\n"
-"and root.  Writes OUTPUT/msgq-<date>-<time>/ with messages.csv and\n"
-"meta.json; 'userspace/msgq/analyse.py DIR' summarises and plots.\n"
-"\n"
-"  -n, --messages N       messages in all, shared out over the 3 senders\n"
-"  -t, --seconds S        or: the senders send for S seconds (default 10)\n"
-"      --size MIN:MAX     payload bytes, uniform in MIN..MAX (default\n"
-"                         16:1024; %zu <= MIN <= MAX <= %d)\n"
-"      --rate R           messages/s per sender (default 0: as fast as the\n"
-"                         queues take them)\n"
-"      --seed N           seed of the lengths and destinations (default 1)\n"
-"  -C, --cpu CPUS         pin the threads round-robin to these CPUs (0-3,6),\n"
-"                         in the order sender 1-3, daemon, receiver 1-3\n"
-"                         (default none: let the scheduler place them)\n"
-"      --perf-control CTL,ACK\n"
-"                         perf's --control fifo:CTL,ACK: have perf (started\n"
-"                         with -D -1) count only while the bus runs\n"
-"  -o, --output DIR       parent of the result folder (default results)\n"
-"      --name NAME        the result folder's name instead of\n"
-"                         msgq-<date>-<time> (no results/latest-msgq link)\n"
-"  -q, --quiet            no progress lines\n"
-"  -h, --help             this text\n"
-"\n"
-"Exit status: 0; 1 if a message was lost, duplicated, damaged or misrouted,\n"
-"or the counts do not match (the result folder is kept), or the module or a\n"
-"device is missing; 2 for a bad option; 128+N after signal N (nothing kept).\n"
-"\n"
-"Example:  msgq -t 10 --size 64:512 -C 0,1 -o results\n",
-		TAG_SIZE, MSGQ_MAX_PAYLOAD);
-}
+static struct options opt = {
+	.seconds = 10, .size_min = 16, .size_max = 1024, .seed = 1, .common.outdir = "results",
+};
 
-static void bad_value(const char *name, const char *want, const char *arg)
+static void take_size(void *value, const char *prog, const char *opt_name, const char *arg)
 {
-	fprintf(stderr, PROG ": %s wants %s, not '%s'\n", name, want, arg);
-	exit(2);
-}
-
-static void parse_size(const char *arg)
-{
+	struct options *o = value;
 	unsigned long lo, hi;
-	char want[96], *end;
+	char *end;
 
-	snprintf(want, sizeof(want), "MIN:MAX with %zu <= MIN <= MAX <= %d", TAG_SIZE,
-		 MSGQ_MAX_PAYLOAD);
 	errno = 0;
 	lo = strtoul(arg, &end, 10);
 	if (errno || end == arg || *end != ':' || arg[0] < '0' || arg[0] > '9')
-		bad_value("--size", want, arg);
+		goto bad;
 	hi = strtoul(end + 1, &end, 10);
 	if (errno || *end || end[-1] == ':' || lo < TAG_SIZE || hi < lo || hi > MSGQ_MAX_PAYLOAD)
-		bad_value("--size", want, arg);
-	opt.size_min = lo;
-	opt.size_max = hi;
+		goto bad;
+	o->size_min = lo;
+	o->size_max = hi;
+	return;
+bad:
+	fprintf(stderr, "%s: %s wants MIN:MAX with %zu <= MIN <= MAX <= %d, not '%s'\n", prog,
+		opt_name, TAG_SIZE, MSGQ_MAX_PAYLOAD, arg);
+	exit(2);
 }
 
-static void parse_perf_control(const char *arg)
+static char *show_size(const void *value)
 {
+	const struct options *o = value;
+	char *text;
+
+	return asprintf(&text, "%lu:%lu", o->size_min, o->size_max) < 0 ? NULL : text;
+}
+
+static void write_size(struct lab_json *j, const char *key, const void *value)
+{
+	const struct options *o = value;
+
+	(void)key;
+	lab_json_uint(j, "size_min", o->size_min);
+	lab_json_uint(j, "size_max", o->size_max);
+}
+
+static void take_perf_control(void *value, const char *prog, const char *opt_name,
+			      const char *arg)
+{
+	struct options *o = value;
 	char *comma = strchr(arg, ',');
 
-	if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ','))
-		bad_value("--perf-control", "two FIFOs, CTL,ACK", arg);
-	opt.perf_ctl = strndup(arg, (size_t)(comma - arg));
-	opt.perf_ack = comma + 1;
+	if (!comma || comma == arg || !comma[1] || strchr(comma + 1, ',')) {
+		fprintf(stderr, "%s: %s wants two FIFOs, CTL,ACK, not '%s'\n", prog, opt_name,
+			arg);
+		exit(2);
+	}
+	o->perf_ctl = strndup(arg, (size_t)(comma - arg));
+	o->perf_ack = comma + 1;
 }
+
+static void write_perf_control(struct lab_json *j, const char *key, const void *value)
+{
+	lab_json_bool(j, key, ((const struct options *)value)->perf_ctl != NULL);
+}
+
+/* The run's length: by messages (-n) or by time (-t); the other is null. */
+static void write_length(struct lab_json *j, const char *key, const void *value)
+{
+	unsigned long v = *(const unsigned long *)value;
+
+	if (v)
+		lab_json_uint(j, key, v);
+	else
+		lab_json_null(j, key);
+}
+
+static const struct lab_opt options[] = {
+	{ .name = "messages", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &opt.messages,
+	  .min = 1, .max = 100000000, .json = "messages", .write = write_length,
+	  .help = "messages in all, shared out over the 3 senders\n(default: by time)" },
+	{ .name = "seconds", .letter = 't', .kind = LAB_OPT_ULONG, .value = &opt.seconds,
+	  .min = 1, .max = 86400, .arg = "S", .json = "seconds", .write = write_length,
+	  .help = "or: the senders send for S seconds" },
+	{ .name = "size", .kind = LAB_OPT_CUSTOM, .value = &opt, .arg = "MIN:MAX",
+	  .json = "size", .parse = take_size, .write = write_size, .show = show_size,
+	  .help = "payload bytes, uniform in MIN..MAX, from the tag's\n"
+		  "8 bytes to the module's largest message" },
+	{ .name = "rate", .kind = LAB_OPT_ULONG, .value = &opt.rate, .max = 1000000, .arg = "R",
+	  .json = "rate", .help = "messages/s per sender (0: as fast as the queues\n"
+				  "take them)" },
+	{ .name = "seed", .kind = LAB_OPT_ULONG, .value = &opt.seed, .max = ULONG_MAX,
+	  .json = "seed", .help = "seed of the lengths and destinations" },
+	{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPUS, .value = &opt.cpus, .arg = "CPUS",
+	  .json = "cpus", .help = "pin the threads round-robin to these CPUs (0-3,6),\n"
+				  "in the order sender 1-3, daemon, receiver 1-3;\n"
+				  "none: the scheduler places them" },
+	{ .name = "perf-control", .kind = LAB_OPT_CUSTOM, .value = &opt, .arg = "CTL,ACK",
+	  .json = "perf_control", .parse = take_perf_control, .write = write_perf_control,
+	  .help = "perf's --control fifo:CTL,ACK: have perf (started\n"
+		  "with -D -1) count only while the bus runs (default: none)" },
+	{ 0 }
+};
+
+static const struct lab_tool tool = {
+	.prog = PROG,
+	.about = "usage: msgq [options]\n"
+		"\n"
+		"Three senders, a bus daemon and three receivers pass messages through the\n"
+		"msgq module's queues (/dev/bus_in_q -> /dev/bus_out_q1..3); the driver\n"
+		"times how long each message stays in each queue.  Needs the module loaded\n"
+		"and root.  Writes OUTPUT/msgq-<date>-<time>/ with messages.csv and\n"
+		"meta.json; 'userspace/msgq/analyse.py DIR' summarises and plots.",
+	.notes = "Exit status: 0; 1 if a message was lost, duplicated, damaged or misrouted,\n"
+		"or the counts do not match (the result folder is kept), or the module or a\n"
+		"device is missing; 2 for a bad option; 128+N after signal N (nothing kept).",
+	.example = "msgq -t 10 --size 64:512 -C 0,1 -o results",
+	.opts = options,
+	.common = &opt.common,
+};
 
 static void parse_options(int argc, char **argv)
 {
-	enum { O_SIZE = 256, O_RATE, O_SEED, O_PERF };
-	static const struct option longopts[] = {
-		{ "messages", required_argument, NULL, 'n' },
-		{ "seconds", required_argument, NULL, 't' },
-		{ "size", required_argument, NULL, O_SIZE },
-		{ "rate", required_argument, NULL, O_RATE },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "perf-control", required_argument, NULL, O_PERF },
-		LAB_LONGOPTS_COMMON,
-	};
-	int c, by_count = 0, by_time = 0;
+	int by_count, by_time;
 
-	opt = (struct options){ .seconds = 10, .size_min = 16, .size_max = 1024, .seed = 1,
-				.common.outdir = "results" };
-	opterr = 0;	/* our own message, naming the tool */
-	while ((c = getopt_long(argc, argv, "n:t:C:o:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			opt.messages = lab_opt_ulong(PROG, "-n", optarg, 1, 100000000);
-			by_count = 1;
-			break;
-		case 't':
-			opt.seconds = lab_opt_ulong(PROG, "--seconds", optarg, 1, 86400);
-			by_time = 1;
-			break;
-		case O_SIZE: parse_size(optarg); break;
-		case O_RATE: opt.rate = lab_opt_ulong(PROG, "--rate", optarg, 0, 1000000); break;
-		case O_SEED: opt.seed = lab_opt_ulong(PROG, "--seed", optarg, 0, ULONG_MAX); break;
-		case 'C':
-			opt.n_cpus = lab_opt_cpus(PROG, "--cpu", optarg, CPU_SETSIZE, &opt.cpus);
-			break;
-		case O_PERF: parse_perf_control(optarg); break;
-		default:
-			lab_opt_common(c, &opt.common, PROG, usage, argv);
-		}
-	}
-	lab_opt_end(PROG, argc, argv);
+	lab_opts_parse(&tool, argc, argv, 0);
+	by_count = lab_opts_given(&tool, &opt.messages);
+	by_time = lab_opts_given(&tool, &opt.seconds);
 	if (by_count && by_time) {
 		fprintf(stderr, PROG ": -n and --seconds exclude each other: give one\n");
 		exit(2);
@@ -363,30 +374,9 @@ static void json_counts(struct lab_json *j, const char *key, const unsigned long
 
 static void json_options(struct lab_json *j)
 {
-	int i;
-
-	if (opt.seconds) {
-		lab_json_null(j, "messages");
-		lab_json_uint(j, "seconds", opt.seconds);
-	} else {
-		lab_json_uint(j, "messages", opt.messages);
-		lab_json_null(j, "seconds");
-	}
-	lab_json_uint(j, "size_min", opt.size_min);
-	lab_json_uint(j, "size_max", opt.size_max);
-	lab_json_uint(j, "rate", opt.rate);
-	lab_json_uint(j, "seed", opt.seed);
+	lab_opts_json(j, &tool);
 	lab_json_int(j, "senders", SENDERS);
 	lab_json_int(j, "receivers", RECEIVERS);
-	if (opt.n_cpus) {
-		lab_json_array(j, "cpus");
-		for (i = 0; i < opt.n_cpus; i++)
-			lab_json_int(j, NULL, opt.cpus[i]);
-		lab_json_end(j);
-	} else {
-		lab_json_str(j, "cpus", "none");
-	}
-	lab_json_bool(j, "perf_control", opt.perf_ctl != NULL);
 }
 
 /* The module's parameters: the allocation strategy and the queues' capacity. */
@@ -417,16 +407,16 @@ static void json_count_block(struct lab_json *j, const char *problem)
 	int i;
 
 	for (i = 0; i < SENDERS; i++)
-		total += sent[i] = workers[i].count;
+		total += sent[i] = bus.workers[i].count;
 	for (i = 0; i < RECEIVERS; i++)
-		got += received[i] = workers[DAEMON + 1 + i].count;
+		got += received[i] = bus.workers[DAEMON + 1 + i].count;
 	lab_json_break(j);
 	lab_json_object(j, "counts");
 	lab_json_uint(j, "sent_total", total);
-	lab_json_uint(j, "read_by_daemon", workers[DAEMON].count);
+	lab_json_uint(j, "read_by_daemon", bus.workers[DAEMON].count);
 	lab_json_uint(j, "received_total", got);
 	json_counts(j, "sent", sent, SENDERS);
-	json_counts(j, "routed", workers[DAEMON].routed, RECEIVERS);
+	json_counts(j, "routed", bus.workers[DAEMON].routed, RECEIVERS);
 	json_counts(j, "received", received, RECEIVERS);
 	lab_json_bool(j, "matched", !problem);
 	lab_json_str(j, "problem", problem);
@@ -470,7 +460,7 @@ static char *settings_json(const char *problem, double elapsed_s,
 	int i;
 
 	for (i = 0; i < RECEIVERS; i++)
-		got += workers[DAEMON + 1 + i].count;
+		got += bus.workers[DAEMON + 1 + i].count;
 	getrusage(RUSAGE_SELF, &ru);
 #if defined(__x86_64__) || defined(__i386__)
 	tsc_hz = lab_tsc_hz(&tsc_source);
@@ -503,10 +493,10 @@ static double elapsed(void)
 	int i;
 
 	for (i = 0; i < SENDERS; i++)
-		if (workers[i].log.n && ((const struct sent *)workers[i].log.rows)->sent_ns < first)
-			first = ((const struct sent *)workers[i].log.rows)->sent_ns;
+		if (bus.workers[i].log.n && ((const struct sent *)bus.workers[i].log.rows)->sent_ns < first)
+			first = ((const struct sent *)bus.workers[i].log.rows)->sent_ns;
 	for (i = DAEMON + 1; i < WORKERS; i++) {
-		const struct worker *w = &workers[i];
+		const struct worker *w = &bus.workers[i];
 
 		if (w->log.n && ((const struct hop_out *)w->log.rows)[w->log.n - 1].received_ns > last)
 			last = ((const struct hop_out *)w->log.rows)[w->log.n - 1].received_ns;
@@ -516,19 +506,19 @@ static double elapsed(void)
 
 static void print_counts(const char *verdict, double secs)
 {
-	const struct worker *d = &workers[DAEMON];
+	const struct worker *d = &bus.workers[DAEMON];
 	unsigned long total = 0, got = 0;
 	int i;
 
 	for (i = 0; i < SENDERS; i++)
-		total += workers[i].count;
+		total += bus.workers[i].count;
 	for (i = DAEMON + 1; i < WORKERS; i++)
-		got += workers[i].count;
+		got += bus.workers[i].count;
 	printf(PROG ": %lu messages in %.2f s (%.0f/s); sent %lu %lu %lu, routed %lu %lu %lu, "
 	       "received %lu %lu %lu: %s\n", total, secs, secs > 0 ? (double)got / secs : 0.0,
-	       workers[0].count, workers[1].count, workers[2].count, d->routed[0], d->routed[1],
-	       d->routed[2], workers[DAEMON + 1].count, workers[DAEMON + 2].count,
-	       workers[DAEMON + 3].count, verdict);
+	       bus.workers[0].count, bus.workers[1].count, bus.workers[2].count, d->routed[0], d->routed[1],
+	       d->routed[2], bus.workers[DAEMON + 1].count, bus.workers[DAEMON + 2].count,
+	       bus.workers[DAEMON + 3].count, verdict);
 }
 
 static void setup_workers(void)
@@ -536,11 +526,12 @@ static void setup_workers(void)
 	int i;
 
 	for (i = 0; i < WORKERS; i++) {
-		struct worker *w = &workers[i];
+		struct worker *w = &bus.workers[i];
 
+		w->opt = &opt;
 		w->role = i < SENDERS ? "send" : i == DAEMON ? "daemon" : "recv";
 		w->index = i < SENDERS ? i + 1 : i == DAEMON ? 0 : i - DAEMON;
-		w->cpu = opt.n_cpus ? opt.cpus[i % opt.n_cpus] : -1;
+		w->cpu = opt.cpus.n ? opt.cpus.v[i % opt.cpus.n] : -1;
 		w->log.size = i < SENDERS ? sizeof(struct sent) :
 			      i == DAEMON ? sizeof(struct hop_in) : sizeof(struct hop_out);
 	}
@@ -580,7 +571,7 @@ int main(int argc, char **argv)
 			opt.rate ? "at a set rate" : "as fast as possible");
 	}
 
-	problem = bus_run(before_bus, after_bus);
+	problem = bus_run(&bus, before_bus, after_bus);
 	drain();	/* what a stopped run left behind */
 	read_stats(after);
 	if (bus_signal()) {
@@ -589,9 +580,9 @@ int main(int argc, char **argv)
 		return 128 + bus_signal();
 	}
 	for (i = 0; i < WORKERS && !problem; i++)
-		if (workers[i].err[0])
-			problem = workers[i].err;
-	if (check_join(&check)) {
+		if (bus.workers[i].err[0])
+			problem = bus.workers[i].err;
+	if (check_join(&check, &bus)) {
 		fprintf(stderr, PROG ": out of memory\n");
 		lab_result_abort(&res);
 		return 1;

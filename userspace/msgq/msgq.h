@@ -32,8 +32,7 @@ struct options {
 	unsigned long size_min, size_max;
 	unsigned long rate;		/* per sender, messages/s; 0: flat out */
 	unsigned long seed;
-	int *cpus;			/* -C; NULL: none */
-	int n_cpus;
+	struct lab_opt_cpus cpus;	/* -C; none: the scheduler places */
 	const char *perf_ctl, *perf_ack;	/* --perf-control FIFOs, or NULL */
 	struct lab_common_opts common;	/* -o, --name, -q */
 };
@@ -66,6 +65,7 @@ struct log {
 };
 
 struct worker {
+	const struct options *opt;	/* the run's settings */
 	pthread_t thread;
 	int started;
 	atomic_int done;
@@ -78,8 +78,10 @@ struct worker {
 	char err[ERRLEN];		/* what went wrong, "" if nothing */
 };
 
-extern struct options opt;
-extern struct worker workers[WORKERS];
+/* The bus: the seven workers, what bus.c runs and check.c reads. */
+struct bus {
+	struct worker workers[WORKERS];	/* senders, the daemon, receivers */
+};
 
 /* --- bus.c ------------------------------------------------------------- */
 
@@ -87,13 +89,13 @@ extern struct worker workers[WORKERS];
 void device_path(char *buf, size_t size, int queue);
 
 /*
- * Run the seven threads until they are done, or until one fails or a
+ * Run @b's seven threads until they are done, or until one fails or a
  * signal comes (bus_interrupt()): then stop them all.  @before and @after
  * are called just before the first thread starts and after the last one
  * ended (NULL: none).  The main thread's own failure, such as a stall,
  * is returned as text, else NULL.
  */
-const char *bus_run(void (*before)(void), void (*after)(void));
+const char *bus_run(struct bus *b, void (*before)(void), void (*after)(void));
 
 /* The signal handler for SIGINT and SIGTERM: stop the bus. */
 void bus_interrupt(int sig);
@@ -118,6 +120,7 @@ struct row {
 };
 
 struct check {
+	const struct bus *bus;		/* what the threads logged */
 	struct row *rows[SENDERS];	/* by sender, by number */
 	unsigned long problems;
 	char first[ERRLEN];		/* the first problem found */
@@ -129,7 +132,7 @@ struct check {
  * each queue; the counts match.  Returns -1 if out of memory, else 0 with
  * c->problems counted.
  */
-int check_join(struct check *c);
+int check_join(struct check *c, const struct bus *b);
 
 /* Note a problem in @c (the first one's text is kept). */
 void check_problem(struct check *c, const char *fmt, ...)

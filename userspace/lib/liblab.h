@@ -161,45 +161,21 @@ int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned lo
 		 unsigned long **out);
 
 /*
- * The end of every tool's getopt_long() loop, the same way in every tool,
- * each exiting with status 2 after one line on stderr:
- * lab_opt_bad() for getopt's '?' (an unknown option or a missing value);
- * lab_opt_end() if operands are left after the options;
- * lab_opt_name() if @name (--name, a result folder's name) is empty or
- * has a '/' (NULL: not given, fine).
+ * -o DIR, --name NAME and -q of every tool with a result folder
+ * (struct lab_tool's @common); --name is a folder name without '/'.
  */
-void lab_opt_bad(const char *prog, char *const argv[]) __attribute__((noreturn));
-/*
- * The options every tool with a result folder takes, the same way: the
- * end of its long-option table (LAB_LONGOPTS_COMMON: -o, --output DIR;
- * --name NAME; -q, --quiet; -h, --help), and lab_opt_common() in the
- * getopt loop's default case, which takes them into @c (-h: @usage on
- * stdout and exit 0) and for anything else calls lab_opt_bad().
- */
-#define LAB_O_NAME 0x4c4e	/* --name's getopt code, above any tool's own */
-#define LAB_LONGOPTS_COMMON \
-	{ "output", required_argument, NULL, 'o' }, \
-	{ "name", required_argument, NULL, LAB_O_NAME }, \
-	{ "quiet", no_argument, NULL, 'q' }, \
-	{ "help", no_argument, NULL, 'h' }, \
-	{ NULL, 0, NULL, 0 }
-
 struct lab_common_opts {
 	const char *outdir;	/* -o (default "results") */
 	const char *name;	/* --name, NULL if not given */
 	int quiet;		/* -q */
 };
 
-void lab_opt_common(int opt, struct lab_common_opts *c, const char *prog,
-		    void (*usage)(FILE *f), char *const argv[]);
 /*
  * A tool of subcommands (smp BENCH, lab COMMAND): its first argument, or
  * @usage on stderr and exit status 2 if there is none; -h or --help:
  * @usage on stdout and exit 0.
  */
 const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f));
-void lab_opt_end(const char *prog, int argc, char *const argv[]);
-void lab_opt_name(const char *prog, const char *name);
 
 /*
  * A tool's options, each written once: a table of struct lab_opt from

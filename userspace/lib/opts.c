@@ -14,6 +14,7 @@
 
 #define HELP_COLUMN 24		/* where an option's text starts */
 #define LONG_ONLY 256		/* getopt codes of options without a letter */
+#define NAME_CODE 0x4c4e	/* --name's, above any option's own */
 #define MAX_OPTS 64
 
 /* Each option's default as text, taken before parsing, for the usage text,
@@ -154,7 +155,7 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 	}
 	if (t->common) {
 		longopts[k++] = (struct option){ "output", required_argument, NULL, 'o' };
-		longopts[k++] = (struct option){ "name", required_argument, NULL, LAB_O_NAME };
+		longopts[k++] = (struct option){ "name", required_argument, NULL, NAME_CODE };
 		longopts[k++] = (struct option){ "quiet", no_argument, NULL, 'q' };
 		memcpy(shortopts + s, "o:q", 3);
 		s += 3;
@@ -175,16 +176,27 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 		} else if (c == 'h') {
 			lab_opts_usage(t, stdout);
 			exit(0);
-		} else if (t->common && (c == 'o' || c == 'q' || c == LAB_O_NAME)) {
-			lab_opt_common(c, t->common, t->prog, NULL, argv);
+		} else if (t->common && c == 'o') {
+			t->common->outdir = optarg;
+		} else if (t->common && c == 'q') {
+			t->common->quiet = 1;
+		} else if (t->common && c == NAME_CODE) {
+			if (!*optarg || strchr(optarg, '/')) {
+				fprintf(stderr, "%s: --name wants a folder name without '/', not '%s'\n",
+					t->prog, optarg);
+				exit(2);
+			}
+			t->common->name = optarg;
 		} else {
 			fprintf(stderr, c == ':' ? "%s: %s wants a value (see --help)\n" :
 				"%s: unknown option '%s' (see --help)\n", t->prog, argv[optind - 1]);
 			exit(2);
 		}
 	}
-	if (!operands)
-		lab_opt_end(t->prog, argc, argv);
+	if (!operands && optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", t->prog, argv[optind]);
+		exit(2);
+	}
 	for (i = 0; i < n; i++) {
 		const struct lab_opt *o = &t->opts[i];
 		struct lab_opt_list *l = o->value;

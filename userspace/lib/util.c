@@ -3,7 +3,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,25 +110,6 @@ unsigned long lab_opt_ulong(const char *prog, const char *opt, const char *arg,
 	return v;
 }
 
-void lab_opt_bad(const char *prog, char *const argv[])
-{
-	fprintf(stderr, "%s: bad option or missing value: '%s' (see --help)\n", prog,
-		argv[optind - 1]);
-	exit(2);
-}
-
-void lab_opt_common(int opt, struct lab_common_opts *c, const char *prog,
-		    void (*usage)(FILE *f), char *const argv[])
-{
-	switch (opt) {
-	case 'o': c->outdir = optarg; break;
-	case LAB_O_NAME: c->name = optarg; lab_opt_name(prog, optarg); break;
-	case 'q': c->quiet = 1; break;
-	case 'h': usage(stdout); exit(0);
-	default: lab_opt_bad(prog, argv);
-	}
-}
-
 const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f))
 {
 	if (argc < 2) {
@@ -141,24 +121,6 @@ const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f)
 		exit(0);
 	}
 	return argv[1];
-}
-
-void lab_opt_end(const char *prog, int argc, char *const argv[])
-{
-	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog,
-			argv[optind]);
-		exit(2);
-	}
-}
-
-void lab_opt_name(const char *prog, const char *name)
-{
-	if (name && (!*name || strchr(name, '/'))) {
-		fprintf(stderr, "%s: --name wants a folder name without '/', not '%s'\n",
-			prog, name);
-		exit(2);
-	}
 }
 
 int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,

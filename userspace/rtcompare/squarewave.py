@@ -96,11 +96,13 @@ def work(args):
             if not args.quiet:
                 print(f"squarewave.py: python {f} Hz: {len(edges)} edges", file=sys.stderr)
         results.write_csv(folder / "edges.csv", ("freq_hz", "edge", "t_ns"), rows)
+        # The C squarewave's settings, in its order: the options, then what
+        # the mode made of them.
         settings = {
-            "impl": "python", "mode": "python", "policy": "SCHED_OTHER", "priority": 0,
-            "mlockall": False, "sleep": "time.sleep relative", "periods": args.periods,
-            "max_seconds": args.seconds, "cpu": args.cpu,
-            "trace_marker": False, "freqs_hz": freqs}
+            "impl": "python", "mode": "python", "freqs_hz": freqs, "periods": args.periods,
+            "max_seconds": args.seconds, "cpu": args.cpu, "trace_marker": False,
+            "policy": "SCHED_OTHER", "priority": 0, "mlockall": False,
+            "sleep": "time.sleep relative"}
         lab("meta", folder, "squarewave",
             *(f"{k}:={json.dumps(v)}" for k, v in settings.items()), "--", *sys.argv)
         # A named folder is a cell of a larger run: no latest- link.

@@ -182,10 +182,14 @@ test-debug-%: venv userspace
 
 # A pass's boot, its kernel built: two passes of one variant at once must
 # not both run its kernel's make (they raced on include/generated/).
+# pytest's output is also kept in PASS.out, written from the guest: a debug
+# guest whose udev is late runs the command on its console, and what it
+# prints there never reaches the host (2026-11-27).
 debug-boot-%:
 	VARIANT=$(call pass_variant,$*) VM_KLOG=$(DEBUG_LOGS)/$*-kernel.log VM_UDEV=stop \
 		VM_TIMEOUT=$${VM_TIMEOUT:-$(or $(TIMEOUT_$*),10800)} \
-		$(VM) -- $(PY) -m pytest -q -rs --durations=10 -p no:cacheprovider -m 'not timing' \
+		$(VM) -- bash -c 'set -o pipefail; "$$0" "$$@" 2>&1 | tee $(DEBUG_LOGS)/$*.out' \
+		$(PY) -m pytest -q -rs --durations=10 -p no:cacheprovider -m 'not timing' \
 		--junitxml=$(DEBUG_LOGS)/$*.xml $(TESTS_$*)
 
 TESTS_debug := $(DEBUG_TESTS)

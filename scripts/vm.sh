@@ -262,6 +262,16 @@ if [ -n "${VM_KLOG:-}" ]; then
 	guest_cmd="stdbuf -oL dmesg -w >$(sh_quote "$VM_KLOG") 2>&1 & $guest_cmd"
 	log "the guest's kernel log goes to $VM_KLOG"
 fi
+# The command's exit status, also in a file on the share.  virtme-ng brings
+# it back over a virtio port that its init finds through udev's links; on
+# the debug kernel udev had not made them when init gave up waiting, the
+# command ran on the console, and vng said 255 for a pass that ended
+# (2026-11-27).  The file says how the command ended all the same.
+status_dir=${build_real:-$LAB_ROOT}
+mkdir -p "$status_dir"
+status_file=$(mktemp "$status_dir/.vm-status.XXXXXX")
+trap 'rm -f "$status_file"' EXIT
+guest_cmd="$guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); exit \$lab_status"
 # timeout runs the VM in a process group of its own (so that it can stop
 # all of it), which a terminal's Ctrl-C does not reach: the pipeline runs
 # in the background, and INT or TERM is passed on to that group (timeout
@@ -304,6 +314,12 @@ if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 fi
 # virtme-ng's 255: the guest ended without its command's status (a panic,
 # a reboot, QEMU gone).  Say so, with the end of its kernel log if kept.
+if [ "$status" -eq 255 ] && [ -s "$status_file" ]; then
+	status=$(cat "$status_file")
+	log "the guest's command ended with status $status, which virtme-ng did not bring" \
+		"back: its init found no virtio port for the command (udev was late) and ran" \
+		"it on the console, where its output went too"
+fi
 if [ "$status" -eq 255 ]; then
 	log "error: the guest ended before its command did (no exit status: a kernel panic?)"
 	if [ -s "${VM_KLOG:-}" ]; then

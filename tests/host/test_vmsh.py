@@ -43,8 +43,10 @@ def fake_vm(tmp_path):
     vng.chmod(0o755)
     kernel = tmp_path / "bzImage"
     kernel.write_text("")
+    (tmp_path / "build").mkdir()
     return dict(os.environ, LAB_VENV=str(venv), KERNEL=str(kernel), VM_ACCEL="tcg",
-                VM_CLOCK="host", FAKE_PIDS=str(tmp_path / "pids"))
+                VM_CLOCK="host", FAKE_PIDS=str(tmp_path / "pids"),
+                LAB_BUILD=str(tmp_path / "build"))
 
 
 @pytest.mark.parametrize("sig, to_group, code", [(signal.SIGINT, True, 130),
@@ -96,7 +98,7 @@ def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
     r = subprocess.run([root / "scripts/vm.sh", "--", "echo", "a b"], env=fake_vm, text=True,
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'\n"
+    assert r.stdout.startswith("mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'; ")
 
 
 def test_udevd_is_stopped_first_when_asked(root, tmp_path, fake_vm):
@@ -105,12 +107,28 @@ def test_udevd_is_stopped_first_when_asked(root, tmp_path, fake_vm):
     r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
                        env={**fake_vm, "VM_UDEV": "stop"}, timeout=120)
     assert r.returncode == 0, r.stderr
-    stop, rest = r.stdout.rsplit("; ", 1)
+    stop, rest = r.stdout.split("; mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'true'", 1)
     assert stop.startswith("pkill -x systemd-udevd; ") and "pgrep -x systemd-udevd" in stop
-    assert rest == "mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'true'\n"
+    assert rest.startswith("; lab_status=$?")
     r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
                        env={**fake_vm, "VM_UDEV": "sometimes"}, timeout=120)
     assert r.returncode == 2 and "VM_UDEV must be keep or stop" in r.stderr
+
+
+def test_a_status_virtme_ng_lost_comes_from_the_share(root, tmp_path, fake_vm):
+    """The command ran (on the guest's console) and ended with 3, but vng
+    says 255: vm.sh takes the status the command left on the share."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\nwhile [ "$1" != --exec ]; do shift; done\n'
+                   'sh -c "${2/mount -t tmpfs -o mode=1777 lab-tmp \\/tmp \\&\\& /}"\n'
+                   'exit 255\n')
+    r = subprocess.run([root / "scripts/vm.sh", "--", "sh", "-c", "echo ran; exit 3"],
+                       env=fake_vm, text=True, capture_output=True, timeout=120)
+    assert r.stdout == "ran\n"
+    assert r.returncode == 3, r.stderr
+    assert "ended with status 3, which virtme-ng did not bring back" in r.stderr
+    assert "ended before its command did" not in r.stderr
+    assert not list(pathlib.Path(fake_vm["LAB_BUILD"]).glob(".vm-status.*"))
 
 
 def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fake_vm):

@@ -141,7 +141,7 @@ static void write_syscalls(struct lab_json *j, const char *key, const void *valu
 
 static struct options o = {
 	.loops.text = "0:700:50", .calls = 1000, .batches = 200, .rounds = 5, .warmup = 2,
-	.cpu = -1, .use = { 1, 1 }, .param = DEFAULT_PARAM, .common.outdir = "results",
+	.cpu = -1, .use = { 1, 1 }, .param = DEFAULT_PARAM,
 };
 
 #define BIG 100000000UL

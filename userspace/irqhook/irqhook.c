@@ -100,7 +100,7 @@ static void write_class(struct lab_json *j, const char *key, const void *value)
 
 static struct options opt = {
 	.iterations = 10000, .period_us = 16000, .load_sleep_ns = 1000,
-	.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook", .common.outdir = "results",
+	.read_cpu = -1, .write_cpu = -1, .device = "/dev/irqhook",
 };
 
 static const struct lab_opt options[] = {

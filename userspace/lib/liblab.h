@@ -165,7 +165,7 @@ int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned lo
  * (struct lab_tool's @common); --name is a folder name without '/'.
  */
 struct lab_common_opts {
-	const char *outdir;	/* -o (default "results") */
+	const char *outdir;	/* -o; NULL before parsing: "results" */
 	const char *name;	/* --name, NULL if not given */
 	int quiet;		/* -q */
 };

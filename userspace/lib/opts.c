@@ -16,6 +16,7 @@
 #define LONG_ONLY 256		/* getopt codes of options without a letter */
 #define NAME_CODE 0x4c4e	/* --name's, above any option's own */
 #define MAX_OPTS 64
+#define RESULTS "results"	/* -o's default: the folder a result folder goes in */
 
 /* Each option's default as text, taken before parsing, for the usage text,
  * and whether it was given. */
@@ -143,7 +144,6 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 		free(defaults[i]);
 		defaults[i] = show(o);
 		given[i] = 0;
-		parsed = 1;
 		if (o->name)
 			longopts[k++] = (struct option){ o->name, has_arg, NULL,
 							 o->letter ? o->letter : LONG_ONLY + i };
@@ -153,7 +153,10 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 				shortopts[s++] = ':';
 		}
 	}
+	parsed = 1;
 	if (t->common) {
+		if (!t->common->outdir)
+			t->common->outdir = RESULTS;
 		longopts[k++] = (struct option){ "output", required_argument, NULL, 'o' };
 		longopts[k++] = (struct option){ "name", required_argument, NULL, NAME_CODE };
 		longopts[k++] = (struct option){ "quiet", no_argument, NULL, 'q' };
@@ -254,7 +257,7 @@ void lab_opts_usage(const struct lab_tool *t, FILE *f)
 		free(now);
 	}
 	if (t->common) {
-		fputs("  -o, --output DIR      parent of the result folder (default results)\n"
+		fputs("  -o, --output DIR      parent of the result folder (default " RESULTS ")\n"
 		      "      --name NAME       the result folder's name instead of the dated one\n"
 		      "  -q, --quiet           no progress lines\n", f);
 	}

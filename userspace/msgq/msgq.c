@@ -47,7 +47,7 @@ static int perf_failed;
 static struct rusage run_before, run_after;
 
 static struct options opt = {
-	.seconds = 10, .size_min = 16, .size_max = 1024, .seed = 1, .common.outdir = "results",
+	.seconds = 10, .size_min = 16, .size_max = 1024, .seed = 1,
 };
 
 static void take_size(void *value, const char *prog, const char *opt_name, const char *arg)

@@ -70,7 +70,7 @@ static void write_case(struct lab_json *j, const char *key, const void *value)
 }
 
 static struct options o = {
-	.call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0, .common.outdir = "results",
+	.call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0,
 };
 
 static const struct lab_opt options[] = {

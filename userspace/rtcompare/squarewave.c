@@ -65,7 +65,7 @@ static void on_signal(int sig)
 
 static struct options o = {
 	.mode = MODE_NANOSLEEP, .freqs.text = "100,1000,10000", .periods = 500, .max_seconds = 2,
-	.priority = 49, .cpu = -1, .common.outdir = "results",
+	.priority = 49, .cpu = -1,
 };
 
 static const struct lab_opt options[] = {

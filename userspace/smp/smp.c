@@ -49,7 +49,7 @@ static const struct smp_bench *const benches[] = {
 
 
 static struct smp smp_run = {
-	.n = 500, .warmup = 50, .pages = 1, .interval_us = 1000, .common.outdir = "results",
+	.n = 500, .warmup = 50, .pages = 1, .interval_us = 1000,
 };
 /* Options whose values are placed once the benchmark is known. */
 static struct lab_opt_cpus cpu_opt;

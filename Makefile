@@ -109,6 +109,10 @@ vm-run: setup
 	$(VM) -- bash -c '$(CMD)'
 
 # The experiments' own targets (calibrate, irqhook-sweep, bench-hook, sweep ...).
+# Every experiment runs through its host runner, FOLDER/run.sh (it boots
+# the lab kernel, runs FOLDER's guest script there and analyses here):
+#   $(call lab_run,userspace/smp,-r 3)
+lab_run = $(1)/run.sh $(2)
 include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 
 ## test: host tests, the in-VM tests on stock (timing ones on the virtual clock), then rt

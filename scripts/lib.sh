@@ -104,6 +104,64 @@ lab_commit() {
 	trap - EXIT
 	LAB_DIR=$("$LAB_TOOL" commit "$LAB_DIR" "$1")
 }
+# For a runner whose guest script makes its own result folder (a tool
+# that takes -o PARENT and --name NAME, and points PARENT/latest-EXPERIMENT
+# at it): lab_option_value SHORT LONG DEFAULT ARG... is the value the last
+# SHORT or LONG among ARGs gives (DEFAULT if none; '' for no SHORT), and
+# lab_latest PARENT EXPERIMENT the folder the link names (empty if none).
+#   parent=$(lab_option_value -o --output "$LAB_ROOT/results" "${LAB_REST[@]}")
+lab_option_value() {
+	local short=$1 long=$2 value=$3
+	shift 3
+	while [ $# -gt 0 ]; do
+		case $1 in
+		"$long"=*) value=${1#*=} ;;
+		"$long" | "${short:-$long}") value=${2:-}; [ $# -eq 1 ] || shift ;;
+		esac
+		shift
+	done
+	printf '%s\n' "$value"
+}
+lab_latest() {
+	local link
+	link=$(readlink "$1/latest-$2" 2>/dev/null) || return 0
+	printf '%s/%s\n' "$1" "$link"
+}
+# lab_guest_named true|false EXPERIMENT GUEST ARG...: lab_guest for a guest
+# script that makes its own result folder (-o PARENT --name NAME, else
+# PARENT/latest-EXPERIMENT): the guest is given the parent of ARGs (the
+# last -o or --output, default results/) as an absolute path, last, so
+# that its folder is found here whatever the guest's working directory;
+# LAB_DIR is then that folder.
+lab_guest_named() {
+	local vm=$1 exp=$2 guest=$3 parent name before
+	shift 3
+	parent=$(lab_option_value -o --output "$LAB_ROOT/results" "$@")
+	[ -n "$parent" ] || bad_arg "-o wants a value (see --help)"
+	parent=$(realpath -m "$parent")
+	name=$(lab_option_value '' --name '' "$@")
+	mkdir -p "$parent"
+	before=$(lab_latest "$parent" "$exp")
+	lab_guest "$vm" "$guest" "$@" -o "$parent"
+	if [ -n "$name" ]; then
+		LAB_DIR=$parent/$name
+	else
+		LAB_DIR=$(lab_latest "$parent" "$exp")
+	fi
+	if [ ! -d "$LAB_DIR" ] || [ "$LAB_DIR" = "$before" ]; then
+		die "${guest#"$LAB_ROOT"/} left no new result folder in $parent"
+	fi
+}
+# lab_take PARENT EXPERIMENT NAME: the folder PARENT/latest-EXPERIMENT
+# names, renamed PARENT/NAME (the link goes): where a suite keeps what it
+# ran through another experiment's runner.
+lab_take() {
+	local dir
+	dir=$(lab_latest "$1" "$2")
+	[ -n "$dir" ] || die "no $1/latest-$2 to take"
+	mv -T "$dir" "$1/$3"
+	rm "$1/latest-$2"
+}
 # lab_guest true|false COMMAND...: run a runner's guest script in the lab
 # kernel's VM (scripts/vm.sh: VARIANT, VM_CPUS ...), or, for false (the
 # runner's --here), on the kernel this machine runs.
@@ -111,10 +169,10 @@ lab_guest() {
 	local vm=$1
 	shift
 	if [ "$vm" = true ]; then
-		log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs: $LAB_DIR"
+		log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs${LAB_DIR:+: $LAB_DIR}"
 		"$LAB_ROOT/scripts/vm.sh" -- "$@"
 	else
-		log "measuring the running kernel $(uname -r): $LAB_DIR"
+		log "measuring the running kernel $(uname -r)${LAB_DIR:+: $LAB_DIR}"
 		"$@"
 	fi
 }
@@ -201,20 +259,25 @@ lab_env_uint() {
 #   -n=DEFAULT        -n N                 (>= 1)
 #   --warmup=DEFAULT  --warmup WARMUP      (>= 0)
 #   --here            vm=false: no VM, measure the running kernel
+#   -o                -o, --output PARENT  (LAB_PARENT: where the result
+#                     folder goes, absolute; default results/)
 #   --no-analysis     analysis=0: record only
 #   --                what follows goes to LAB_REST (else it is an unknown
 #                     argument)
+#   ...               any other argument goes to LAB_REST too, in its place:
+#                     a runner whose guest script takes the options (the
+#                     guest script checks them)
 # RUNS, N and WARMUP start from the environment, else from DEFAULT; vm=true
 # and analysis=1 unless given.  Any other argument, a missing or bad value:
 # status 2.  LAB_ARGS is the whole command line, for meta.json.
 #   lab_runner_args '-r=5 -n=500 --here --no-analysis' "$@"
-# shellcheck disable=SC2034  # vm, analysis, LAB_ARGS and LAB_REST are the caller's
+# shellcheck disable=SC2034  # vm, analysis, LAB_ARGS, LAB_PARENT and LAB_REST are the caller's
 lab_runner_args() {
 	local spec=" $1 " opt
 	shift
 	lab_help "$@"
 	LAB_ARGS=("$@") LAB_REST=()
-	vm=true analysis=1
+	vm=true analysis=1 LAB_PARENT=$LAB_ROOT/results
 	[[ $spec != *" -r="* ]] || { opt=${spec#* -r=}; RUNS=${RUNS:-${opt%% *}}; }
 	[[ $spec != *" -n="* ]] || { opt=${spec#* -n=}; N=${N:-${opt%% *}}; }
 	[[ $spec != *" --warmup="* ]] || { opt=${spec#* --warmup=}; WARMUP=${WARMUP:-${opt%% *}}; }
@@ -222,14 +285,21 @@ lab_runner_args() {
 	while [ $# -gt 0 ]; do
 		opt=$1
 		[ "$opt" = --repeats ] && opt=-r
-		[[ $spec == *" $opt "* ]] || bad_arg "unknown argument '$1' (see --help)"
+		[ "$opt" = --output ] && opt=-o
+		if [[ $spec != *" $opt "* ]]; then
+			[[ $spec == *" ... "* ]] || bad_arg "unknown argument '$1' (see --help)"
+			LAB_REST+=("$1")
+			shift
+			continue
+		fi
 		case $opt in
 		-r) want_value "$@"; RUNS=$2; shift ;;
 		-n) want_value "$@"; N=$2; shift ;;
 		--warmup) want_value "$@"; WARMUP=$2; shift ;;
+		-o) want_value "$@"; LAB_PARENT=$(realpath -m "$2"); shift ;;
 		--here) vm=false ;;
 		--no-analysis) analysis=0 ;;
-		--) shift; LAB_REST=("$@"); break ;;
+		--) shift; LAB_REST+=("$@"); break ;;
 		esac
 		shift
 	done

@@ -3,12 +3,12 @@
 ## sweep W=kbuild|grep|apache|all [JOBS=N] [SWEEP_ARGS='-l 0:700:100 -r 2']: workload
 ##   against added syscall latency in the VM, analysed into results/<W>-<time>/;
 ##   JOBS: VMs at once, each a part of the points (default: the free cores
-##   on the virtual clock; sweep-vm.sh --vms)
+##   on the virtual clock; run.sh --vms)
 W ?= apache
 # JOBS from the command line also reaches the kernel build of 'setup'
 # (scripts/build-kernel.sh reads it): the same cores either way.
 sweep: setup
-	workloads/sweep-vm.sh $(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS)
+	$(call lab_run,workloads,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS))
 
 # The guest tests' small kbuild tree, configured on the host (fast here).
 workloads-test-tree: kernel

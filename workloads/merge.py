@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Merge the parts of a sweep that 'sweep.sh --part K/N' ran in separate
-boots (sweep-vm.sh --jobs N) into one result folder, the one a serial sweep
+boots (run.sh --jobs N) into one result folder, the one a serial sweep
 would have written:
 
   merge.py [--where K=MACHINE]... INTO PART_DIR...
@@ -20,7 +20,7 @@ result folder of one part, all N of them, in any order.
   calibrates); another part's meta.json and any file of its that differs
   from part 1's go to parts/K/.
 - parts.json: how the sweep was split, the points of each part and where
-  each ran (--where, from sweep-vm.sh: 'local' or the ssh login).
+  each ran (--where, from run.sh: 'local' or the ssh login).
 
 Parts that do not belong together are refused, nothing merged: another
 workload or sweep settings, another lab commit, kernel or clock, a part

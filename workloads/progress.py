@@ -12,7 +12,7 @@ analyse.py uses on the host, so that the two agree:
       the clock the result was measured on, from its meta.json: virtual or
       host (also where meta.json names none: hardware, an older lab)
   progress.py parts POINTS
-      a filter for the output of a split sweep's parts (sweep-vm.sh --vms):
+      a filter for the output of a split sweep's parts (run.sh --vms):
       passes every line on and, after each line in which a part says it
       finished a point ('part K/N: [i/n]'), the whole sweep's progress:
       points done of POINTS, the host's time since the filter started and
@@ -96,7 +96,7 @@ def parts(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
             if left:
                 some = "at least " if len(left) < parts_n else ""
                 eta = f", ETA {some}{duration(max(max(left), 0))}"
-            out.write(f"sweep-vm.sh: the sweep: {done} of {total} points; elapsed "
+            out.write(f"run.sh: the sweep: {done} of {total} points; elapsed "
                       f"{duration(now - start)}{eta}\n")
         out.flush()
 

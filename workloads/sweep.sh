@@ -87,7 +87,7 @@ Options:
       --no-analysis      leave summary, model and plot to a later
                          'workloads/analyse.py DIR' (make sweep runs it on the host)
       --part K/N         run only part K of N, each point with its repeats, into
-                         a folder of its own that 'sweep-vm.sh --vms N' merges
+                         a folder of its own that 'run.sh --vms N' merges
                          into one sweep (workloads/merge.py); the points are
                          dealt out so that the parts take about as long (--dry-run
                          shows them); only part 1 calibrates.  Implies --no-analysis

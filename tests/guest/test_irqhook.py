@@ -421,27 +421,27 @@ def test_bad_options_fail_cleanly(tmp_path):
 
 
 def test_sweep_records_its_whole_command_line(tmp_path):
-    """sweep.sh: a grid of two cells, its meta.json's command as given."""
+    """guest.sh: a grid of two cells, its meta.json's command as given."""
     args = ["-n", "5", "--period-us", "1000", "--loads", "0,1", "--trace-cells", "none",
-            "-o", str(tmp_path), "--no-analysis"]
-    out = subprocess.run([ROOT / "userspace/irqhook/sweep.sh", *args], capture_output=True,
+            "-o", str(tmp_path)]
+    out = subprocess.run([ROOT / "userspace/irqhook/guest.sh", *args], capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr
     d = tmp_path / os.readlink(tmp_path / "latest-irqhook-sweep")
     assert sorted(p.name for p in d.iterdir() if p.is_dir()) == [
         "0-normal", "0-rt", "1-normal", "1-rt"]
     meta = json.load(open(d / "meta.json"))
-    assert meta["command"] == [str(ROOT / "userspace/irqhook/sweep.sh"), *args]
+    assert meta["command"] == [str(ROOT / "userspace/irqhook/guest.sh"), *args]
     assert meta["settings"]["loads"] == [0, 1]
 
 
 @pytest.mark.parametrize("args", [["-n", "0"], ["--loads", "1:"], ["--trace-cells", "2:slow"],
                                   ["-C", "4096"], ["--bogus"]])
 def test_sweep_bad_values_are_status_2(tmp_path, args):
-    out = subprocess.run([ROOT / "userspace/irqhook/sweep.sh", "-o", tmp_path / "x", *args],
+    out = subprocess.run([ROOT / "userspace/irqhook/guest.sh", "-o", tmp_path / "x", *args],
                          capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("sweep.sh: ")
+    assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("guest.sh: ")
     assert not (tmp_path / "x").exists()
 
 

@@ -247,7 +247,7 @@ def points(d):
 
 
 def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
-    """sweep.sh --part K/N (what sweep-vm.sh --vms N boots, one VM a part):
+    """sweep.sh --part K/N (what run.sh --vms N boots, one VM a part):
     a part runs only its share of the points and records the share and
     the whole list in meta.json; part 1 calibrates, the others do not."""
     full = [0, 100, 200, 300]

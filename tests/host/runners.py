@@ -96,6 +96,31 @@ def check_meta_keeps_the_command_line(tmp_path, experiment, tools, args, folder)
     assert f"what was measured is in {d}" in out.stderr
 
 
+def check_runner_finds_the_guests_folder(tmp_path, experiment, tool, link, args):
+    """@experiment's runner, for a guest script that names its own result
+    folder (-o PARENT, PARENT/latest-@link): with @args, which may hold a
+    relative -o, the guest is given the parent as an absolute path last,
+    and the runner finds the folder the guest made.  The stand-in VM runs
+    the command given; the stand-in guest makes the folder and says what it
+    was given."""
+    runner = lab_copy(tmp_path, experiment, [tool])
+    (tmp_path / "scripts/vm.sh").write_text('#!/bin/sh\n[ "$1" = -- ] && shift\nexec "$@"\n')
+    guest = runner.with_name("guest.sh")
+    guest.write_text('#!/bin/bash\nset -eu\nprintf "%s\\n" "$@" > "$GUEST_ARGS"\n'
+                     'for a; do [ "${prev:-}" = -o ] && parent=$a; prev=$a; done\n'
+                     f'mkdir -p "$parent/{link}-1" && ln -sfn {link}-1 "$parent/latest-{link}"\n')
+    (tmp_path / "work").mkdir()
+    out = subprocess.run([runner, "--no-analysis", *args], capture_output=True, text=True,
+                         cwd=tmp_path / "work",
+                         env={**os.environ, "GUEST_ARGS": str(tmp_path / "args")})
+    assert out.returncode == 0, out.stderr
+    given = (tmp_path / "args").read_text().splitlines()
+    parent = (tmp_path / "work" / "out").resolve()
+    assert given == [*args, "-o", str(parent)]
+    assert f"{parent}/{link}-1" in out.stderr, out.stderr
+    assert "booting the stock kernel" in out.stderr
+
+
 # The tests each experiment's test file takes, made from its own cases:
 #   test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(CASES)
 def bad_value_test(cases):
@@ -117,4 +142,10 @@ def missing_kernel_test(script, args, message):
 def meta_test(experiment, tools, args, folder):
     def test(tmp_path):
         check_meta_keeps_the_command_line(tmp_path, experiment, tools, args, folder)
+    return test
+
+
+def guest_folder_test(experiment, tool, link, args):
+    def test(tmp_path):
+        check_runner_finds_the_guests_folder(tmp_path, experiment, tool, link, args)
     return test

@@ -181,7 +181,8 @@ def test_module_counters_give_module_csv(calibrate, tmp_path):
 
 RUNNER_BAD = [
     ("userspace/calibrate/bench.sh", [], {"RUNS": "1"}, "RUNS wants a whole number >= 2"),
-    ("userspace/calibrate/run.sh", ["--runs", "0"], {}, "--runs wants a whole number >= 1"),
+    ("userspace/calibrate/guest.sh", ["--runs", "0"], {}, "--runs wants a whole number >= 1"),
+    ("userspace/calibrate/run.sh", ["-o"], {}, "-o wants a value"),
 ]
 
 
@@ -189,4 +190,8 @@ test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 
 test_a_missing_kernel_or_device_is_status_1 = runners.missing_kernel_test(
-    "userspace/calibrate/run.sh", ["--runs", "2"], "has no syscall hook")
+    "userspace/calibrate/guest.sh", ["--runs", "2"], "has no syscall hook")
+
+
+test_the_runner_finds_the_calibrations_folder = runners.guest_folder_test(
+    "calibrate", "calibrate", "calibrate", ["-l", "0:700:100", "-o", "out", "-q"])

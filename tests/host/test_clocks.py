@@ -1,4 +1,4 @@
-"""userspace/clocks: compare.py puts the figures of analysed result folders
+"""userspace/clocks: analyse.py puts the figures of analysed result folders
 side by side by clock, and run.sh refuses bad arguments before it boots
 anything.  The folders are made as the tools make them and analysed by the
 experiments' own analysers; the virtual-clock calibration is a real one
@@ -15,7 +15,7 @@ from conftest import ROOT
 from resultdirs import META, calibrate_dir, write_csv, write_meta
 
 DATA = ROOT / "tests/host/data"
-COMPARE = ROOT / "userspace/clocks/compare.py"
+COMPARE = ROOT / "userspace/clocks/analyse.py"
 RUN = ROOT / "userspace/clocks/run.sh"
 HOST_MACHINE = {"cpu_model": "build machine", "cpus": 2, "virtual": False,
                 "accelerator": "none", "accelerator_why": None, "qemu": None, "pmu": False,
@@ -305,7 +305,7 @@ def test_a_folder_it_cannot_read_is_one_line_and_status_2(built, tmp_path, make,
     out = run(COMPARE, "-o", tmp_path / "out", good, bad)
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
-    assert out.stderr.startswith("clocks/compare.py: error: ")
+    assert out.stderr.startswith("clocks/analyse.py: error: ")
     assert not (tmp_path / "out").exists()
 
 

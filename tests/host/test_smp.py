@@ -504,6 +504,7 @@ RUNNER_BAD = [
     ("userspace/smp/run.sh", ["-r", "0"], {}, "--repeats wants a whole number >= 1"),
     ("userspace/smp/run.sh", ["-n"], {}, "-n wants a value"),
     ("userspace/smp/run.sh", ["--bogus"], {}, "unknown argument '--bogus'"),
+    ("userspace/smp/run.sh", ["--output"], {}, "--output wants a value"),
     ("userspace/smp/guest.sh", ["/nonexistent", "0"], {}, "RUNS wants a whole number >= 1"),
 ]
 
@@ -513,3 +514,16 @@ test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 test_meta_json_keeps_the_whole_command_line = runners.meta_test(
     "smp", ["smp"], ["-r", "2", "--no-analysis", "-n", "7"], "smp")
+
+
+def test_the_result_folder_goes_where_o_says(tmp_path):
+    """-o PARENT, relative to where the runner was started (how rt-compare
+    keeps smp's folder in its own)."""
+    runner = runners.lab_copy(tmp_path, "smp", ["smp"])
+    (tmp_path / "work").mkdir()
+    out = subprocess.run([runner, "-o", "here/lab", "--no-analysis"], capture_output=True,
+                         text=True, cwd=tmp_path / "work")
+    assert out.returncode == 3, out.stderr              # the stand-in VM does not boot
+    [d] = (tmp_path / "work/here/lab").iterdir()
+    assert d.name.startswith("smp-") and d.name.endswith(".incomplete"), d
+    assert not (tmp_path / "results").exists()

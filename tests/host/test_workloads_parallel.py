@@ -1,6 +1,6 @@
-"""A sweep split into parts (sweep.sh --part K/N, sweep-vm.sh --vms N)
+"""A sweep split into parts (sweep.sh --part K/N, run.sh --vms N)
 merges into the files a serial sweep writes: workloads/merge.py on parts
-cut from a real sweep, and sweep-vm.sh's whole path (GNU parallel, the
+cut from a real sweep, and run.sh's whole path (GNU parallel, the
 merge, the analysis) with a stand-in for the VM, on this machine and on a
 'remote' one reached through a stand-in for ssh."""
 import json
@@ -177,7 +177,7 @@ def test_a_missing_part_is_refused(root, tmp_path, stub):
 
 
 def sweep_vm(root, tmp_path, stub, *args, **env):
-    return subprocess.run([root / "workloads/sweep-vm.sh", "grep", "-l", LOOPS, "--no-stage",
+    return subprocess.run([root / "workloads/run.sh", "grep", "-l", LOOPS, "--no-stage",
                            "-o", tmp_path / "results", *args], capture_output=True, text=True,
                           env={**os.environ, "LAB_VM": str(stub), "FAKE_SWEEP": str(SERIAL),
                                "LAB_BUILD": str(tmp_path / "build"), **env}, timeout=300)
@@ -291,11 +291,11 @@ def test_progress_of_the_whole_sweep(root):
             pass
     progress.parts(5, lines, Out(), lambda: next(ticks))
     assert all(line in "".join(out) for line in lines)
-    totals = [s for s in out if s.startswith("sweep-vm.sh: the sweep")]
+    totals = [s for s in out if s.startswith("run.sh: the sweep")]
     # Part 2: 60 s a point on the host, one point left.  No estimate before
     # a part's second point.
     assert totals == [
-        "sweep-vm.sh: the sweep: 1 of 5 points; elapsed 1m40s\n",
-        "sweep-vm.sh: the sweep: 2 of 5 points; elapsed 2m10s\n",
-        "sweep-vm.sh: the sweep: 3 of 5 points; elapsed 3m10s, ETA at least 1m00s\n",
-        "sweep-vm.sh: the sweep: 4 of 5 points; elapsed 3m20s, ETA 0m50s\n"]
+        "run.sh: the sweep: 1 of 5 points; elapsed 1m40s\n",
+        "run.sh: the sweep: 2 of 5 points; elapsed 2m10s\n",
+        "run.sh: the sweep: 3 of 5 points; elapsed 3m10s, ETA at least 1m00s\n",
+        "run.sh: the sweep: 4 of 5 points; elapsed 3m20s, ETA 0m50s\n"]

@@ -61,7 +61,7 @@ RUNNER_BAD = [
      "--calibration wants a calibrate result folder"),
     ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
     ("workloads/sweep.sh", ["grep", "--in-memory"], {}, "--in-memory goes with the cmd workload"),
-    ("workloads/sweep-vm.sh", [], {}, "usage: sweep-vm.sh"),
+    ("workloads/run.sh", [], {}, "usage: run.sh"),
 ]
 
 

@@ -22,7 +22,7 @@ lab_begin "$LAB_ROOT/results" calibrate-bench
 for boot in $(seq "$BOOTS"); do
 	mkdir "$LAB_DIR/boot-$boot"
 	log "boot $boot/$BOOTS: $RUNS calibrations"
-	"$LAB_ROOT/scripts/vm.sh" -- "$here/run.sh" --runs "$RUNS" -q -o "$LAB_DIR/boot-$boot" "$@"
+	"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" --runs "$RUNS" -q -o "$LAB_DIR/boot-$boot" "$@"
 done
 lab_commit calibrate-bench
 for run in "$LAB_DIR"/boot-*/run-*/; do

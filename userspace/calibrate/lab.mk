@@ -4,8 +4,7 @@
 # On the virtual clock under TCG (VM_CLOCK=auto), the host's under KVM:
 # VM_CLOCK=host keeps the host's.
 calibrate: setup
-	VM_CLOCK=$${VM_CLOCK:-auto} $(VM) -- userspace/calibrate/run.sh $(if $(LOOPS),-l $(LOOPS))
-	$(PY) userspace/calibrate/analyse.py $(RESULTS)/latest-calibrate
+	$(call lab_run,userspace/calibrate,$(if $(LOOPS),-l $(LOOPS)))
 
 .PHONY: calibrate
 

@@ -3,8 +3,8 @@
 # host, then virtual; README.md "The VM") short runs of calibrate,
 # rt-compare (stock and rt), smp, msgq, a cmd sweep (md5sum over files
 # in the guest's /dev/shm) and a kbuild and a grep sweep of one delayed
-# point each (make sweep's, staged: workloads/sweep-vm.sh), each in its
-# own boot and result folder, each analysed on the host, then compare.py
+# point each (make sweep's, staged: workloads/run.sh), each in its
+# own boot and result folder, each analysed on the host, then analyse.py
 # over them all into results/clocks-<date>-<time>/ (report.txt, clocks.csv,
 # clocks.json).  The kbuild and grep pairs show what the virtual clock
 # leaves out: on the host's clock a delayed call also costs the caches and
@@ -14,7 +14,7 @@
 #   --only LIST     experiments, of calibrate,rt-compare,smp,msgq,sweep,
 #                   kbuild,grep (default all of them)
 #   --clocks LIST   host,virtual (the default), or one of them
-#   --no-analysis   record only: no analyser and no compare.py; says how
+#   --no-analysis   record only: no analyser and no analyse.py; says how
 #                   to run them later
 #
 # The virtual clock needs TCG; on a host with a working KVM, VM_ACCEL=tcg
@@ -89,9 +89,8 @@ for clock in "${clist[@]}"; do
 	for e in "${exps[@]}"; do
 		case $e in
 		calibrate)
-			run_in calibrate calibrate "$LAB_ROOT/userspace/calibrate/analyse.py" \
-				"$LAB_ROOT/scripts/vm.sh" -- "$LAB_ROOT/userspace/calibrate/run.sh" \
-				-l 0:700:100 -n 50 -q
+			run_in calibrate calibrate - "$LAB_ROOT/userspace/calibrate/run.sh" \
+				"${no_analysis[@]}" -l 0:700:100 -n 50 -q
 			;;
 		rt-compare)
 			run_in rt-compare rt-compare - "$LAB_ROOT/userspace/rtcompare/run.sh" \
@@ -107,16 +106,16 @@ for clock in "${clist[@]}"; do
 			;;
 		sweep)
 			run_in sweep cmd "$LAB_ROOT/workloads/analyse.py" \
-				"$LAB_ROOT/scripts/vm.sh" -- "$here/sweep-guest.sh"
+				"$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh"
 			;;
 		# About d-half on the virtual clock (workloads/README.md): the
-		# delay doubles a unit of work there.  sweep-vm.sh analyses.
+		# delay doubles a unit of work there.  workloads/run.sh analyses.
 		kbuild)
-			run_in kbuild kbuild - "$LAB_ROOT/workloads/sweep-vm.sh" kbuild \
+			run_in kbuild kbuild - "$LAB_ROOT/workloads/run.sh" kbuild \
 				-l 0,10000 -r 2
 			;;
 		grep)
-			run_in grep grep - "$LAB_ROOT/workloads/sweep-vm.sh" grep -l 0,5000 -r 3
+			run_in grep grep - "$LAB_ROOT/workloads/run.sh" grep -l 0,5000 -r 3
 			;;
 		esac || failed+=("$e/$clock")
 	done
@@ -125,9 +124,9 @@ log "measured in $(($(date +%s) - start)) s: ${folders[*]:-nothing}"
 
 if [ ${#folders[@]} -gt 0 ]; then
 	if [ "$analysis" -eq 1 ]; then
-		lab_python "$here/compare.py" "${folders[@]}" || failed+=(compare.py)
+		lab_python "$here/analyse.py" "${folders[@]}" || failed+=(analyse.py)
 	else
-		log "analyse each folder with its analyse.py, then: userspace/clocks/compare.py ${folders[*]}"
+		log "analyse each folder with its analyse.py, then: userspace/clocks/analyse.py ${folders[*]}"
 	fi
 fi
 [ ${#failed[@]} -eq 0 ] || die "failed: ${failed[*]}"

@@ -13,7 +13,7 @@ lab_help "$@"
 [ $# -eq 4 ] || bad_arg "usage: guest.sh a|bcd ROUNDS BOOT DIR"
 which=$1 rounds=$2 boot=$3 dir=$4
 nullcall=$LAB_ROOT/userspace/calibrate/nullcall
-# Many short batches on CPU 0, as calibrate does (see userspace/calibrate/run.sh).
+# Many short batches on CPU 0, as calibrate does (see userspace/calibrate/guest.sh).
 measure() { taskset -c 0 "$nullcall" getppid 1000 301; }
 row() { echo "$1,$boot,$2,$(measure)" >>"$dir/raw.csv"; }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Table and plot of an irqhook sweep (userspace/irqhook/sweep.sh).
+"""Table and plot of an irqhook sweep (userspace/irqhook/run.sh).
 
 For every cell SWEEP_DIR/<loads>-<normal|rt>/ with an events.csv it
 computes (and writes) the cell's summary.json, then writes in SWEEP_DIR:

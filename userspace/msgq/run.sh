@@ -7,10 +7,12 @@
 # results/msgq-profile-<date>-<time>/ and prints analyse.py's table
 # (userspace/msgq/README.md).
 #
-#   run.sh [-r RUNS] [-n N] [--here] [--no-analysis] [-- MSGQ-OPTIONS...]
+#   run.sh [-r RUNS] [-n N] [-o PARENT] [--here] [--no-analysis] [-- MSGQ-OPTIONS...]
 #   -r, --repeats RUNS
 #                   rounds of each strategy (default $RUNS or 5)
 #   -n N            messages a run (default $N or 30000)
+#   -o, --output PARENT
+#                   where the result folder goes (default results)
 #   --here          no VM: measure the running kernel
 #   --no-analysis   record only; analyse later with analyse.py DIR
 #   MSGQ-OPTIONS    go to every msgq run (--size 16:1024, --rate R, -C LIST)
@@ -19,7 +21,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_runner_args '-r=5 -n=30000 --here --no-analysis --' "$@"
+lab_runner_args '-r=5 -n=30000 -o --here --no-analysis --' "$@"
 set -- "${LAB_REST[@]}"
 lab_built "$LAB_TOOL" "$here/msgq"
 if [ "$vm" = false ]; then
@@ -27,7 +29,7 @@ if [ "$vm" = false ]; then
 	lab_ko msgq >/dev/null
 fi
 
-lab_begin "$LAB_ROOT/results" msgq-profile
+lab_begin "$LAB_PARENT" msgq-profile
 "$LAB_TOOL" meta "$LAB_DIR" msgq-profile runs:="$RUNS" n:="$N" \
 	vm:="$vm" msgq_options="$*" -- "$0" "${LAB_ARGS[@]}"
 start=$(date +%s)

@@ -2,7 +2,7 @@
 
 ## bench-peers [N=10000 WARMUP=1000]: per-call latency under no tool, delay, strace, perf, in one boot
 bench-peers: setup
-	userspace/peers/run.sh
+	$(call lab_run,userspace/peers)
 
 BENCH_TARGETS += bench-peers
 .PHONY: bench-peers

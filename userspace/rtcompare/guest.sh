@@ -319,31 +319,27 @@ run_squarewave() {
 run_lab() {
 	local lab=$dir/lab i bad
 	mkdir -p "$lab"
+	# Each through its own runner, on this kernel (--here), recorded only:
+	# this suite's analyse.py reads lab/calibrate, lab/irqhook, lab/smp.
 	if [ -x "$LAB_ROOT/userspace/calibrate/calibrate" ]; then
 		log "calibration of the delay module"
-		"$LAB_ROOT/userspace/calibrate/run.sh" -l 0:700:100 -n "$((n / 5 > 10 ? n / 5 : 10))" \
-			-o "$lab" --name calibrate -q
+		"$LAB_ROOT/userspace/calibrate/run.sh" --here --no-analysis -l 0:700:100 \
+			-n "$((n / 5 > 10 ? n / 5 : 10))" -o "$lab" --name calibrate -q
 	else
 		skip calibrate "userspace/calibrate is not built"
 	fi
 	if [ -x "$LAB_ROOT/userspace/irqhook/irqhook" ] && [ -c /dev/irqhook ]; then
 		log "wake-up grid on /dev/irqhook: 0, 4, 16 load tasks, normal and rt"
-		mkdir -p "$lab/irqhook"
-		for l in 0 4 16; do
-			for class in normal rt; do
-				local rt=()
-				[ "$class" = rt ] && rt=(--rt)
-				"$LAB_ROOT/userspace/irqhook/irqhook" -q -n "$n" --period-us 4000 \
-					--loads "$l" --read-cpu 0 --write-cpu 0 --load-cpus 0 "${rt[@]}" -o "$lab/irqhook" --name "$l-$class"
-			done
-		done
+		"$LAB_ROOT/userspace/irqhook/run.sh" --here --no-analysis -n "$n" --period-us 4000 \
+			--loads 0,4,16 -C 0 --trace-cells none -o "$lab"
+		lab_take "$lab" irqhook-sweep irqhook
 	else
 		skip irqhook "no irqhook tool or no /dev/irqhook"
 	fi
 	if [ -x "$LAB_ROOT/userspace/smp/smp" ] && [ "$ncpu" -ge 2 ]; then
 		log "SMP micro-benchmarks, one round"
-		mkdir -p "$lab/smp"
-		"$LAB_ROOT/userspace/smp/guest.sh" "$lab/smp" 1 "$n"
+		"$LAB_ROOT/userspace/smp/run.sh" --here --no-analysis -r 1 -n "$n" -o "$lab"
+		lab_take "$lab" smp smp
 	else
 		skip smp "userspace/smp is not built or fewer than 2 CPUs"
 	fi

@@ -14,7 +14,7 @@ RT_CLOCK ?= $(if $(filter kvm,$(VM_ACCEL)),host,virtual)
 rt-compare: setup
 	clock=$${VM_CLOCK:-$(RT_CLOCK)}; \
 	VM_CLOCK=$$clock VM_CPUS=$${VM_CPUS:-$$([ "$$clock" = virtual ] && echo 1 || echo 2)} \
-		userspace/rtcompare/run.sh $(RT_ARGS)
+		$(call lab_run,userspace/rtcompare,$(RT_ARGS))
 
 ## deb [VARIANT=stock|rt]: the lab kernel as installable .deb packages (bindeb-pkg) in build/deb/
 deb:

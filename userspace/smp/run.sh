@@ -7,10 +7,12 @@
 # results/smp-<date>-<time>/ and prints analyse.py's tables
 # (userspace/smp/README.md).
 #
-#   run.sh [-r RUNS] [-n N] [--here] [--no-analysis]
+#   run.sh [-r RUNS] [-n N] [-o PARENT] [--here] [--no-analysis]
 #   -r, --repeats RUNS
 #                   rounds of every benchmark (default $RUNS or 5)
 #   -n N            records a benchmark and round (default $N or 500)
+#   -o, --output PARENT
+#                   where the result folder goes (default results)
 #   --here          no VM: measure the running kernel
 #   --no-analysis   record only; analyse later with analyse.py DIR
 #
@@ -18,11 +20,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-lab_runner_args '-r=5 -n=500 --here --no-analysis' "$@"
+lab_runner_args '-r=5 -n=500 -o --here --no-analysis' "$@"
 lab_built "$LAB_TOOL" "$here/smp"
 [ "$vm" = true ] || lab_root "--here: real-time priorities, tun, mlockall"
 
-lab_begin "$LAB_ROOT/results" smp
+lab_begin "$LAB_PARENT" smp
 "$LAB_TOOL" meta "$LAB_DIR" smp runs:="$RUNS" n:="$N" vm:="$vm" \
 	-- "$0" "${LAB_ARGS[@]}"
 start=$(date +%s)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# From the host: run workloads/sweep.sh in the patched kernel (VM) and
-# analyse its results here.
+# Workloads' host runner: run sweep.sh, their guest script, in the lab
+# kernel's VM and analyse its results here.
 #
-#   sweep-vm.sh WORKLOAD [--vms N] [--sshloginfile FILE] [sweep.sh options]
+#   run.sh WORKLOAD [--vms N] [--sshloginfile FILE] [sweep.sh options]
 #                                               (what 'make sweep' runs)
 #
 #   --vms N               split the sweep's points over N VMs that run at
@@ -37,8 +37,8 @@
 # VM_TIMEOUT, VM_VIRTUAL_CPUS (scripts/vm.sh); LAB_VM, the VM runner
 # (default scripts/vm.sh; the tests give a stand-in).
 #
-# Example:  workloads/sweep-vm.sh grep -l 0,200000 -r 1   (sweep.sh --help: its options)
-#           workloads/sweep-vm.sh kbuild --vms 2
+# Example:  workloads/run.sh grep -l 0,200000 -r 1   (sweep.sh --help: its options)
+#           workloads/run.sh kbuild --vms 2
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 lab_help "$@"
@@ -197,7 +197,7 @@ split_sweep() {
 	# The command of part {} on any machine: the lab at this path.
 	cmd="cd $(sh_quote "$LAB_ROOT") && env $(sh_quote "${env_args[@]}") \
 PART_OUTPUT=$(sh_quote "$parts_dir")/{} LAB_SWEEP_STAGED=\$([ \"\$PARALLEL_SSHLOGIN\" = : ] && echo 1 || echo 0) \
-workloads/sweep-vm.sh $(sh_quote "$workload" "${args[@]}") --part {}/$n"
+workloads/run.sh $(sh_quote "$workload" "${args[@]}") --part {}/$n"
 	local par=(parallel --line-buffer --halt "now,fail=1" --tagstring "part {}/$n")
 	if [ -n "$loginfile" ]; then
 		par+=(--sshloginfile "$loginfile" --jobs 1 --workdir "$LAB_ROOT" --return "$parts_dir/{}"

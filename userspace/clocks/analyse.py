@@ -39,7 +39,7 @@ CSV_COLUMNS = ("experiment", "figure", "unit", "host", "host_min", "host_max", "
 
 
 class NotAResult(cli.BadInput):
-    """A folder given that compare.py cannot read (exit status 2)."""
+    """A folder given that analyse.py cannot read (exit status 2)."""
 
 
 # --- which clock --------------------------------------------------------------
@@ -190,7 +190,7 @@ READERS = {"calibrate": read_calibrate, "rt-compare": read_rtcompare, "smp": rea
 
 def read_folder(d):
     """{"path", "experiment", "clock", "describe", "figures"} of result
-    folder @d; NotAResult if it is not one compare.py reads."""
+    folder @d; NotAResult if it is not one analyse.py reads."""
     d = pathlib.Path(d)
     if not d.is_dir():
         raise NotAResult(f"{d}: no such folder")
@@ -371,8 +371,8 @@ def work(args, prog=None):
 
 def main(argv=None):
     desc, example = __doc__.split("\n\n")[0], (
-        "userspace/clocks/compare.py results/calibrate-20261125-101500 results/vcal-2")
-    p = cli.parser(desc, example, "clocks/compare.py")
+        "userspace/clocks/analyse.py results/calibrate-20261125-101500 results/vcal-2")
+    p = cli.parser(desc, example, "clocks/analyse.py")
     add_args(p)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# The reference grid of the irqhook experiment: 0, 1, 2, 4, 8, 16, 32 load
-# tasks x read/write tasks SCHED_OTHER and SCHED_RR, one irqhook run each,
-# then a table and a plot of mean and p99 against load tasks.  Some cells
-# are also recorded with trace-cmd and their slow events explained.
+# On the lab kernel (run.sh boots it, or a machine booted into it): the
+# reference grid of the irqhook experiment, 0, 1, 2, 4, 8, 16, 32 load
+# tasks x read/write tasks SCHED_OTHER and SCHED_RR, one irqhook run each;
+# some cells also recorded with trace-cmd.  run.sh then analyses it on the
+# host, where Python is not emulated.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 
 usage() {
 	cat <<EOT
-usage: sweep.sh [options]
+usage: guest.sh [options]
 
 Run irqhook once per cell of the grid (load tasks x normal/rt) into
-OUTPUT/irqhook-sweep-<date>-<time>/<loads>-<class>/, trace some cells, then
-(unless --no-analysis) write table.txt, table.csv, sweep.json, sweep.png.
+OUTPUT/irqhook-sweep-<date>-<time>/<loads>-<class>/ and trace some cells
+(run.sh boots the VM with these options and analyses the folder).
 
   -n, --events N        events per run (default 2000; the reference used 10000)
       --period-us US    write period in us (default 16000)
@@ -25,16 +26,14 @@ OUTPUT/irqhook-sweep-<date>-<time>/<loads>-<class>/, trace some cells, then
                         uniprocessor board (default 0; 'none' leaves placement
                         to the scheduler)
   -o, --output DIR      parent of the result folder (default results)
-      --no-analysis     record only; 'make irqhook-sweep' analyses on the host,
-                        where Python is not emulated
   -h, --help            this text
 
-Example:  sweep.sh -n 10000 --loads 0,8,16 -o results
+Example:  guest.sh -n 10000 --loads 0,8,16 -o results
 EOT
 }
 
 n=2000 period=16000 loads=0,1,2,4,8,16,32 trace_cells=0:normal,16:normal cpu=0
-out=$LAB_ROOT/results analyse=1
+out=$LAB_ROOT/results
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -45,7 +44,6 @@ while [ $# -gt 0 ]; do
 	--trace-cells) want_value "$@"; trace_cells=$2; shift 2 ;;
 	-C | --cpu) want_value "$@"; cpu=$2; shift 2 ;;
 	-o | --output) want_value "$@"; out=$2; shift 2 ;;
-	--no-analysis) analyse=0; shift ;;
 	*) bad_arg "unknown argument '$1' (see --help)" ;;
 	esac
 done
@@ -101,10 +99,4 @@ for c in "${cells_traced[@]}"; do
 done
 
 lab_commit irqhook-sweep
-if [ "$analyse" -eq 1 ]; then
-	for c in "${cells_traced[@]}"; do
-		lab_python "$here/trace_report.py" "$LAB_DIR/traced-${c%%:*}-${c#*:}"
-	done
-	lab_python "$here/sweep_report.py" "$LAB_DIR"
-fi
 log "results in $LAB_DIR"

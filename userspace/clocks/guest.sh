@@ -8,10 +8,10 @@
 # the loader in sweep.sh's tmpfs, its input here.  Writes
 # results/cmd-<date>-<time>/ (results/latest-cmd) unanalysed.
 #
-#   sweep-guest.sh [TREE]    TREE: a Linux source tree (default
+#   guest.sh [TREE]    TREE: a Linux source tree (default
 #                            build/src/linux-source-6.12, from 'make kernel')
 #
-# Example:  scripts/vm.sh -- userspace/clocks/sweep-guest.sh
+# Example:  scripts/vm.sh -- userspace/clocks/guest.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"

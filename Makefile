@@ -28,7 +28,7 @@ MODULE_TESTS := tests/guest/test_delay_module.py tests/guest/test_cgroup_target.
 # walks, in a boot of the debug kernel of their own so that the two longest
 # passes run side by side.
 DEBUG_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS) $(MODULE_TESTS)
-FAULTS_TESTS := tests/guest/test_faultinject.py
+FAULTS_TESTS := $(wildcard tests/guest/test_*faultinject.py)
 # kcsan: data races.  test_variants.py last: its KCSAN check reads every
 # report since boot, so it must come after the pass that provokes them.
 KCSAN_TESTS := $(STRESS_TESTS) $(MODULE_TESTS) $(VARIANT_TESTS)

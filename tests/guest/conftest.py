@@ -321,3 +321,64 @@ def scratch_cgroups(clean_module):
     for d in dirs + [parent]:
         if d.exists():
             d.rmdir()
+
+
+# --- fault injection (tests/guest/faultwalk.py) -----------------------------------------
+FAIL_NTH = pathlib.Path("/proc/thread-self/fail-nth")
+DEBUGFS = pathlib.Path("/sys/kernel/debug")
+# GFP_KERNEL allocations (those that may sleep) must fail too, highmem or
+# not, and a failure is said by its error, not by a stack dump each.
+INJECTION_SETTINGS = {
+    "failslab/ignore-gfp-wait": "N",
+    "failslab/verbose": "0",
+    "fail_page_alloc/ignore-gfp-wait": "N",
+    "fail_page_alloc/ignore-gfp-highmem": "N",
+    "fail_page_alloc/verbose": "0",
+}
+# The lab's modules (modules/*/Kbuild), each unloaded around a walk.
+LAB_MODULES = sorted(p.parent.name for p in (ROOT / "modules").glob("*/Kbuild"))
+
+
+@pytest.fixture(scope="module")
+def fault_injection():
+    """fail-nth is there and set up as above; the settings are put back."""
+    if not FAIL_NTH.exists():
+        # make test-debug runs this file on the debug kernel to prove the
+        # error paths: there, a missing fail-nth is a lost option.
+        assert booted_variant() != "debug", \
+            "the debug kernel has no fail-nth: FAULT_INJECTION is gone from its config"
+        pytest.skip("no fault injection in this kernel (the debug variant has it: "
+                    "make test-debug)")
+    old = {}
+    for name, value in INJECTION_SETTINGS.items():
+        path = DEBUGFS / name
+        old[name] = path.read_text().strip()
+        path.write_text(value)
+    yield
+    for name, value in old.items():
+        (DEBUGFS / name).write_text(value)
+
+
+@pytest.fixture
+def scratch_cgroup():
+    """A cgroup for delay to target, in a parent of its own: afterwards it
+    is removed, and dies (no reference to it was left)."""
+    parent = cgroup2_root() / f"labtest-{os.getpid()}-faultinject"
+    target = parent / "target"
+    target.mkdir(parents=True)
+    yield "/" + str(target.relative_to(cgroup2_root()))
+    target.rmdir()
+    assert wait_for_no_dying(parent) == 0, "a failed load kept the cgroup"
+    parent.rmdir()
+
+
+@pytest.fixture
+def no_module_loaded():
+    """No lab module loaded before the test, none left after it."""
+    for name in LAB_MODULES:
+        if (pathlib.Path("/sys/module") / name).exists():
+            rmmod(name)
+    yield
+    for name in LAB_MODULES:
+        if (pathlib.Path("/sys/module") / name).exists():
+            rmmod(name, check=False)

@@ -2,6 +2,10 @@
 says the tools make them: meta.json plus the raw CSV files."""
 import json
 import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 META = {
     "date": "2026-11-22T09:30:00Z", "lab_commit": None,
@@ -12,9 +16,6 @@ META = {
     "modules": {},
 }
 ANALYSERS = {"calibrate": "userspace/calibrate/analyse.py",
-             "irqhook": "userspace/irqhook/analyse.py",
-             "irqhook-sweep": "userspace/irqhook/sweep_report.py",
-             "trace": "userspace/irqhook/trace_report.py",
              "hookcost": "userspace/hookcost/analyse.py",
              "workload": "workloads/analyse.py"}
 
@@ -51,25 +52,34 @@ def calibrate_dir(d, lines, loops=(0, 100, 200), batches=3, spread=2.0):
     return pathlib.Path(d)
 
 
-IRQHOOK_SETTINGS = {"events": 2000, "period_us": 16000, "loads": 16, "load_sleep_ns": 1000,
-                    "class": "normal", "read_cpu": 0, "write_cpu": 0, "load_cpus": [0],
-                    "traced": False}
+# --- folders for the clocks suite (userspace/clocks) ----------------------------------
+# A host-side runner's meta.json (no clock) and a guest's (the clock it ran on).
+HOST_MACHINE = {"cpu_model": "build machine", "cpus": 2, "virtual": False,
+                "accelerator": "none", "accelerator_why": None, "qemu": None, "pmu": False,
+                "clock": None}
 
 
-def irqhook_dir(d, switching, wakeup, read_tid=100, **settings):
-    """An irqhook folder with events of the given switching and wake-up
-    times (ns) and a tasks.csv naming @read_tid the reader."""
-    write_meta(d, "irqhook", {**IRQHOOK_SETTINGS, "events": len(switching), **settings})
-    rows = []
-    t = 100_000_000_000
-    for i, (sw, wk) in enumerate(zip(switching, wakeup)):
-        call = t + i * 16_000_000
-        rows.append((i, i + 1, call, call + 1000, call + 1000 + wk, call + sw, sw, wk))
-    write_csv(pathlib.Path(d) / "events.csv",
-              ("event", "seq", "call_ns", "write_ns", "wake_ns", "return_ns",
-               "switching_ns", "wakeup_ns"), rows)
-    write_csv(pathlib.Path(d) / "tasks.csv", ("role", "index", "tid", "policy", "priority", "cpu"),
-              [("read", 0, read_tid, "SCHED_OTHER", 0, 0),
-               ("write", 0, read_tid + 1, "SCHED_OTHER", 0, 0),
-               ("load", 0, read_tid + 2, "SCHED_OTHER", 0, 0)])
-    return pathlib.Path(d)
+def machine(clock):
+    return {**META["machine"], "clock": {"kind": clock, **({"shift": 0}
+                                                           if clock == "virtual" else {})}}
+
+
+def analysed(analyser, d):
+    """@d, analysed by @analyser (a path under the lab), no plot."""
+    out = subprocess.run([sys.executable, ROOT / analyser, "--no-plot", d],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return d
+
+
+def clocks_report(out_dir, *dirs):
+    """The clocks suite's analyse.py over @dirs into @out_dir/c: (its
+    completed process, the folder, its figures by (experiment, figure),
+    clocks.json)."""
+    out = subprocess.run([sys.executable, ROOT / "userspace/clocks/analyse.py", "-o", out_dir,
+                          "--name", "c", *dirs], capture_output=True, text=True)
+    d = pathlib.Path(out_dir) / "c"
+    if out.returncode:
+        return out, d, None, None
+    s = json.loads((d / "clocks.json").read_text())
+    return out, d, {(f["experiment"], f["figure"]): f for f in s["figures"]}, s

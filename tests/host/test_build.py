@@ -4,6 +4,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -63,20 +64,32 @@ def lab_copy(root, dest):
     return dest
 
 
-@pytest.mark.parametrize("experiment, target", [("irqhook", "irqhook-sweep"),
-                                                ("msgq", "msgq"), ("smp", "smp")])
-def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path, experiment, target):
-    """One experiment is one folder, its module and its tests: remove them
-    and the rest still builds, and make still knows every other target."""
-    lab = lab_copy(root, tmp_path / "lab")
-    # irqhook's tool includes the kernel's uapi header from the built tree.
-    (lab / "build").symlink_to(root / "build")
+EXPERIMENTS = [("irqhook", "irqhook-sweep"), ("msgq", "msgq"), ("smp", "smp")]
+
+
+def delete_experiment(lab, experiment):
+    """@experiment's folder, module and tests gone from the copy @lab."""
     shutil.rmtree(lab / "userspace" / experiment)
     shutil.rmtree(lab / "modules" / experiment, ignore_errors=True)
     for t in lab.glob(f"tests/*/test_{experiment}*.py"):
         t.unlink()
+
+
+@pytest.mark.parametrize("experiment, target", EXPERIMENTS)
+def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path, experiment, target):
+    """One experiment is one folder, its module and its tests: remove them
+    and the rest still builds, no host test names it, and make still
+    knows every other target."""
+    lab = lab_copy(root, tmp_path / "lab")
+    # irqhook's tool includes the kernel's uapi header from the built tree.
+    (lab / "build").symlink_to(root / "build")
+    delete_experiment(lab, experiment)
     out = subprocess.run(["make", "-C", lab / "userspace"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+    naming = [t.name for t in (lab / "tests/host").glob("*.py") if t.name != "test_build.py"
+              and (f"userspace/{experiment}" in t.read_text()
+                   or f"modules/{experiment}" in t.read_text())]
+    assert naming == []
     # The tests that remain still load: none imports the experiment's code.
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                           "-p", "no:cacheprovider", "tests/host"], cwd=lab,
@@ -106,3 +119,33 @@ def test_make_sweep_w_does_not_reach_the_kernel_build(root):
                          capture_output=True, text=True, check=True).stdout
     assert "W=[]" in out and "W=grep" not in out.split("MAKEFLAGS=")[1], out
     assert "VARIANT=stock" in out, "other command-line variables still pass on"
+
+
+@pytest.fixture
+def open_tmp():
+    """A scratch folder others may enter (pytest's tmp_path is root's
+    alone, and some tests run a tool as nobody)."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="lab-copy-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d)
+
+
+def test_the_host_tests_that_remain_pass_without_the_experiments(root, open_tmp):
+    """Every experiment above deleted at once (what one deletion breaks, all
+    of them break too): the host tests that remain pass in the copy.  Left
+    out: this file, the lint and the series (the tree's, not an
+    experiment's) and the packaging of the kernel (a minute and a half)."""
+    lab = lab_copy(root, open_tmp / "lab")
+    (lab / "build").symlink_to(root / "build")
+    (lab / ".venv").symlink_to(root / ".venv")      # the analysers' Python
+    for experiment, _ in EXPERIMENTS:
+        delete_experiment(lab, experiment)
+    subprocess.run(["make", "-s", "-C", lab / "userspace"], check=True, capture_output=True)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/host", "--ignore=tests/host/test_build.py",
+                          "--ignore=tests/host/test_lint.py",
+                          "--ignore=tests/host/test_series.py", "-k", "not make_deb"],
+                         cwd=lab, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout.splitlines()[-1]

@@ -71,7 +71,7 @@ def test_one_loop_count_has_no_fit(root, tmp_path):
 
 @pytest.mark.parametrize("make, message", [
     (lambda d: d.mkdir(), "not a lab result folder"),
-    (lambda d: write_meta(d, "irqhook", {}), "not a calibrate one"),
+    (lambda d: write_meta(d, "sundial", {}), "not a calibrate one"),
     (lambda d: (calibrate_dir(d, LINES) / "raw.csv").write_text("a,b\n1,2\n"), "no column"),
     (lambda d: (calibrate_dir(d, LINES) / "raw.csv").write_text(
         "syscall,loops,round,batch,calls,ns_per_call\nclose,0,0,0,1000,fast\n"), "line 2"),

@@ -12,30 +12,17 @@ import sys
 import pytest
 
 from conftest import ROOT
-from resultdirs import META, calibrate_dir, write_csv, write_meta
+from resultdirs import (HOST_MACHINE, analysed, calibrate_dir, clocks_report, machine,
+                        write_csv, write_meta)
 
 DATA = ROOT / "tests/host/data"
 COMPARE = ROOT / "userspace/clocks/analyse.py"
 RUN = ROOT / "userspace/clocks/run.sh"
-HOST_MACHINE = {"cpu_model": "build machine", "cpus": 2, "virtual": False,
-                "accelerator": "none", "accelerator_why": None, "qemu": None, "pmu": False,
-                "clock": None}
-
-
-def machine(clock):
-    return {**META["machine"], "clock": {"kind": clock, **({"shift": 0}
-                                                           if clock == "virtual" else {})}}
 
 
 def run(*args, cwd=None):
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
                           cwd=cwd)
-
-
-def analyse(analyser, d):
-    out = run(ROOT / analyser, "--no-plot", d)
-    assert out.returncode == 0, out.stderr
-    return d
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +38,7 @@ def host_calibration(d, slope=4.0):
     meta = json.loads((d / "meta.json").read_text())
     meta["machine"] = machine("host")
     (d / "meta.json").write_text(json.dumps(meta))
-    return analyse("userspace/calibrate/analyse.py", d)
+    return analysed("userspace/calibrate/analyse.py", d)
 
 
 def virtual_calibration(d):
@@ -80,46 +67,7 @@ def rt_compare(d, clock, kernels):
             for load in ("idle", "loaded"):
                 shutil.copy(DATA / f"rt-tests/cyclictest-h20000-{capture}-{load}.json",
                             k / "cyclictest" / f"{load}.json")
-    return analyse("userspace/rtcompare/analyse.py", d)
-
-
-def smp(d, clock, medians=(12700, 12900)):
-    """An smp folder: pipes-cross, one round a median of @medians, records
-    50 ns either side of it."""
-    write_meta(d, "smp", {"runs": len(medians), "n": 3}, machine=HOST_MACHINE)
-    write_meta(d / "guest", "smp", {"runs": len(medians), "n": 3, "cpus": 2},
-               machine=machine(clock))
-    for r, m in enumerate(medians, 1):
-        run_ = write_meta(d / "runs" / f"pipes-cross-r{r}", "smp-pipes",
-                          {"bench": "pipes", "placement": "cross", "cpus": [0, 1], "n": 3,
-                           "warmup": 1, "tsc_hz": 1e9, "tsc_hz_source": "test",
-                           "spans": ["round_trip"]}, machine=machine(clock))
-        write_csv(run_ / "raw.csv", ("record", "span", "cycles", "ns"),
-                  [(i, "round_trip", m + o, m + o) for i, o in enumerate((-50, 0, 50))])
-    return analyse("userspace/smp/analyse.py", d)
-
-
-MSGQ_COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns", "in_queued_ns",
-                "in_queued_cycles", "out_seq", "out_queued_ns", "out_queued_cycles",
-                "received_ns", "end_to_end_ns")
-
-
-def msgq(d, clock, cpu_s):
-    """A msgq profile: @cpu_s {strategy: [user + system s of each round]}
-    over 1000 messages a round, ten of them in messages.csv."""
-    write_meta(d, "msgq-profile", {"runs": 2, "n": 1000}, machine=HOST_MACHINE)
-    for strat, rounds in cpu_s.items():
-        for r, cpu in enumerate(rounds, 1):
-            f = write_meta(d / "runs" / f"{strat}-r{r}", "msgq", {
-                "messages": 1000, "module": {"alloc": strat, "capacity": 10},
-                "counts": {"sent_total": 1000, "received_total": 1000, "matched": True},
-                "elapsed_s": 1.0, "messages_per_s": 1000.0,
-                "run_rusage": {"user_s": cpu / 4, "system_s": cpu * 3 / 4}},
-                machine=machine(clock))
-            write_csv(f / "messages.csv", MSGQ_COLUMNS,
-                      [(i, 1, i, 1, 16, 0, 1000, 1000, i, 2000, 2000, 5000, 5000)
-                       for i in range(10)])
-    return analyse("userspace/msgq/analyse.py", d)
+    return analysed("userspace/rtcompare/analyse.py", d)
 
 
 def sweep(d, clock, seconds):
@@ -133,14 +81,13 @@ def sweep(d, clock, seconds):
     (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
                                   ",5000,10000,50000000,5000.0\n"
                                   ",20000,10000,200000000,20000.0\n")
-    return analyse("workloads/analyse.py", d)
+    return analysed("workloads/analyse.py", d)
 
 
 # --- the report ------------------------------------------------------------------------
 
 def compare(tmp_path, *dirs):
-    out = run(COMPARE, "-o", tmp_path / "out", "--name", "c", *dirs)
-    d = tmp_path / "out/c"
+    out, d, _, _ = clocks_report(tmp_path / "out", *dirs)
     return out, d
 
 
@@ -155,19 +102,15 @@ def test_side_by_side(built, tmp_path):
     h_rt = rt_compare(tmp_path / "rt-host", "host", {"stock": "a", "rt": "b"})
     v_rt = rt_compare(tmp_path / "rt-virtual", "virtual",
                       {"stock": "delay", "stock-preempt-full": "delay"})
-    v_smp = smp(tmp_path / "smp-virtual", "virtual")
-    h_msgq = msgq(tmp_path / "msgq-host", "host",
-                  {"dynamic": [0.050, 0.054], "static": [0.049, 0.052]})
     h_sw = sweep(tmp_path / "cmd-host", "host", (1.0, 1.06, 1.18))
     v_sw = sweep(tmp_path / "cmd-virtual", "virtual", (1.0, 1.05, 1.2))
-    out, d = compare(tmp_path, h_cal, v_cal, h_rt, v_rt, v_smp, h_msgq, h_sw, v_sw)
+    out, d = compare(tmp_path, h_cal, v_cal, h_rt, v_rt, h_sw, v_sw)
     assert out.returncode == 0, out.stderr
     figs, s = by_figure(d)
     assert {t: (f["experiment"], f["clock"]) for t, f in s["folders"].items()} == {
         "h1": ("calibrate", "host"), "v1": ("calibrate", "virtual"),
         "h2": ("rt-compare", "host"), "v2": ("rt-compare", "virtual"),
-        "v3": ("smp", "virtual"), "h3": ("msgq-profile", "host"),
-        "h4": ("sweep", "host"), "v4": ("sweep", "virtual")}
+        "h3": ("sweep", "host"), "v3": ("sweep", "virtual")}
 
     # calibrate: the host's fit of the made-up lines, the real virtual one.
     slope = figs[("calibrate", "close slope (p10 fit)")]
@@ -194,19 +137,6 @@ def test_side_by_side(built, tmp_path):
     assert figs[("rt-compare", "stock-preempt-full cyclictest max, 50 us hold")][
         "virtual"]["value"] == 4
 
-    # smp: the median of every round's records pooled, the range of the
-    # rounds' medians.
-    pipes = figs[("smp", "pipes-cross round_trip p50")]
-    assert pipes["host"] is None
-    assert pipes["virtual"] == {"value": pytest.approx(12800), "min": 12700, "max": 12900,
-                                "n": 1, "folders": ["v3"]}
-
-    # msgq: CPU time per message, median and range of the rounds.
-    dyn = figs[("msgq-profile", "dynamic: CPU time per message")]
-    assert dyn["unit"] == "us" and dyn["virtual"] is None
-    assert dyn["host"]["value"] == pytest.approx(52)
-    assert (dyn["host"]["min"], dyn["host"]["max"]) == (pytest.approx(50), pytest.approx(54))
-
     # sweep: the model check, the slowdowns (100,000 us of delay a run at 20000 ns
     # on 10000 calls: the model predicts 1.2015 / 1.0015).
     err = figs[("sweep", "cmd: model check max |error|")]
@@ -221,8 +151,6 @@ def test_side_by_side(built, tmp_path):
     text = (d / "report.txt").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("calibrate: close slope (p10"))
     assert line.split()[-5:] == ["4.000", "3.000", "0.75", "h1", "v1"], line
-    line = next(ln for ln in text.splitlines() if ln.startswith("smp: pipes-cross"))
-    assert line.split()[4:] == ["ns", "-", "12,800", "[12,700-12,900]", "-", "v3"], line
     line = next(ln for ln in text.splitlines()
                 if ln.startswith("rt-compare: stock cyclictest max, 50 us hold"))
     assert line.split()[-5:] == ["us", "-", "51", "-", "v2"], line
@@ -231,10 +159,9 @@ def test_side_by_side(built, tmp_path):
     rows = {(r["experiment"], r["figure"]): r
             for r in csv.DictReader(open(d / "clocks.csv"))}
     assert rows[("calibrate", "close slope (p10 fit)")]["host"] == str(slope["host"]["value"])
-    assert rows[("smp", "pipes-cross round_trip p50")]["host"] == ""
-    assert float(rows[("smp", "pipes-cross round_trip p50")]["virtual_min"]) == 12700
+    assert rows[("rt-compare", "stock cyclictest max, 50 us hold")]["host"] == ""
     meta = json.loads((d / "meta.json").read_text())
-    assert meta["experiment"] == "clocks" and len(meta["settings"]["folders"]) == 8
+    assert meta["experiment"] == "clocks" and len(meta["settings"]["folders"]) == 6
 
 
 def test_several_folders_of_one_side_give_their_median_and_range(built, tmp_path):
@@ -263,7 +190,7 @@ def test_default_output_is_a_result_folder_with_a_latest_link(built, tmp_path):
 
 def no_clock(d):
     """A host-side runner's meta.json alone: nothing names the guest's clock."""
-    write_meta(d, "smp", {"runs": 1}, machine=HOST_MACHINE)
+    write_meta(d, "calibrate", {"loops": [0, 100]}, machine=HOST_MACHINE)
     return d
 
 
@@ -273,7 +200,7 @@ def unanalysed(d):
 
 
 def other_experiment(d):
-    write_meta(d, "irqhook", {}, machine=machine("host"))
+    write_meta(d, "sundial", {}, machine=machine("host"))
     return d
 
 
@@ -295,7 +222,7 @@ def bad_json(d):
     (lambda d: d.mkdir() or d, "no meta.json: not a lab result folder"),
     (no_clock, "no meta.json in it names the guest's clock"),
     (unanalysed, "no summary.json: analyse it first (userspace/calibrate/analyse.py"),
-    (other_experiment, "experiment 'irqhook', not one of"),
+    (other_experiment, "experiment 'sundial', not one of"),
     (mixed, "its guests ran on different clocks"),
     (bad_json, "summary.json: not JSON"),
 ])
@@ -318,14 +245,14 @@ def test_no_folder_is_a_usage_error(tmp_path):
 # --- run.sh ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [
-    (["--only", "calibrate,bogus"], "--only wants a list of calibrate,rt-compare,smp,msgq,"
-                                    "sweep,kbuild,grep, not 'calibrate,bogus'"),
-    (["--only", "smp,,msgq"], "--only wants a list"),
+    (["--only", "calibrate,bogus"], "--only wants a list of calibrate,rt-compare,"),
+    (["--only", "calibrate,bogus"], "grep, not 'calibrate,bogus'"),
+    (["--only", "calibrate,,sweep"], "--only wants a list"),
     (["--only"], "--only wants a value"),
     (["--clocks", "sundial"], "--clocks wants host, virtual or host,virtual, not 'sundial'"),
     (["--clocks", ""], "--clocks wants a value"),
     (["--no-analysis", "--bogus"], "unknown argument '--bogus'"),
-    (["smp"], "unknown argument 'smp'"),
+    (["calibrate"], "unknown argument 'calibrate'"),
 ])
 def test_run_refuses_bad_arguments_before_anything(args, message):
     # (Only the clocks' own folders: other runs may share results/.)

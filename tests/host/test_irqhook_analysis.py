@@ -12,8 +12,12 @@ import sys
 import pytest
 
 import plotcheck
-from resultdirs import ANALYSERS, irqhook_dir, write_meta
+from resultdirs import write_csv, write_meta
 from conftest import load_script
+
+ANALYSERS = {"irqhook": "userspace/irqhook/analyse.py",
+             "irqhook-sweep": "userspace/irqhook/sweep_report.py",
+             "trace": "userspace/irqhook/trace_report.py"}
 
 
 def load(root, name):
@@ -23,6 +27,30 @@ def load(root, name):
 def run(root, which, *args, env=None):
     return subprocess.run([sys.executable, root / ANALYSERS[which], *map(str, args)],
                           capture_output=True, text=True, env=env)
+
+
+IRQHOOK_SETTINGS = {"events": 2000, "period_us": 16000, "loads": 16, "load_sleep_ns": 1000,
+                    "class": "normal", "read_cpu": 0, "write_cpu": 0, "load_cpus": [0],
+                    "traced": False}
+
+
+def irqhook_dir(d, switching, wakeup, read_tid=100, **settings):
+    """An irqhook folder with events of the given switching and wake-up
+    times (ns) and a tasks.csv naming @read_tid the reader."""
+    write_meta(d, "irqhook", {**IRQHOOK_SETTINGS, "events": len(switching), **settings})
+    rows = []
+    t = 100_000_000_000
+    for i, (sw, wk) in enumerate(zip(switching, wakeup)):
+        call = t + i * 16_000_000
+        rows.append((i, i + 1, call, call + 1000, call + 1000 + wk, call + sw, sw, wk))
+    write_csv(d / "events.csv",
+              ("event", "seq", "call_ns", "write_ns", "wake_ns", "return_ns",
+               "switching_ns", "wakeup_ns"), rows)
+    write_csv(d / "tasks.csv", ("role", "index", "tid", "policy", "priority", "cpu"),
+              [("read", 0, read_tid, "SCHED_OTHER", 0, 0),
+               ("write", 0, read_tid + 1, "SCHED_OTHER", 0, 0),
+               ("load", 0, read_tid + 2, "SCHED_OTHER", 0, 0)])
+    return d
 
 
 # 1 slow first event, then 8 fast and 2 slow ones.

@@ -13,7 +13,8 @@ import pytest
 
 import plotcheck
 from conftest import load_script
-from resultdirs import write_csv, write_meta
+from resultdirs import (HOST_MACHINE, analysed, clocks_report, machine, write_csv,
+                        write_meta)
 
 from lablib import stats
 import runners
@@ -527,3 +528,34 @@ def test_the_result_folder_goes_where_o_says(tmp_path):
     [d] = (tmp_path / "work/here/lab").iterdir()
     assert d.name.startswith("smp-") and d.name.endswith(".incomplete"), d
     assert not (tmp_path / "results").exists()
+
+
+# --- smp in the clocks suite (userspace/clocks) ----------------------------------------
+
+def test_the_clocks_suite_reports_the_pipes_median_and_its_range(tmp_path):
+    """An smp folder of the virtual clock, pipes-cross in two rounds whose
+    medians are 12,700 and 12,900 ns: the clocks report has the median of
+    every record pooled and the range of the rounds' medians, '-' for the
+    host's clock."""
+    d = tmp_path / "smp-virtual"
+    write_meta(d, "smp", {"runs": 2, "n": 3}, machine=HOST_MACHINE)
+    write_meta(d / "guest", "smp", {"runs": 2, "n": 3, "cpus": 2}, machine=machine("virtual"))
+    for r, m in enumerate((12700, 12900), 1):
+        run_ = write_meta(d / "runs" / f"pipes-cross-r{r}", "smp-pipes",
+                          {"bench": "pipes", "placement": "cross", "cpus": [0, 1], "n": 3,
+                           "warmup": 1, "tsc_hz": 1e9, "tsc_hz_source": "test",
+                           "spans": ["round_trip"]}, machine=machine("virtual"))
+        write_csv(run_ / "raw.csv", ("record", "span", "cycles", "ns"),
+                  [(i, "round_trip", m + o, m + o) for i, o in enumerate((-50, 0, 50))])
+    out, c, figs, _ = clocks_report(tmp_path / "out", analysed("userspace/smp/analyse.py", d))
+    assert out.returncode == 0, out.stderr
+    pipes = figs[("smp", "pipes-cross round_trip p50")]
+    assert pipes["host"] is None
+    assert pipes["virtual"] == {"value": pytest.approx(12800), "min": 12700, "max": 12900,
+                                "n": 1, "folders": ["v1"]}
+    line = next(ln for ln in (c / "report.txt").read_text().splitlines()
+                if ln.startswith("smp: pipes-cross"))
+    assert line.split()[4:] == ["ns", "-", "12,800", "[12,700-12,900]", "-", "v1"], line
+    rows = {r["figure"]: r for r in csv.DictReader(open(c / "clocks.csv"))}
+    assert rows["pipes-cross round_trip p50"]["host"] == ""
+    assert float(rows["pipes-cross round_trip p50"]["virtual_min"]) == 12700

@@ -12,7 +12,7 @@
 #
 #   run.sh [--only LIST] [--clocks LIST] [--no-analysis]
 #   --only LIST     experiments, of calibrate,rt-compare,smp,msgq,sweep,
-#                   kbuild,grep (default all of them)
+#                   kbuild,grep (default all of them this lab has)
 #   --clocks LIST   host,virtual (the default), or one of them
 #   --no-analysis   record only: no analyser and no analyse.py; says how
 #                   to run them later
@@ -28,7 +28,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 
-ALL=(calibrate rt-compare smp msgq sweep kbuild grep)
+# The experiments this lab has (one deleted is not offered).
+ALL=()
+for e in calibrate:calibrate rt-compare:rtcompare smp:smp msgq:msgq sweep:../workloads \
+	kbuild:../workloads grep:../workloads; do
+	[ ! -x "$LAB_ROOT/userspace/${e#*:}/run.sh" ] || ALL+=("${e%%:*}")
+done
 only=$(IFS=,; printf '%s' "${ALL[*]}") clocks=host,virtual analysis=1
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -20,6 +20,9 @@
 #                          (the main job's: make, make sweep): virtual where
 #                          the guest runs under TCG, the host's under KVM.
 #   VM_TIMEOUT=SECONDS     stop a guest that runs longer (default 3600)
+#   VM_HANG=SECONDS        stop a guest whose vCPUs have not run for that
+#                          long (default 600; 0: never), and boot it once
+#                          more if its command had not started
 #   VM_CPUS=N VM_MEM=SIZE  guest size (default 2 CPUs, 2G)
 #   VM_VIRTUAL_CPUS=N      the CPUs when VM_CPUS is not given and the clock
 #                          is the virtual one (make sweep: 1)
@@ -55,6 +58,7 @@ esac
 # QEMU's icount: 2^shift ns of guest time per instruction.
 ICOUNT_SHIFT=0
 VM_TIMEOUT=${VM_TIMEOUT:-3600}
+VM_HANG=${VM_HANG:-600}
 VM_UDEV=${VM_UDEV:-keep}
 case $VM_UDEV in
 keep | stop) ;;
@@ -74,6 +78,7 @@ check_variant "$VARIANT"
 [ -f "$KERNEL" ] || die "no kernel at $KERNEL; run 'make kernel VARIANT=$VARIANT'"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing; run 'make deps'"
 case $VM_TIMEOUT in '' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" ;; esac
+case $VM_HANG in '' | *[!0-9]*) die "VM_HANG must be a number of seconds" ;; esac
 
 # The VM gets the repository read-write; everything else of the host is
 # visible read-only (virtme-ng's default).
@@ -271,7 +276,7 @@ status_dir=${build_real:-$LAB_ROOT}
 mkdir -p "$status_dir"
 status_file=$(mktemp "$status_dir/.vm-status.XXXXXX")
 trap 'rm -f "$status_file"' EXIT
-guest_cmd="$guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); exit \$lab_status"
+guest_cmd="echo started >$(sh_quote "$status_file"); $guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); exit \$lab_status"
 # timeout runs the VM in a process group of its own (so that it can stop
 # all of it), which a terminal's Ctrl-C does not reach: the pipeline runs
 # in the background, and INT or TERM is passed on to that group (timeout
@@ -291,31 +296,93 @@ stop_vm() {
 		fi
 	done
 }
-signalled=0
+# The CPU time (clock ticks) the guest's vCPUs have had: every thread but
+# the main one of the QEMU that this script started.  Empty until it runs.
+# A guest once stopped for good early in its boot, both vCPUs waiting in
+# QEMU for an event that never came, its main loop idle (the debug
+# kernel, 2026-11-27): no timer tick ran in it for half an hour.  Any live
+# guest runs its ticks.
+vcpu_ticks() {
+	local stat line pid rest ppid comm ticks=0 task f
+	local -A parent=()
+	for stat in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$stat" || continue
+		pid=${line%% *} rest=${line##*) }
+		read -r _ ppid _ <<<"$rest"
+		parent[$pid]=$ppid
+	done
+	for pid in "${!parent[@]}"; do
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		[[ $comm == qemu-system* ]] || continue
+		ppid=$pid
+		while [ -n "${parent[$ppid]:-}" ] && [ "$ppid" != "$$" ] && [ "$ppid" -gt 1 ]; do
+			ppid=${parent[$ppid]}
+		done
+		[ "$ppid" = "$$" ] || continue
+		for task in /proc/"$pid"/task/*; do
+			[ "${task##*/}" != "$pid" ] || continue
+			read -r line 2>/dev/null <"$task/stat" || continue
+			rest=${line##*) }
+			read -r -a f <<<"$rest"
+			ticks=$((ticks + f[11] + f[12]))
+		done
+		printf '%s\n' "$ticks"
+		return
+	done
+}
+signalled=0 hung=0
 trap 'stop_vm 130 interrupted' INT
 trap 'stop_vm 143 terminated' TERM
 timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" \
 	</dev/null 2> >(cat >&2) | cat &
 vm_pid=$!
-# wait returns early, above 128, when a trap ran: wait again until it ends,
-# signalling again each second (the signal may have come before timeout
-# made its group).  The pipeline's status is timeout's (pipefail).
-while :; do
+# Wait for the VM, looking every 5 s whether its vCPUs still run; a wait
+# returns early, above 128, when a trap ran, and then the group is
+# signalled again each time round (the signal may have come before timeout
+# made its group).
+last_ticks='' last_run=$SECONDS status=''
+while [ -z "$status" ]; do
 	[ "$signalled" -eq 0 ] || stop_vm "$signalled" again
-	status=0
-	wait "$vm_pid" || status=$?
-	kill -0 "$vm_pid" 2>/dev/null || break
-	[ "$signalled" -eq 0 ] || sleep 1
+	sleep 5 &
+	nap=$!
+	# The first of the VM and the nap to end; the VM's status is the
+	# pipeline's, timeout's (pipefail).
+	ended='' code=0
+	wait -n -p ended "$vm_pid" "$nap" || code=$?
+	kill "$nap" 2>/dev/null || true
+	if [ "${ended:-}" = "$vm_pid" ]; then
+		status=$code
+		break
+	fi
+	if [ "$VM_HANG" -eq 0 ] || [ "$signalled" -ne 0 ]; then
+		continue
+	fi
+	ticks=$(vcpu_ticks)
+	if [ -z "$ticks" ] || [ "$ticks" != "$last_ticks" ]; then
+		last_ticks=$ticks last_run=$SECONDS
+	elif [ $((SECONDS - last_run)) -ge "$VM_HANG" ]; then
+		hung=1
+		stop_vm 3 "the guest's vCPUs have not run for $VM_HANG s (VM_HANG): it hung"
+	fi
 done
 trap - INT TERM
+if [ "$hung" -eq 1 ]; then
+	if [ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ]; then
+		log "its command had not started: booting it once more"
+		rm -f "$status_file"
+		LAB_VM_REBOOTED=1 exec "$0" "$@"
+	fi
+	die "the guest hung (no vCPU ran for $VM_HANG s)$([ -s "$status_file" ] && echo ' while its command ran')"
+fi
 [ "$signalled" -eq 0 ] || exit "$signalled"
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 	die "the guest did not finish within $VM_TIMEOUT s (VM_TIMEOUT) and was stopped"
 fi
 # virtme-ng's 255: the guest ended without its command's status (a panic,
 # a reboot, QEMU gone).  Say so, with the end of its kernel log if kept.
-if [ "$status" -eq 255 ] && [ -s "$status_file" ]; then
-	status=$(cat "$status_file")
+guest_status=$(cat "$status_file" 2>/dev/null || true)
+if [ "$status" -eq 255 ] && [[ $guest_status =~ ^[0-9]+$ ]]; then
+	status=$guest_status
 	log "the guest's command ended with status $status, which virtme-ng did not bring" \
 		"back: its init found no virtio port for the command (udev was late) and ran" \
 		"it on the console, where its output went too"

@@ -6,6 +6,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -98,7 +99,9 @@ def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
     r = subprocess.run([root / "scripts/vm.sh", "--", "echo", "a b"], env=fake_vm, text=True,
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'; ")
+    started, cmd = r.stdout.split("; ", 1)
+    assert started.startswith("echo started >")
+    assert cmd.startswith("mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'echo' 'a b'; ")
 
 
 def test_udevd_is_stopped_first_when_asked(root, tmp_path, fake_vm):
@@ -108,7 +111,8 @@ def test_udevd_is_stopped_first_when_asked(root, tmp_path, fake_vm):
                        env={**fake_vm, "VM_UDEV": "stop"}, timeout=120)
     assert r.returncode == 0, r.stderr
     stop, rest = r.stdout.split("; mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'true'", 1)
-    assert stop.startswith("pkill -x systemd-udevd; ") and "pgrep -x systemd-udevd" in stop
+    assert stop.split("; ", 1)[1].startswith("pkill -x systemd-udevd; ")
+    assert "pgrep -x systemd-udevd" in stop
     assert rest.startswith("; lab_status=$?")
     r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
                        env={**fake_vm, "VM_UDEV": "sometimes"}, timeout=120)
@@ -144,3 +148,47 @@ def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fa
     assert r.returncode == 255
     assert "the guest ended before its command did" in r.stderr
     assert "Kernel panic - not syncing: a test" in r.stderr
+
+
+def stand_in_qemu(tmp_path, program):
+    """A program named as QEMU is (vm.sh finds the guest's vCPUs by it)."""
+    qemu = tmp_path / "bin/qemu-system-x86_64"
+    qemu.parent.mkdir(exist_ok=True)
+    qemu.write_text(program)
+    qemu.chmod(0o755)
+    return qemu
+
+
+def test_a_guest_that_stops_running_is_booted_once_more_then_given_up(root, tmp_path,
+                                                                      fake_vm):
+    """A QEMU whose vCPUs never run (the stand-in has its main thread
+    only) before the command started: after VM_HANG s vm.sh stops it,
+    boots once more, and on the second hang gives up with status 1."""
+    qemu = stand_in_qemu(tmp_path, "#!/bin/bash\nsleep 600 &\nwait\n")
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text(f'#!/bin/bash\necho boot >>"{tmp_path}/boots"\n{qemu}\n')
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_HANG": "4"}, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert (tmp_path / "boots").read_text() == "boot\nboot\n"
+    assert r.stderr.count("have not run for 4 s (VM_HANG): it hung") == 2, r.stderr
+    assert "its command had not started: booting it once more" in r.stderr
+    assert "error: the guest hung (no vCPU ran for 4 s)" in r.stderr
+    assert not list(pathlib.Path(fake_vm["LAB_BUILD"]).glob(".vm-status.*"))
+
+
+def test_a_guest_whose_vcpus_run_is_left_alone(root, tmp_path, fake_vm):
+    """A vCPU thread that keeps running for 12 s, well past VM_HANG: the
+    guest ends as it would."""
+    spin = ("import threading, time\n"
+            "def spin():\n    end = time.time() + 12\n    while time.time() < end: pass\n"
+            "t = threading.Thread(target=spin); t.start(); t.join()\n")
+    qemu = stand_in_qemu(tmp_path, "")
+    qemu.unlink()
+    qemu.symlink_to(sys.executable)
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text(f"#!/bin/bash\n{qemu} -c '{spin}'\n")
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_HANG": "4"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "hung" not in r.stderr

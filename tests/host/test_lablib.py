@@ -200,7 +200,8 @@ def test_cli_bug_keeps_its_traceback(tmp_path):
 
 def test_import_does_not_load_matplotlib():
     code = ("import sys, lablib, lablib.cli, lablib.plot, lablib.results, lablib.stats, "
-            "lablib.experiments.calibration, lablib.experiments.irqhook; "
+            "lablib.experiments.calibration, lablib.experiments.irqhook, "
+            "lablib.experiments.rtcompare, lablib.experiments.smp; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

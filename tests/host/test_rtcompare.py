@@ -15,6 +15,8 @@ import pytest
 
 import plotcheck
 from resultdirs import write_csv, write_meta
+from lablib.experiments import rtcompare
+from lablib.readers import ftrace
 from conftest import load_script
 import runners
 
@@ -51,28 +53,28 @@ def test_square_wave_limit_is_the_highest_frequency_held_within_10_percent(tmp_p
     d = wave_dir(tmp_path / "c-rt-idle", {
         100: edges(100, 50), 1000: edges(1000, 50, 1.09), 2000: edges(2000, 50, 1.11),
         5000: edges(5000, 50, 0.95), 10000: edges(10000, 50, 2.0)})
-    w = analyse.read_wave(d)
+    w = rtcompare.read_wave(d)
     assert [f for f, v in w.items() if v["held"]] == [100, 1000, 5000]
     assert w[1000]["mean_err"] == pytest.approx(0.09, abs=1e-4)
     assert w[10000]["mean_err"] == pytest.approx(1.0, abs=1e-4)
     assert w[100]["periods"] == 50
-    assert analyse.highest_held(w) == 5000
+    assert rtcompare.highest_held(w) == 5000
 
 
 def test_square_wave_p99_limit_sees_a_late_edge_the_mean_hides(tmp_path):
     # One period in 50 at 1 kHz is 3 ms late: the mean moves 6 %, the p99 200 %.
     late = edges(1000, 50)
     late = late[:21] + [t + 3_000_000 for t in late[21:]]
-    w = analyse.read_wave(wave_dir(tmp_path / "python-idle", {100: edges(100, 50),
+    w = rtcompare.read_wave(wave_dir(tmp_path / "python-idle", {100: edges(100, 50),
                                                              1000: late}))
     assert w[1000]["held"] and abs(w[1000]["mean_err"] - 0.06) < 1e-3
-    assert analyse.highest_held(w) == 1000
-    assert analyse.highest_held(w, "p99_err") == 100
+    assert rtcompare.highest_held(w) == 1000
+    assert rtcompare.highest_held(w, "p99_err") == 100
 
 
 def test_no_frequency_held_is_none(tmp_path):
-    w = analyse.read_wave(wave_dir(tmp_path / "python-loaded", {1000: edges(1000, 10, 3)}))
-    assert analyse.highest_held(w) is None
+    w = rtcompare.read_wave(wave_dir(tmp_path / "python-loaded", {1000: edges(1000, 10, 3)}))
+    assert rtcompare.highest_held(w) is None
 
 
 # --- cyclictest and perf stat --------------------------------------------------------
@@ -96,7 +98,7 @@ def test_cyclictest_percentiles_count_overflows_at_the_maximum(tmp_path):
     # p99 is still 10, p99.9 is in the overflow.
     p = cyclictest_json(tmp_path / "loaded.json", [({10: 995}, 5, 25000),
                                                    ({5: 500, 6: 500}, 0, 6)])
-    c = analyse.read_cyclictest(p)
+    c = rtcompare.read_cyclictest(p)
     t0, t1 = c["threads"]
     assert (t0["n"], t0["overflow"], t0["p99"], t0["p999"], t0["max"]) == (
         1000, 5, 10, 25000, 25000)
@@ -113,7 +115,7 @@ def test_cyclictest_thread_stopped_before_its_first_cycle_is_left_out(tmp_path):
     j["thread"]["1"] = {"histogram": {}, "cycles": 0, "min": 1000000, "max": 0, "avg": 0.0,
                         "cpu": 1}
     p.write_text(json.dumps(j))
-    c = analyse.read_cyclictest(p)
+    c = rtcompare.read_cyclictest(p)
     assert [t["thread"] for t in c["threads"]] == [0] and c["unstarted"] == [1]
     assert (c["pooled"]["n"], c["pooled"]["min"], c["pooled"]["max"]) == (91, 40, 900)
 
@@ -125,13 +127,13 @@ def test_cyclictest_text_output_stands_in_for_malformed_json(tmp_path):
         "000012 000006\t000004\n000013 000001\t000000\n# Total: 000000010 000000004\n"
         "# Min Latencies: 00011 00012\n# Avg Latencies: 00012 00012\n"
         "# Max Latencies: 00013 00012\n# Histogram Overflows: 00000 00000\n# Thread 0:\n")
-    c = analyse.read_cyclictest(tmp_path / "idle.json")
+    c = rtcompare.read_cyclictest(tmp_path / "idle.json")
     assert c["from_text"] is True
     assert [(t["n"], t["min"], t["max"]) for t in c["threads"]] == [(10, 11, 13), (4, 12, 12)]
     assert c["hist"] == {"us": [11, 12, 13], "count": [3, 10, 1]}
     (tmp_path / "idle.txt").write_text("nothing\n")
     with pytest.raises(ValueError, match="not cyclictest -h output"):
-        analyse.read_cyclictest(tmp_path / "idle.json")
+        rtcompare.read_cyclictest(tmp_path / "idle.json")
 
 
 def test_perf_stat_reads_not_supported_as_missing(tmp_path):
@@ -143,7 +145,7 @@ def test_perf_stat_reads_not_supported_as_missing(tmp_path):
         (tmp_path / f"unsorted-r{r}.perf").write_text(real.read_text())
         (tmp_path / f"unsorted-r{r}.json").write_text(json.dumps(
             {"seconds": 0.02 * r, "user_s": 0.01, "sys_s": 0.0}))
-    got = analyse.read_perfstat(tmp_path)["unsorted"]
+    got = rtcompare.read_perfstat(tmp_path)["unsorted"]
     assert got["runs"] == 2
     assert got["task-clock"]["mean"] == 19.62 and got["task-clock"]["unit"] == "ms"
     assert got["page-faults"]["n"] == 2 and got["page-faults"]["unit"] == "count"
@@ -254,7 +256,7 @@ def test_squarewave_writes_edges(built, tmp_path):
     meta = json.loads((d / "meta.json").read_text())
     assert meta["settings"]["freqs_hz"] == [200, 1000]
     assert meta["settings"]["impl"] == "c-nanosleep"
-    w = analyse.read_wave(d)
+    w = rtcompare.read_wave(d)
     assert sorted(w) == [200, 1000] and w[200]["periods"] == 9
     # nanosleep sleeps at least what it is asked: never early.
     assert w[200]["mean_period_ns"] >= 5e6
@@ -288,7 +290,7 @@ def test_squarewave_python_writes_the_same_files(built, tmp_path):
     out = subprocess.run([sys.executable, built / "squarewave.py", "-q", "-f", "500", "-n",
                           "5", "-o", tmp_path, "--name", "py"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    w = analyse.read_wave(tmp_path / "py")
+    w = rtcompare.read_wave(tmp_path / "py")
     assert w[500]["periods"] == 4
     assert json.loads((tmp_path / "py/meta.json").read_text())["settings"]["impl"] == "python"
 
@@ -478,23 +480,23 @@ def test_caught_line_names_what_ran_while_the_wake_up_waited(tmp_path, monkeypat
     shutil.copy(DATA / "rt-tests/cyclictest-h20000-a-loaded.json", d / "cyclictest.json")
     (d / "threshold").write_text("25\n")
     (d / "trace.dat").write_text("")
-    events = analyse.ftrace.parse_report((DATA / "trace-report-caught.txt").read_text())
-    monkeypatch.setattr(analyse.ftrace, "read", lambda path: events)
-    c = analyse.read_caught(d)
+    events = ftrace.parse_report((DATA / "trace-report-caught.txt").read_text())
+    monkeypatch.setattr(ftrace, "read", lambda path: events)
+    c = rtcompare.read_caught(d)
     assert c["threshold"] == 25 and c["caught"]["latency_us"] == 43
     line = analyse.caught_line(c)
     assert line.startswith("stopped at a 43 us wake-up (over 25) after ")
     assert "CPU 0 ran work vmstat_update (kworker/0:1-9, 86.8 us, 39.2 us of it after the " \
         "wake-up was due)" in line
-    monkeypatch.setattr(analyse.ftrace, "read", lambda path: [])
-    c = analyse.read_caught(d)
+    monkeypatch.setattr(ftrace, "read", lambda path: [])
+    c = rtcompare.read_caught(d)
     assert c["caught"] is None
     assert analyse.caught_line(c).startswith("no wake-up over 25 us in ")
 
     def unreadable(path):
         raise ValueError("trace-cmd is not installed (Debian: trace-cmd)")
-    monkeypatch.setattr(analyse.ftrace, "read", unreadable)
-    c = analyse.read_caught(d)
+    monkeypatch.setattr(ftrace, "read", unreadable)
+    c = rtcompare.read_caught(d)
     assert c["caught"] is None
     line = analyse.caught_line(c)
     assert line.startswith("its trace was not read (trace-cmd is not installed")

@@ -1,3 +1,5 @@
-"""Readers shared by more than one experiment's analyser: calibration's
-fit (the workloads' sweeps and rt-compare turn loops into ns with it),
-irqhook's runs and smp's benchmarks (rt-compare reads both)."""
+"""Readers of the lab's own result folders, for the analysers and suites
+that share them: calibration's fit (the workloads' sweeps and rt-compare
+turn loops into ns with it), irqhook's runs and smp's benchmarks
+(rt-compare reads both), and rt-compare's kernel folders (its analyser
+compares them)."""

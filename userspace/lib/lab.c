@@ -69,7 +69,7 @@ static int cmd_list(int argc, char **argv)
 	}
 	if (argc == 4)
 		max = lab_opt_ulong("lab", "MAX", argv[3], 0, (unsigned long)-1);
-	n = lab_opt_list("lab", "list", argv[2], max, &v);
+	n = lab_opt_list("lab", "list", argv[2], 0, max, &v);
 	for (i = 0; i < n; i++)
 		printf("%lu\n", v[i]);
 	free(v);

@@ -157,8 +157,8 @@ int lab_parse_uint_list(const char *s, unsigned long **out);
  */
 unsigned long lab_opt_ulong(const char *prog, const char *opt, const char *arg,
 			    unsigned long min, unsigned long max);
-int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,
-		 unsigned long **out);
+int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long min,
+		 unsigned long max, unsigned long **out);
 
 /*
  * -o DIR, --name NAME and -q of every tool with a result folder
@@ -190,7 +190,9 @@ enum lab_opt_kind {
 	LAB_OPT_FLAG,		/* int, set to 1 */
 	LAB_OPT_ULONG,		/* unsigned long from @min to @max */
 	LAB_OPT_STR,		/* const char *, as given */
-	LAB_OPT_LIST,		/* struct lab_opt_list: a lab list, each at most @max */
+	LAB_OPT_NAME,		/* const char *: a plain name, of letters, digits,
+				 * '.', '_' and '-' (a label in file and case names) */
+	LAB_OPT_LIST,		/* struct lab_opt_list: a lab list, each from @min to @max */
 	LAB_OPT_CPU,		/* int: one CPU, or -1 for "none" (lab_opt_one_cpu) */
 	LAB_OPT_CHOICE,		/* int: the index of the value in @choices */
 	LAB_OPT_CPUS,		/* struct lab_opt_cpus: a CPU list (lab_opt_cpus) of at

@@ -5,6 +5,7 @@
  * and the settings of meta.json.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static char *show(const struct lab_opt *o)
 		snprintf(buf, sizeof(buf), "%lu", *(unsigned long *)o->value);
 		return strdup(buf);
 	case LAB_OPT_STR:
+	case LAB_OPT_NAME:
 		return *(const char **)o->value ? strdup(*(const char **)o->value) : NULL;
 	case LAB_OPT_LIST:
 		return strdup(((struct lab_opt_list *)o->value)->text);
@@ -68,6 +70,17 @@ static char *show(const struct lab_opt *o)
 	default:
 		return NULL;
 	}
+}
+
+/* Letters, digits, '.', '_' and '-', at least one. */
+static int plain_name(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			return 0;
+	return 1;
 }
 
 static void choice(const struct lab_opt *o, const char *prog, const char *opt,
@@ -102,6 +115,14 @@ static void take(const struct lab_opt *o, const char *prog, const char *arg)
 		*(unsigned long *)o->value = lab_opt_ulong(prog, opt, arg, o->min, o->max);
 		break;
 	case LAB_OPT_STR:
+		*(const char **)o->value = arg;
+		break;
+	case LAB_OPT_NAME:
+		if (!plain_name(arg)) {
+			fprintf(stderr, "%s: %s wants a name of letters, digits, '.', '_' and '-', "
+				"not '%s'\n", prog, opt, arg);
+			exit(2);
+		}
 		*(const char **)o->value = arg;
 		break;
 	case LAB_OPT_LIST:
@@ -205,8 +226,8 @@ int lab_opts_parse(const struct lab_tool *t, int argc, char **argv, int operands
 		struct lab_opt_list *l = o->value;
 
 		if (o->kind == LAB_OPT_LIST)
-			l->n = lab_opt_list(t->prog, display(o, opt, sizeof(opt)), l->text, o->max,
-					    &l->v);
+			l->n = lab_opt_list(t->prog, display(o, opt, sizeof(opt)), l->text, o->min,
+					    o->max, &l->v);
 	}
 	return optind;
 }
@@ -297,6 +318,7 @@ void lab_opts_json(struct lab_json *j, const struct lab_tool *t)
 			lab_json_uint(j, o->json, *(unsigned long *)o->value);
 			break;
 		case LAB_OPT_STR:
+		case LAB_OPT_NAME:
 			if (*(const char **)o->value)
 				lab_json_str(j, o->json, *(const char **)o->value);
 			else

@@ -323,20 +323,45 @@ static void test_clock(void)
 static const char *const colours[] = { "red", "green", NULL };
 
 /* One option of each kind, parsed, read back as settings, and a bad value. */
+/*
+ * lab_opts_parse() of @argv in a child (that must not write our buffered
+ * lines out again as it exits), stderr thrown away: its exit status.
+ */
+static int parse_status(const struct lab_tool *tool, char **argv)
+{
+	int argc = 0, status;
+	pid_t pid;
+
+	while (argv[argc])
+		argc++;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		freopen("/dev/null", "w", stderr);
+		optind = 1;
+		lab_opts_parse(tool, argc, argv, 0);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static void test_opts(void)
 {
 	struct lab_common_opts common = { 0 };
 	struct lab_opt_list list = { .text = "0:20:10" };
 	unsigned long n = 7;
-	const char *label = NULL;
+	const char *label = NULL, *tag = NULL;
 	struct lab_opt_cpus cpus = { 0 };
-	int flag = 0, cpu = -1, colour = 0, status;
+	int flag = 0, cpu = -1, colour = 0;
 	const struct lab_opt opts[] = {
 		{ .name = "count", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &n, .min = 1,
 		  .max = 9, .json = "count", .help = "how many" },
-		{ .name = "list", .kind = LAB_OPT_LIST, .value = &list, .max = 100, .json = "list",
-		  .help = "a list" },
+		{ .name = "list", .kind = LAB_OPT_LIST, .value = &list, .min = 5, .max = 100,
+		  .json = "list", .help = "a list" },
 		{ .name = "label", .kind = LAB_OPT_STR, .value = &label, .json = "label",
+		  .help = "a text" },
+		{ .name = "tag", .kind = LAB_OPT_NAME, .value = &tag, .json = "tag",
 		  .help = "a name" },
 		{ .name = "flag", .kind = LAB_OPT_FLAG, .value = &flag, .json = "flag",
 		  .help = "on" },
@@ -351,14 +376,13 @@ static void test_opts(void)
 	const struct lab_tool tool = { .prog = "toy", .about = "usage: toy", .example = "toy",
 				       .opts = opts, .common = &common };
 	char *argv[] = { "toy", "-n", "3", "--list", "5,6", "--flag", "-C", "0", "--colour",
-			 "green", "--cpus", "0", "-q", "operand", NULL };
+			 "green", "--cpus", "0", "-q", "--tag", "t-1.x_y", "operand", NULL };
 	struct lab_json j;
 	char *text;
 	FILE *f;
-	pid_t pid;
 
 	optind = 1;
-	check(lab_opts_parse(&tool, 14, argv, 1) == 13, "the first operand's index comes back");
+	check(lab_opts_parse(&tool, 16, argv, 1) == 15, "the first operand's index comes back");
 	check(n == 3 && flag && cpu == 0 && colour == 1 && common.quiet && !label &&
 	      common.outdir && !strcmp(common.outdir, "results") &&
 	      cpus.n == 1 && cpus.v[0] == 0, "each kind of option takes its value");
@@ -370,8 +394,9 @@ static void test_opts(void)
 	lab_opts_json(&j, &tool);
 	lab_json_end(&j);
 	text = lab_json_text(&j);
-	check(json_is(text, "{\"count\": 3, \"list\": [5, 6], \"label\": null, \"flag\": true, "
-		      "\"cpu\": 0, \"colour\": \"green\", \"cpus\": [0]}"),
+	check(json_is(text, "{\"count\": 3, \"list\": [5, 6], \"label\": null, "
+		      "\"tag\": \"t-1.x_y\", \"flag\": true, \"cpu\": 0, \"colour\": \"green\", "
+		      "\"cpus\": [0]}"),
 	      "the settings come from the table");
 	f = tmpfile();
 	lab_opts_usage(&tool, f);
@@ -383,20 +408,18 @@ static void test_opts(void)
 	      strstr(text, "      --list N          a list (default 0:20:10)\n") &&
 	      strstr(text, "\nExample:  toy\n"), "the usage text has each option and its default, as before parsing");
 	free(text);
-	/* A bad value: one line on stderr and exit status 2, in a child (that
-	 * must not write our buffered lines out again as it exits). */
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		char *bad[] = { "toy", "--colour", "blue", NULL };
-
-		freopen("/dev/null", "w", stderr);
-		optind = 1;
-		lab_opts_parse(&tool, 3, bad, 0);
-		_exit(0);
-	}
-	waitpid(pid, &status, 0);
-	check(WIFEXITED(status) && WEXITSTATUS(status) == 2, "a bad choice exits with status 2");
+	/* A bad value: exit status 2. */
+	check(parse_status(&tool, (char *[]){ "toy", "--colour", "blue", NULL }) == 2,
+	      "a bad choice exits with status 2");
+	check(parse_status(&tool, (char *[]){ "toy", "--tag", "a/b", NULL }) == 2 &&
+	      parse_status(&tool, (char *[]){ "toy", "--tag", "", NULL }) == 2,
+	      "a name with a '/', or none, exits with status 2");
+	check(parse_status(&tool, (char *[]){ "toy", "--list", "4,6", NULL }) == 2,
+	      "a list value below its minimum exits with status 2");
+	check(parse_status(&tool, (char *[]){ "toy", "--list", "5,101", NULL }) == 2,
+	      "a list value above its maximum exits with status 2");
+	check(parse_status(&tool, (char *[]){ "toy", "--list", "5,100", NULL }) == 0,
+	      "a list within its bounds is taken");
 }
 
 int main(void)

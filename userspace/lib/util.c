@@ -123,8 +123,8 @@ const char *lab_opt_command(int argc, char *const argv[], void (*usage)(FILE *f)
 	return argv[1];
 }
 
-int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long max,
-		 unsigned long **out)
+int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned long min,
+		 unsigned long max, unsigned long **out)
 {
 	int n = lab_parse_uint_list(arg, out);
 
@@ -134,6 +134,11 @@ int lab_opt_list(const char *prog, const char *opt, const char *arg, unsigned lo
 		exit(2);
 	}
 	for (int i = 0; i < n; i++) {
+		if ((*out)[i] < min) {
+			fprintf(stderr, "%s: %s: %lu is below the smallest allowed, %lu\n", prog,
+				opt, (*out)[i], min);
+			exit(2);
+		}
 		if ((*out)[i] > max) {
 			fprintf(stderr, "%s: %s: %lu is above the largest allowed, %lu\n", prog,
 				opt, (*out)[i], max);

@@ -15,7 +15,6 @@
  * the host (userspace/peers/analyse.py reads a whole run's folders).
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -44,31 +43,6 @@ struct options {
 	struct lab_common_opts common;	/* -o, --name, -q */
 };
 
-static int plain_name(const char *s)
-{
-	if (!*s)
-		return 0;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
-			return 0;
-	return 1;
-}
-
-static void take_case(void *value, const char *prog, const char *opt, const char *arg)
-{
-	if (!plain_name(arg)) {
-		fprintf(stderr, "%s: %s wants a name of letters, digits, '.', '_' and '-', "
-			"not '%s'\n", prog, opt, arg);
-		exit(2);
-	}
-	*(const char **)value = arg;
-}
-
-static void write_case(struct lab_json *j, const char *key, const void *value)
-{
-	lab_json_str(j, key, *(const char *const *)value);
-}
-
 static struct options o = {
 	.call = CALL_GETPPID, .n = 10000, .warmup = 1000, .cpu = 0,
 };
@@ -83,8 +57,8 @@ static const struct lab_opt options[] = {
 	  .help = "getppid (a null call) or read (1 byte from /dev/zero)" },
 	{ .name = "cpu", .letter = 'C', .kind = LAB_OPT_CPU, .value = &o.cpu, .arg = "CPU",
 	  .json = "cpu", .help = "pin to this CPU, or 'none'" },
-	{ .name = "case", .kind = LAB_OPT_CUSTOM, .value = &o.casename, .arg = "NAME",
-	  .json = "case", .parse = take_case, .write = write_case,
+	{ .name = "case", .kind = LAB_OPT_NAME, .value = &o.casename, .arg = "NAME",
+	  .json = "case",
 	  .help = "what this run is, for the analysis (e.g. strace-1us);\n"
 		  "letters, digits, '.', '_', '-' (default: none)" },
 	{ 0 }

@@ -75,7 +75,8 @@ static const struct lab_opt options[] = {
 		  "relative; rt: SCHED_FIFO, mlockall, a pre-faulted\n"
 		  "stack and absolute clock_nanosleep (needs root)" },
 	{ .name = "freq", .letter = 'f', .kind = LAB_OPT_LIST, .value = &o.freqs,
-	  .max = MAX_FREQ, .arg = "LIST", .json = "freqs_hz", .help = "frequencies in Hz" },
+	  .min = 1, .max = MAX_FREQ, .arg = "LIST", .json = "freqs_hz",
+	  .help = "frequencies in Hz" },
 	{ .letter = 'n', .kind = LAB_OPT_ULONG, .value = &o.periods, .min = 2, .max = 10000000,
 	  .json = "periods", .help = "periods (2 edges each) per frequency" },
 	{ .name = "seconds", .kind = LAB_OPT_ULONG, .value = &o.max_seconds, .min = 1,
@@ -100,17 +101,6 @@ static const struct lab_tool tool = {
 	.common = &o.common,
 };
 
-static void parse_options(int argc, char **argv)
-{
-	lab_opts_parse(&tool, argc, argv, 0);
-	for (int i = 0; i < o.freqs.n; i++) {
-		if (o.freqs.v[i] == 0) {
-			fprintf(stderr, PROG ": --freq wants frequencies of 1 Hz or more, not '%s'\n",
-				o.freqs.text);
-			exit(2);
-		}
-	}
-}
 
 static void ts_add(struct timespec *t, unsigned long ns)
 {
@@ -197,7 +187,7 @@ int main(int argc, char **argv)
 	int marker = -1;
 	FILE *csv;
 
-	parse_options(argc, argv);
+	lab_opts_parse(&tool, argc, argv, 0);
 	/* Every check before the result folder exists. */
 	if (o.mode == MODE_RT && geteuid() != 0) {
 		fprintf(stderr, PROG ": --mode rt needs root (SCHED_FIFO, mlockall)\n");

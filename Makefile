@@ -76,6 +76,11 @@ deps:
 ## venv: the project virtualenv (virtme-ng, matplotlib, pytest, pinned; lablib, editable)
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.txt userspace/pyproject.toml
+	@command -v python3 >/dev/null || { echo "make venv: no python3 on this machine;" \
+		"run 'make deps' first (it installs python3-venv)" >&2; exit 1; }
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "make venv: this python3" \
+		"cannot make a virtualenv (no ensurepip); run 'make deps' first (python3-venv)" >&2; \
+		exit 1; }
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip -r requirements.txt
 	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip --no-build-isolation -e userspace

@@ -97,3 +97,37 @@ def test_make_deps_reaches_the_script(root, bare_path, tmp_path):
                          env=dict(os.environ, PATH=path, DEPS_FLAGS="--dry-run"))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "would run:" in out.stdout
+
+
+def path_without(tmp_path, prefix, stubs=None):
+    """A PATH with every command of this machine but those whose names
+    start with @prefix, and @stubs {name: shell script} before them."""
+    bin_dir = tmp_path / "nopy"
+    bin_dir.mkdir()
+    for d in ("/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        if os.path.isdir(d):
+            for name in os.listdir(d):
+                if not name.startswith(prefix) and not (bin_dir / name).exists():
+                    (bin_dir / name).symlink_to(os.path.join(d, name))
+    for name, text in (stubs or {}).items():
+        (bin_dir / name).unlink(missing_ok=True)
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.mark.parametrize("stubs, message", [
+    ({}, "make venv: no python3 on this machine; run 'make deps' first"),
+    ({"python3": "#!/bin/sh\necho 'No module named ensurepip' >&2\nexit 1\n"},
+     "make venv: this python3 cannot make a virtualenv (no ensurepip); run 'make deps'"),
+])
+def test_make_venv_on_a_bare_machine_says_what_to_run(root, tmp_path, stubs, message):
+    """No python3, or one without venv's ensurepip (Debian's python3-venv):
+    make venv says to run make deps, in one line, and makes nothing."""
+    venv = tmp_path / "venv"
+    out = subprocess.run(["make", "-C", root, "-s", "venv", f"VENV={venv}", "SHELL=/bin/bash"],
+                         capture_output=True, text=True,
+                         env=dict(os.environ, PATH=path_without(tmp_path, "python", stubs)))
+    assert out.returncode != 0
+    assert message in out.stderr, out.stderr
+    assert not venv.exists()

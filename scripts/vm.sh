@@ -275,8 +275,15 @@ fi
 status_dir=${build_real:-$LAB_ROOT}
 mkdir -p "$status_dir"
 status_file=$(mktemp "$status_dir/.vm-status.XXXXXX")
-trap 'rm -f "$status_file"' EXIT
+cmd_file=$(mktemp "$status_dir/.vm-cmd.XXXXXX")
+trap 'rm -f "$status_file" "$cmd_file"' EXIT
 guest_cmd="echo started >$(sh_quote "$status_file"); $guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); exit \$lab_status"
+# The command reaches the guest as a script on the share: virtme-ng passes
+# --exec on the kernel command line, which x86 cuts at 2048 bytes.  A
+# debug pass's command made it 2287 bytes long: the end of the line was
+# lost, and the guest waited for its root file system for good, or found
+# no init and panicked (2026-11-27).
+printf '%s\n' "$guest_cmd" >"$cmd_file"
 # timeout runs the VM in a process group of its own (so that it can stop
 # all of it), which a terminal's Ctrl-C does not reach: the pipeline runs
 # in the background, and INT or TERM is passed on to that group (timeout
@@ -333,7 +340,7 @@ vcpu_ticks() {
 signalled=0 hung=0
 trap 'stop_vm 130 interrupted' INT
 trap 'stop_vm 143 terminated' TERM
-timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "$guest_cmd" \
+timeout -k 10 "$VM_TIMEOUT" "$VNG" "${vng_base[@]}" "${accel[@]}" --exec "sh $(sh_quote "$cmd_file")" \
 	</dev/null 2> >(cat >&2) | cat &
 vm_pid=$!
 # Wait for the VM, looking every 5 s whether its vCPUs still run; a wait
@@ -369,7 +376,7 @@ trap - INT TERM
 if [ "$hung" -eq 1 ]; then
 	if [ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ]; then
 		log "its command had not started: booting it once more"
-		rm -f "$status_file"
+		rm -f "$status_file" "$cmd_file"
 		LAB_VM_REBOOTED=1 exec "$0" "$@"
 	fi
 	die "the guest hung (no vCPU ran for $VM_HANG s)$([ -s "$status_file" ] && echo ' while its command ran')"

@@ -21,6 +21,13 @@ wait
 """
 
 
+# A stand-in vng's start: the guest's command, from the script on the
+# share that vm.sh names in --exec ('sh FILE').
+GUEST_CMD = """while [ "$1" != --exec ]; do shift; done
+f=${2#sh \\'}; cmd=$(cat "${f%\\'}")
+"""
+
+
 def alive(pid):
     try:
         os.kill(pid, 0)
@@ -95,7 +102,7 @@ def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
     """The command runs after a tmpfs is mounted on the guest's /tmp (not on
     virtme-ng's overlay of the host's /tmp, which the host changes)."""
     vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
-    vng.write_text('#!/bin/bash\nwhile [ "$1" != --exec ]; do shift; done\necho "$2"\n')
+    vng.write_text('#!/bin/bash\n' + GUEST_CMD + 'echo "$cmd"\n')
     r = subprocess.run([root / "scripts/vm.sh", "--", "echo", "a b"], env=fake_vm, text=True,
                        capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -106,7 +113,7 @@ def test_the_guest_has_a_tmp_of_its_own(root, tmp_path, fake_vm):
 
 def test_udevd_is_stopped_first_when_asked(root, tmp_path, fake_vm):
     vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
-    vng.write_text('#!/bin/bash\nwhile [ "$1" != --exec ]; do shift; done\necho "$2"\n')
+    vng.write_text('#!/bin/bash\n' + GUEST_CMD + 'echo "$cmd"\n')
     r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
                        env={**fake_vm, "VM_UDEV": "stop"}, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -123,8 +130,8 @@ def test_a_status_virtme_ng_lost_comes_from_the_share(root, tmp_path, fake_vm):
     """The command ran (on the guest's console) and ended with 3, but vng
     says 255: vm.sh takes the status the command left on the share."""
     vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
-    vng.write_text('#!/bin/bash\nwhile [ "$1" != --exec ]; do shift; done\n'
-                   'sh -c "${2/mount -t tmpfs -o mode=1777 lab-tmp \\/tmp \\&\\& /}"\n'
+    vng.write_text('#!/bin/bash\n' + GUEST_CMD +
+                   'sh -c "${cmd/mount -t tmpfs -o mode=1777 lab-tmp \\/tmp \\&\\& /}"\n'
                    'exit 255\n')
     r = subprocess.run([root / "scripts/vm.sh", "--", "sh", "-c", "echo ran; exit 3"],
                        env=fake_vm, text=True, capture_output=True, timeout=120)
@@ -139,8 +146,8 @@ def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fa
     """virtme-ng's 255 (no exit status from the guest's command): vm.sh
     says the guest died and shows the end of the kernel log it kept."""
     vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
-    vng.write_text("#!/bin/bash\nwhile [ \"$1\" != --exec ]; do shift; done\n"
-                   "log=$(sed -n \"s/.*dmesg -w >'\\([^']*\\)'.*/\\1/p\" <<<\"$2\")\n"
+    vng.write_text("#!/bin/bash\n" + GUEST_CMD +
+                   "log=$(sed -n \"s/.*dmesg -w >'\\([^']*\\)'.*/\\1/p\" <<<\"$cmd\")\n"
                    "echo 'Kernel panic - not syncing: a test' >>\"$log\"\nexit 255\n")
     klog = tmp_path / "logs/kernel.log"
     r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
@@ -192,3 +199,19 @@ def test_a_guest_whose_vcpus_run_is_left_alone(root, tmp_path, fake_vm):
                        env={**fake_vm, "VM_HANG": "4"}, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "hung" not in r.stderr
+
+
+def test_a_long_command_reaches_the_guest_whole(root, tmp_path, fake_vm):
+    """The kernel command line, where virtme-ng puts --exec, ends at 2048
+    bytes on x86: a 5000-byte command goes in a script on the share, and
+    --exec only names it."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\n' + GUEST_CMD + 'echo "${#2}"; printf "%s" "$cmd"\n')
+    long_arg = "x" * 5000
+    r = subprocess.run([root / "scripts/vm.sh", "--", "echo", long_arg], env=fake_vm,
+                       text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    length, cmd = r.stdout.split("\n", 1)
+    assert int(length) < 200
+    assert f"'echo' '{long_arg}'" in cmd
+    assert not list(pathlib.Path(fake_vm["LAB_BUILD"]).glob(".vm-*"))

@@ -2,7 +2,6 @@
 member (cyclictest idle, loaded and traced; perf stat of sortsum; the
 square wave in three implementations; the lab's own experiments) write
 the files the analyser reads, and the analyser digests them."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,12 +9,9 @@ import sys
 
 import pytest
 from conftest import MODDIR, ROOT, kernel_problems
+from lablib.experiments import rtcompare
 
 GUEST = ROOT / "userspace/rtcompare/guest.sh"
-_spec = importlib.util.spec_from_file_location("rtcompare_analyse",
-                                               ROOT / "userspace/rtcompare/analyse.py")
-analyse = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(analyse)
 
 
 def variant_dir(top):
@@ -37,7 +33,7 @@ def suite(tmp_path_factory):
 
 def test_cyclictest_wrote_results_for_idle_loaded_and_traced(suite):
     for name in ("idle.json", "loaded.json", "traced/cyclictest.json"):
-        c = analyse.read_cyclictest(suite / "cyclictest" / name)
+        c = rtcompare.read_cyclictest(suite / "cyclictest" / name)
         # One thread per CPU, each pinned.  A thread that had not started
         # when the first finished its loops (a vCPU the host left waiting)
         # ran no cycle: it is "unstarted", not missing.
@@ -48,16 +44,16 @@ def test_cyclictest_wrote_results_for_idle_loaded_and_traced(suite):
             assert t["min"] <= t["mean"] <= t["max"], (name, t)
             assert t["p99"] <= t["max"]
     # cyclictest -l: the first thread to reach the count stops the others.
-    idle = analyse.read_cyclictest(suite / "cyclictest/idle.json")["threads"]
+    idle = rtcompare.read_cyclictest(suite / "cyclictest/idle.json")["threads"]
     assert max(t["n"] for t in idle) == 500 and all(0 < t["n"] <= 500 for t in idle)
     # The traced run is three times as long, and its trace holds the
     # whole of it (nothing lost): every loop that slept on its timer (on a
     # busy host's clock a loop more than an interval late finds its next
     # expiry past and does not sleep), and a few at most of threads
     # stopping at the end.
-    run = analyse.read_cyclictest(suite / "cyclictest/traced/cyclictest.json")
+    run = rtcompare.read_cyclictest(suite / "cyclictest/traced/cyclictest.json")
     assert max(t["n"] for t in run["threads"]) == 1500
-    tr = analyse.read_traced(suite / "cyclictest/traced")
+    tr = rtcompare.read_traced(suite / "cyclictest/traced")
     assert tr["lost_events"] == 0, tr
     assert 0 < tr["worst"]["count"] <= tr["cycles"] + os.cpu_count(), tr
     assert tr["worst"]["delay"]["held"], tr
@@ -92,7 +88,8 @@ def test_square_wave_of_every_implementation_idle_and_loaded(suite):
 def test_lab_experiments_ran(suite):
     lab = suite / "lab"
     assert (lab / "calibrate/raw.csv").exists() and (lab / "calibrate/meta.json").exists()
-    cells = sorted(p.name for p in (lab / "irqhook").iterdir())
+    # Through irqhook's runner: its grid, one folder a cell.
+    cells = sorted(p.name for p in (lab / "irqhook").iterdir() if p.is_dir())
     assert cells == ["0-normal", "0-rt", "16-normal", "16-rt", "4-normal", "4-rt"]
     unload = (lab / "unload.csv").read_text().splitlines()
     assert unload[0] == "cycles,completed,ms,kernel_problems"
@@ -109,8 +106,8 @@ def test_caught_run_stops_at_the_first_wake_up_over_its_threshold(suite):
     d = suite / "cyclictest/caught"
     assert (d / "threshold").read_text() == "10\n"
     assert (d / "trace.dat").stat().st_size > 0
-    c = analyse.read_caught(d)
-    run = analyse.read_cyclictest(d / "cyclictest.json")
+    c = rtcompare.read_caught(d)
+    run = rtcompare.read_cyclictest(d / "cyclictest.json")
     if c["caught"] is None:
         assert c["max"] <= 10 and max(t["n"] for t in run["threads"]) == 5000, c
     else:
@@ -152,7 +149,7 @@ def test_folder_is_the_variant_and_meta_keeps_the_command_line(suite):
 def test_delay_member_ran_each_hold_and_left_no_module(suite):
     d = suite / "delay"
     for ns in (0, 50000):
-        c = analyse.read_cyclictest(d / f"ns-{ns}.json")
+        c = rtcompare.read_cyclictest(d / f"ns-{ns}.json")
         assert [t["cpu"] for t in c["threads"]] == [0] and c["threads"][0]["n"] == 300
     assert (d / "traced/trace.dat").stat().st_size > 0
     assert (d / "traced/ns").read_text().strip() == "50000"
@@ -174,7 +171,7 @@ def test_a_hold_the_kernel_cannot_preempt_shows_in_the_maximum(tmp_path):
     meta = json.loads((d / "meta.json").read_text())
     if meta["settings"]["preempt_model"] != "voluntary":
         pytest.skip(f"this kernel preempts the hold ({meta['settings']['preempt_model']})")
-    k = analyse.read_delay(d / "delay")
+    k = rtcompare.read_delay(d / "delay")
     top = {h["ns"]: h for h in k["holds"]}
     assert top[50000]["max"] >= 45 > top[0]["max"], top
     worst = k["traced"]["worst"]

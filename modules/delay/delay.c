@@ -52,6 +52,24 @@
  *	they are never delayed nor counted; with none they are delayed like
  *	every other call.
  *
+ * /sys/module/delay/parameters/delays  (rw, root)
+ *	Delays of their own, in nanoseconds, for some 64-bit system calls:
+ *	a comma-separated list of CALL:NS, CALL a name of the kernel's
+ *	64-bit table (arch/x86/entry/syscalls/syscall_64.tbl: "read",
+ *	"futex", "stat") or a number, NS 0 to DELAY_NS_MAX, such as
+ *	"read:2000,futex:50000".  A listed call waits its own NS, as in the
+ *	ns mode, instead of what loops or ns gives every call; 0 leaves it
+ *	undelayed (it is still counted).  It still has to be targeted
+ *	(cgroup, syscalls).  At most DELAY_OWN_MAX calls; a call listed
+ *	twice, an unknown name, a bad number or an empty item is refused
+ *	with -EINVAL and the old list stays.  Empty (the default) is none.
+ *	Reads back by name, in the table's order: "read:2000,futex:50000".
+ *	32-bit compat calls have other numbers and are not affected.
+ *
+ *	loops, ns, syscalls and delays are one configuration: the hook reads
+ *	each call's all at once, so a call racing a write is delayed by the
+ *	old configuration or the new one, never a mix.
+ *
  * /sys/module/delay/stats/calls  (ro)
  *	System calls of targeted tasks that went through the hook and passed
  *	the syscalls filter since the module was loaded, counted at any
@@ -133,18 +151,20 @@
 #define DELAY_LOOPS_MAX 1000000U
 #define DELAY_NS_MAX 5000000U
 
+/*
+ * At most this many calls with a delay of their own: what delays= reads
+ * back fits in its page with the longest names.
+ */
+#define DELAY_OWN_MAX 64
+
 /* Back-to-back clock read pairs timed at load time for clock_ns. */
 #define DELAY_CLOCK_TRIES 1000
 
 /*
- * The delay in force, loops and ns in one word so that the hook reads a
- * whole setting, the old one or the new one, never half of each: 0 for
- * none, the loop count, or DELAY_NS_MODE | the nanoseconds.  Written only
- * by the parameters' setters, which the module's parameter lock
- * serializes (at load time, parse_args() calls them one at a time).
+ * A delay, loops and ns in one word: 0 for none, the loop count, or
+ * DELAY_NS_MODE | the nanoseconds.
  */
 #define DELAY_NS_MODE BIT(31)
-static u32 delay_setting;
 
 static_assert(DELAY_LOOPS_MAX < DELAY_NS_MODE && DELAY_NS_MAX < DELAY_NS_MODE);
 
@@ -158,6 +178,66 @@ static unsigned int delay_setting_ns(u32 setting)
 	return setting & DELAY_NS_MODE ? setting & ~DELAY_NS_MODE : 0;
 }
 
+/*
+ * What the hook does with a targeted call, in one piece so that it reads
+ * a whole configuration, the old one or the new one, never parts of each:
+ * the delay of every call (loops=, ns=), the calls of their own delay
+ * (delays=) and the calls to target (syscalls=).  NULL is the one of no
+ * delay and every call.
+ *
+ * The hook reads it under RCU.  A parameter's setter, which the module's
+ * parameter lock serializes with every other setter and getter (at load
+ * time parse_args() calls them one at a time), publishes a changed copy,
+ * waits for readers of the old one and frees it; delay_config_free()
+ * frees the last when the parameters are destroyed (on unload, after
+ * their files are gone, and on a failed load), so a write racing rmmod
+ * or a failed load leaks nothing.
+ */
+struct delay_config {
+	u32 setting;				/* every targeted call's delay */
+	bool filtered;				/* only the calls in @targets */
+	DECLARE_BITMAP(targets, NR_syscalls);
+	DECLARE_BITMAP(own, NR_syscalls);	/* the calls with one of ... */
+	u32 own_ns[NR_syscalls];		/* ... their own, in ns */
+};
+
+static struct delay_config __rcu *delay_config;
+
+/* The configuration in force; only under the parameter lock. */
+static const struct delay_config *delay_config_now(void)
+{
+	static const struct delay_config none;
+	const struct delay_config *cfg = rcu_dereference_protected(delay_config, true);
+
+	return cfg ?: &none;
+}
+
+/* A copy of the configuration in force to change, or NULL. */
+static struct delay_config *delay_config_edit(void)
+{
+	return kmemdup(delay_config_now(), sizeof(struct delay_config), GFP_KERNEL);
+}
+
+/* Put @cfg in force, once no hook can be reading the one it replaces. */
+static void delay_config_publish(struct delay_config *cfg)
+{
+	struct delay_config *old = rcu_replace_pointer(delay_config, cfg, true);
+
+	if (old) {
+		synchronize_rcu();
+		kfree(old);
+	}
+}
+
+/*
+ * No hook is registered any more, or the load failed before the hook
+ * was: nobody reads it.  One parameter (loops) owns it.
+ */
+static void delay_config_free(void *arg)
+{
+	kfree(rcu_replace_pointer(delay_config, NULL, true));
+}
+
 static DEFINE_PER_CPU(unsigned long, delay_calls);
 static DEFINE_PER_CPU(unsigned long, delay_delayed);
 static DEFINE_PER_CPU(unsigned long, delay_spun);
@@ -169,14 +249,19 @@ static u64 delay_clock_ns;
  * A nonzero value replaces the setting; 0 clears it only if it is of this
  * mode (writing loops=0 leaves an ns delay alone, and the reverse).
  */
-static void delay_setting_store(u32 mode, unsigned int n)
+static int delay_setting_store(u32 mode, unsigned int n)
 {
-	u32 old = READ_ONCE(delay_setting);
+	struct delay_config *cfg;
+	u32 old = delay_config_now()->setting;
 
-	if (n)
-		WRITE_ONCE(delay_setting, mode | n);
-	else if (old && (old & DELAY_NS_MODE) == mode)
-		WRITE_ONCE(delay_setting, 0);
+	if (!n && (!old || (old & DELAY_NS_MODE) != mode))
+		return 0;
+	cfg = delay_config_edit();
+	if (!cfg)
+		return -ENOMEM;
+	cfg->setting = n ? mode | n : 0;
+	delay_config_publish(cfg);
+	return 0;
 }
 
 static int delay_loops_set(const char *val, const struct kernel_param *kp)
@@ -185,19 +270,19 @@ static int delay_loops_set(const char *val, const struct kernel_param *kp)
 
 	if (kstrtouint(val, 0, &n) || n > DELAY_LOOPS_MAX)
 		return -EINVAL;
-	delay_setting_store(0, n);
-	return 0;
+	return delay_setting_store(0, n);
 }
 
 static int delay_loops_get(char *buf, const struct kernel_param *kp)
 {
 	return sysfs_emit(buf, "%u\n",
-			  delay_setting_loops(READ_ONCE(delay_setting)));
+			  delay_setting_loops(delay_config_now()->setting));
 }
 
 static const struct kernel_param_ops delay_loops_ops = {
 	.set = delay_loops_set,
 	.get = delay_loops_get,
+	.free = delay_config_free,
 };
 module_param_cb(loops, &delay_loops_ops, NULL, 0644);
 MODULE_PARM_DESC(loops, "Loop iterations spun per system call (0-"
@@ -209,14 +294,13 @@ static int delay_ns_set(const char *val, const struct kernel_param *kp)
 
 	if (kstrtouint(val, 0, &n) || n > DELAY_NS_MAX)
 		return -EINVAL;
-	delay_setting_store(DELAY_NS_MODE, n);
-	return 0;
+	return delay_setting_store(DELAY_NS_MODE, n);
 }
 
 static int delay_ns_get(char *buf, const struct kernel_param *kp)
 {
 	return sysfs_emit(buf, "%u\n",
-			  delay_setting_ns(READ_ONCE(delay_setting)));
+			  delay_setting_ns(delay_config_now()->setting));
 }
 
 static const struct kernel_param_ops delay_ns_ops = {
@@ -346,18 +430,6 @@ static const struct kernel_param_ops delay_cgroup_ops = {
 module_param_cb(cgroup, &delay_cgroup_ops, NULL, 0644);
 MODULE_PARM_DESC(cgroup, "Delay only this cgroup v2 and its descendants, e.g. /lab/httpd (empty: every task)");
 
-/*
- * The chosen system calls, NULL for all.  Published and retired as the
- * cgroup is: the hook reads it under RCU, the setter (serialized with the
- * getter by the module's parameter lock) replaces it, waits for readers
- * of the old one and frees it, and delay_syscalls_free() frees the last.
- */
-struct delay_filter {
-	DECLARE_BITMAP(nrs, NR_syscalls);
-};
-
-static struct delay_filter __rcu *delay_filter;
-
 /* One decimal system-call number of the 64-bit table: digits only. */
 static int delay_parse_nr(const char *s, unsigned int *nr)
 {
@@ -367,105 +439,208 @@ static int delay_parse_nr(const char *s, unsigned int *nr)
 	return 0;
 }
 
-static int delay_syscalls_set(const char *val, const struct kernel_param *kp)
+/*
+ * A parameter's value without its one trailing newline, to be parsed in
+ * place and freed; NULL without memory.
+ */
+static char *delay_value(const char *val)
 {
-	struct delay_filter *filter = NULL, *old;
-	unsigned int first, last;
-	char *buf, *list, *item, *dash;
+	char *buf = kstrdup(val, GFP_KERNEL);
 	size_t len;
-	int ret = 0;
 
-	buf = kstrdup(val, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	len = strlen(buf);
-	if (len && buf[len - 1] == '\n')
-		buf[len - 1] = '\0';
-	list = buf;
-	if (*list) {
-		filter = kzalloc(sizeof(*filter), GFP_KERNEL);
-		if (!filter) {
-			ret = -ENOMEM;
-			goto out;
-		}
+	if (buf) {
+		len = strlen(buf);
+		if (len && buf[len - 1] == '\n')
+			buf[len - 1] = '\0';
 	}
-	while (filter && (item = strsep(&list, ","))) {
-		dash = strchr(item, '-');
-		if (dash)
-			*dash++ = '\0';
-		if (delay_parse_nr(item, &first) ||
-		    delay_parse_nr(dash ?: item, &last) || last < first) {
-			ret = -EINVAL;
-			goto out;
-		}
-		bitmap_set(filter->nrs, first, last - first + 1);
-	}
+	return buf;
+}
 
-	old = rcu_replace_pointer(delay_filter, filter, true);
-	if (old)
-		synchronize_rcu();
-	filter = old;
-out:
-	kfree(filter);
+/*
+ * A list parameter's write: @change() parses @val (its newline gone) into
+ * a copy of the configuration, which is put in force if it returns 0.
+ */
+static int delay_config_write(const char *val,
+			      int (*change)(struct delay_config *cfg, char *list))
+{
+	struct delay_config *cfg = delay_config_edit();
+	char *buf = delay_value(val);
+	int ret = -ENOMEM;
+
+	if (buf && cfg)
+		ret = change(cfg, buf);
+	if (!ret) {
+		delay_config_publish(cfg);
+		cfg = NULL;
+	}
+	kfree(cfg);
 	kfree(buf);
 	return ret;
 }
 
+static int delay_change_targets(struct delay_config *cfg, char *list)
+{
+	unsigned int first, last;
+	char *item, *dash;
+
+	cfg->filtered = *list;
+	bitmap_zero(cfg->targets, NR_syscalls);
+	while (cfg->filtered && (item = strsep(&list, ","))) {
+		dash = strchr(item, '-');
+		if (dash)
+			*dash++ = '\0';
+		if (delay_parse_nr(item, &first) ||
+		    delay_parse_nr(dash ?: item, &last) || last < first)
+			return -EINVAL;
+		bitmap_set(cfg->targets, first, last - first + 1);
+	}
+	return 0;
+}
+
+static int delay_syscalls_set(const char *val, const struct kernel_param *kp)
+{
+	return delay_config_write(val, delay_change_targets);
+}
+
 static int delay_syscalls_get(char *buf, const struct kernel_param *kp)
 {
-	const struct delay_filter *filter;
+	const struct delay_config *cfg = delay_config_now();
 	unsigned int nr;
 	int len = 0;
 
-	/* The parameter lock keeps the setter from freeing it meanwhile. */
-	filter = rcu_dereference_protected(delay_filter, true);
-	if (filter) {
-		for_each_set_bit(nr, filter->nrs, NR_syscalls)
+	if (cfg->filtered) {
+		for_each_set_bit(nr, cfg->targets, NR_syscalls)
 			len += sysfs_emit_at(buf, len, "%s%u", len ? "," : "",
 					     nr);
 	}
 	return len + sysfs_emit_at(buf, len, "\n");
 }
 
-static void delay_syscalls_free(void *arg)
-{
-	kfree(rcu_replace_pointer(delay_filter, NULL, true));
-}
-
 static const struct kernel_param_ops delay_syscalls_ops = {
 	.set = delay_syscalls_set,
 	.get = delay_syscalls_get,
-	.free = delay_syscalls_free,
 };
 module_param_cb(syscalls, &delay_syscalls_ops, NULL, 0644);
 MODULE_PARM_DESC(syscalls, "Delay only these 64-bit system calls, e.g. 0,1,257 or 0-3 (empty: all)");
 
-/* Is this system call of current one to count and delay? */
-static bool delay_targets(int nr)
+/* The 64-bit system calls' names, from the kernel's own table (Kbuild). */
+static const char *const delay_names[NR_syscalls] = {
+#include "delay_names.h"
+};
+
+/* A 64-bit system call by its name or its number. */
+static int delay_parse_call(const char *s, unsigned int *nr)
 {
-	const struct delay_filter *filter;
+	unsigned int i;
+
+	if (!delay_parse_nr(s, nr))
+		return 0;
+	for (i = 0; i < NR_syscalls; i++) {
+		if (delay_names[i] && !strcmp(delay_names[i], s)) {
+			*nr = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static int delay_change_own(struct delay_config *cfg, char *list)
+{
+	unsigned int nr, ns;
+	char *item, *colon;
+
+	bitmap_zero(cfg->own, NR_syscalls);
+	memset(cfg->own_ns, 0, sizeof(cfg->own_ns));
+	if (!*list)
+		return 0;
+	while ((item = strsep(&list, ","))) {
+		colon = strchr(item, ':');
+		if (!colon)
+			return -EINVAL;
+		*colon++ = '\0';
+		if (delay_parse_call(item, &nr) || !*colon ||
+		    colon[strspn(colon, "0123456789")] ||
+		    kstrtouint(colon, 10, &ns) || ns > DELAY_NS_MAX ||
+		    test_bit(nr, cfg->own) ||
+		    bitmap_weight(cfg->own, NR_syscalls) == DELAY_OWN_MAX)
+			return -EINVAL;
+		__set_bit(nr, cfg->own);
+		cfg->own_ns[nr] = ns;
+	}
+	return 0;
+}
+
+static int delay_delays_set(const char *val, const struct kernel_param *kp)
+{
+	return delay_config_write(val, delay_change_own);
+}
+
+static int delay_delays_get(char *buf, const struct kernel_param *kp)
+{
+	const struct delay_config *cfg = delay_config_now();
+	unsigned int nr;
+	int len = 0;
+
+	for_each_set_bit(nr, cfg->own, NR_syscalls) {
+		len += sysfs_emit_at(buf, len, "%s", len ? "," : "");
+		if (delay_names[nr])
+			len += sysfs_emit_at(buf, len, "%s", delay_names[nr]);
+		else
+			len += sysfs_emit_at(buf, len, "%u", nr);
+		len += sysfs_emit_at(buf, len, ":%u", cfg->own_ns[nr]);
+	}
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static const struct kernel_param_ops delay_delays_ops = {
+	.set = delay_delays_set,
+	.get = delay_delays_get,
+};
+module_param_cb(delays, &delay_delays_ops, NULL, 0644);
+MODULE_PARM_DESC(delays, "Delays of their own for some 64-bit system calls, in ns, e.g. read:2000,futex:50000 (empty: none)");
+
+/*
+ * The delay for this system call of current, DELAY_NONE if it is not one
+ * to count (another cgroup's task, or a call not chosen), else 0 or a
+ * setting: the call's own delay if it has one, else every call's.
+ */
+#define DELAY_NONE U32_MAX
+
+static u32 delay_target(int nr)
+{
+	const struct delay_config *cfg;
 	struct cgroup *cgrp;
 	unsigned int unr;
-	bool ret = true;
+	u32 ret = 0;
 
 	rcu_read_lock();
 	cgrp = rcu_dereference(delay_cgrp);
 	if (IS_ERR(cgrp)) {
-		ret = false;
+		ret = DELAY_NONE;
 	} else if (cgrp && !task_under_cgroup_hierarchy(current, cgrp)) {
-		ret = false;
+		ret = DELAY_NONE;
 		/* Checked only here: a removed cgroup holds no task. */
 		if (unlikely(delay_cgroup_dying(cgrp)))
 			schedule_work(&delay_cgroup_reap_work);
 	}
-	filter = rcu_dereference(delay_filter);
-	if (ret && filter) {
-		/* x32 shares the 64-bit numbers; -1 (skipped) is none. */
-		unr = (unsigned int)nr & ~__X32_SYSCALL_BIT;
-		ret = !in_ia32_syscall() && unr < NR_syscalls &&
-		      test_bit(array_index_nospec(unr, NR_syscalls),
-			       filter->nrs);
+	cfg = rcu_dereference(delay_config);
+	if (ret || !cfg)
+		goto out;
+	/* x32 shares the 64-bit numbers; -1 (skipped) is none. */
+	unr = (unsigned int)nr & ~__X32_SYSCALL_BIT;
+	if (in_ia32_syscall() || unr >= NR_syscalls) {
+		/* The 64-bit table's settings do not apply to the others. */
+		ret = cfg->filtered ? DELAY_NONE : cfg->setting;
+		goto out;
 	}
+	unr = array_index_nospec(unr, NR_syscalls);
+	if (cfg->filtered && !test_bit(unr, cfg->targets))
+		ret = DELAY_NONE;
+	else if (test_bit(unr, cfg->own))
+		ret = DELAY_NS_MODE | cfg->own_ns[unr];
+	else
+		ret = cfg->setting;
+out:
 	rcu_read_unlock();
 	return ret;
 }
@@ -512,11 +687,11 @@ static void delay_hook(struct pt_regs *regs, int nr)
 	u32 setting;
 	u64 start, end;
 
-	if (!delay_targets(nr))
+	setting = delay_target(nr);
+	if (setting == DELAY_NONE)
 		return;
 	this_cpu_inc(delay_calls);
-	setting = READ_ONCE(delay_setting);
-	if (!setting)
+	if (!delay_setting_loops(setting) && !delay_setting_ns(setting))
 		return;
 	loops = delay_setting_loops(setting);
 	ns = delay_setting_ns(setting);
@@ -639,7 +814,7 @@ static int __init delay_init(void)
 	}
 	/* The parameters' files exist already: a write may race this. */
 	kernel_param_lock(THIS_MODULE);
-	setting = READ_ONCE(delay_setting);
+	setting = delay_config_now()->setting;
 	pr_info("delaying the system calls of %s by %u loops, %u ns; clock read pair %llu ns\n",
 		delay_cgroup_path && *delay_cgroup_path ? delay_cgroup_path :
 		"every task", delay_setting_loops(setting),

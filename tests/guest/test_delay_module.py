@@ -95,6 +95,8 @@ def test_hook_is_free_after_unload(delay):
 
 NS = MODDIR / "parameters/ns"
 SYSCALLS = MODDIR / "parameters/syscalls"
+DELAYS = MODDIR / "parameters/delays"
+OWN_MAX = 64                    # calls with a delay of their own, at most
 STATS = MODDIR / "stats"
 NS_MAX = 5000000
 GETPPID, GETPID = 110, 39      # x86_64 numbers
@@ -134,8 +136,8 @@ def on_cpu0():
 
 def test_new_parameters_default_and_mode(delay):
     assert read_int(NS) == 0
-    assert SYSCALLS.read_text() == "\n"
-    for p in (NS, SYSCALLS):
+    assert SYSCALLS.read_text() == "\n" and DELAYS.read_text() == "\n"
+    for p in (NS, SYSCALLS, DELAYS):
         assert stat_mode(p) == 0o644
 
 
@@ -473,9 +475,12 @@ def test_trace_cmd_records_the_event(delay, tracefs, tmp_path):
 
 def test_unload_under_load_with_ns_and_syscalls(clean_module):
     def one_cycle(i):
-        insmod("delay", f"ns={1000 * (i % 5)}", f"syscalls={'3,110' if i % 2 else '110'}")
-        # Replace the set and the mode while the hook reads them.
+        insmod("delay", f"ns={1000 * (i % 5)}", f"syscalls={'3,110' if i % 2 else '110'}",
+               *(["delays=getppid:500"] if i % 3 else []))
+        # Replace the set, the calls' own delays and the mode while the
+        # hook reads them.
         write_param(["3", "0-200", "\n", "110,3"][i % 4], SYSCALLS)
+        write_param(["getppid:100", "\n", "read:5,getppid:0", "3:1000"][i % 4], DELAYS)
         write_param(str(100 * (i % 3)), LOOPS)
         time.sleep(0.01)
         rmmod()
@@ -503,26 +508,32 @@ def _switch_modes(stop):
         write_param("1", NS)
 
 
-def test_switching_between_loops_and_ns_never_drops_a_delay(delay):
-    """loops and ns are one setting: while a writer alternates loops=1 and
-    ns=1, every counted call is delayed by one or the other.  With the two
-    published separately, a call could read the old loops (0, in ns mode)
-    and then the new ns (0, cleared for loops mode): not delayed at all."""
+def every_call_delayed_while(switch, n):
+    """@n getppid calls (the only ones targeted) while two processes run
+    @switch(stop), rewriting parameters: (calls counted, calls delayed)."""
     assert write_param(str(GETPPID), SYSCALLS) == 0
-    assert write_param("1", LOOPS) == 0
     stop = multiprocessing.Event()
-    writers = [multiprocessing.Process(target=_switch_modes, args=(stop,)) for _ in range(2)]
+    writers = [multiprocessing.Process(target=switch, args=(stop,)) for _ in range(2)]
     for w in writers:
         w.start()
     try:
         calls0, delayed0 = stat("calls"), stat("delayed")
-        for _ in range(200000):
+        for _ in range(n):
             os.getppid()
     finally:
         stop.set()
         for w in writers:
             w.join(timeout=30)
-    calls, delayed = stat("calls") - calls0, stat("delayed") - delayed0
+    return stat("calls") - calls0, stat("delayed") - delayed0
+
+
+def test_switching_between_loops_and_ns_never_drops_a_delay(delay):
+    """loops and ns are one setting: while a writer alternates loops=1 and
+    ns=1, every counted call is delayed by one or the other.  With the two
+    published separately, a call could read the old loops (0, in ns mode)
+    and then the new ns (0, cleared for loops mode): not delayed at all."""
+    assert write_param("1", LOOPS) == 0
+    calls, delayed = every_call_delayed_while(_switch_modes, 200000)
     assert calls >= 200000
     assert delayed == calls, f"{calls - delayed} of {calls} calls were not delayed"
 
@@ -550,3 +561,101 @@ def test_emulated_vsyscalls_go_through_the_hook(delay):
     subprocess.run([sys.executable, "-c", VSYSCALL, "200"], check=True)
     assert stat("calls") - calls0 >= 200, "vsyscalls did not reach the hook"
     assert stat("delayed") - delayed0 >= 200
+
+
+# --- delays=: some calls' own delays ----------------------------------------------------
+
+@pytest.mark.parametrize("value, expect", [
+    ("read:2000,futex:50000", "read:2000,futex:50000"),
+    ("futex:5,0:7", "read:7,futex:5"), ("getppid:0\n", "getppid:0"), ("\n", ""),
+    (f"getppid:{NS_MAX}", f"getppid:{NS_MAX}"), ("LAST:1", "LASTNAME:1"),
+])
+def test_good_delays_read_back_by_name(delay, value, expect):
+    last = nr_syscalls() - 1
+    last_name = syscall_names()[last]
+    assert write_param("write:1", DELAYS) == 0
+    assert write_param(value.replace("LAST", str(last)), DELAYS) == 0
+    assert DELAYS.read_text() == expect.replace("LASTNAME", last_name) + "\n"
+
+
+def syscall_names():
+    """{number: name} of the 64-bit table, from the kernel's own table."""
+    tbl = ROOT / "build/src/linux-source-6.12/arch/x86/entry/syscalls/syscall_64.tbl"
+    names = {}
+    for line in tbl.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 3 and not line.startswith("#") and f[1] in ("common", "64"):
+            names[int(f[0])] = f[2]
+    return names
+
+
+@pytest.mark.parametrize("value", [
+    "read", "read:", ":5", "nosuch:5", "read:-1", f"read:{NS_MAX + 1}", "read:1,read:2",
+    "0:1,read:2", "read:1,", ",read:1", "read:1,,write:2", "read: 1", "read:0x10", "read:+1",
+    "512:1", "NR:1", "read:1\n\n", "read:4294967296", "READ:1",
+    ",".join(f"{n}:1" for n in range(OWN_MAX + 1)),
+])
+def test_bad_delays_refused_old_kept(delay, value):
+    value = value.replace("NR", str(nr_syscalls()))
+    assert write_param("read:3,write:4", DELAYS) == 0
+    assert write_param(value, DELAYS) == errno.EINVAL, value
+    assert DELAYS.read_text() == "read:3,write:4\n"
+
+
+def test_as_many_own_delays_as_allowed(delay):
+    value = ",".join(f"{n}:{n}" for n in range(OWN_MAX))
+    assert write_param(value, DELAYS) == 0
+    assert len(DELAYS.read_text().split(",")) == OWN_MAX
+
+
+def test_load_time_delays(clean_module):
+    insmod("delay", "delays=getppid:1000,read:2")
+    assert DELAYS.read_text() == "read:2,getppid:1000\n"
+    rmmod()
+
+
+@pytest.mark.parametrize("param", ["delays=nosuch:1", f"delays=read:{NS_MAX + 1}"])
+def test_bad_load_time_delays_fails(clean_module, param):
+    assert insmod("delay", param, check=False).errno == errno.EINVAL
+    assert not MODDIR.exists()
+
+
+def test_a_calls_own_delay_replaces_every_calls(delay, only_this_process):
+    """ns=3000 for every call, getppid 20000 of its own and getpid 0 of its
+    own: getppid waits 20000 ns, getpid is counted and not delayed, and
+    every other call waits 3000."""
+    assert write_param("getppid:20000,getpid:0", DELAYS) == 0
+    assert write_param("3000", NS) == 0
+    try:
+        for call, least, delayed in ((os.getppid, 20000, True), (os.getpid, 0, False),
+                                     (os.getuid, 3000, True)):
+            calls0, delayed0, spun0 = stat("calls"), stat("delayed"), stat("spun_ns")
+            for _ in range(300):
+                call()
+            # The counters' own reads (a few calls each: open, read,
+            # close ...) are delayed by 3000 ns too: a dozen or two.
+            calls, n = stat("calls") - calls0, stat("delayed") - delayed0
+            assert calls >= 300, call
+            if delayed:
+                assert n >= 300 and stat("spun_ns") - spun0 >= 300 * least, call
+            else:
+                assert n < 50, f"{call}: {n} delayed"
+    finally:
+        write_param("0", NS)
+        write_param("\n", DELAYS)
+
+
+def _switch_own_delays(stop):
+    while not stop.is_set():
+        write_param("getppid:1", DELAYS)
+        write_param("getppid:2,read:1", DELAYS)
+
+
+def test_switching_own_delays_never_drops_one(delay):
+    """A call's own delay and the set of such calls are one setting: while
+    writers replace delays=, every getppid is delayed by the old value or
+    the new one, never by none."""
+    assert write_param("getppid:1", DELAYS) == 0
+    calls, delayed = every_call_delayed_while(_switch_own_delays, 100000)
+    assert calls >= 100000
+    assert delayed == calls, f"{calls - delayed} of {calls} calls were not delayed"

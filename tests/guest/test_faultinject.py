@@ -16,11 +16,12 @@ IRQHOOK_EVENT = 32                     # sizeof(struct irqhook_event)
 
 def test_every_allocation_of_loading_delay_fails_cleanly(fault_injection, scratch_cgroup,
                                                          no_module_loaded, record_property):
-    params = f"cgroup={scratch_cgroup} syscalls=0,1,39 loops=100"
+    params = f"cgroup={scratch_cgroup} syscalls=0,1,39 loops=100 delays=read:5,39:7"
 
     def works(n):
         assert (MODDIR / "parameters/cgroup").read_text().strip() == scratch_cgroup
         assert (MODDIR / "parameters/syscalls").read_text().strip() == "0,1,39"
+        assert (MODDIR / "parameters/delays").read_text().strip() == "read:5,getpid:7"
         assert (MODDIR / "stats/calls").exists()
 
     walk = Walk("insmod delay " + params)
@@ -33,7 +34,8 @@ def test_every_allocation_of_loading_delay_fails_cleanly(fault_injection, scratc
 
 
 @pytest.mark.parametrize("param, value", [("cgroup", None), ("syscalls", "0,1,39"),
-                                          ("loops", "1000"), ("ns", "2000")])
+                                          ("loops", "1000"), ("ns", "2000"),
+                                          ("delays", "read:2000,futex:50000")])
 def test_every_allocation_of_a_delay_parameter_write_fails_cleanly(
         fault_injection, scratch_cgroup, no_module_loaded, param, value, record_property):
     value = value or scratch_cgroup

@@ -66,9 +66,23 @@
  *	Reads back by name, in the table's order: "read:2000,futex:50000".
  *	32-bit compat calls have other numbers and are not affected.
  *
- *	loops, ns, syscalls and delays are one configuration: the hook reads
- *	each call's all at once, so a call racing a write is delayed by the
- *	old configuration or the new one, never a mix.
+ * /sys/module/delay/parameters/every, first, ppm, seed  (rw, root)
+ *	Which of the calls to delay (targeted, with a nonzero delay) are
+ *	delayed: every=N the 1st, the N+1st, the 2N+1st ... (0 or 1: each),
+ *	first=K only the first K (0: no limit), ppm=P each with a chance of
+ *	P in a million (0 to 1000000, the default), drawn from seed=S (0 to
+ *	2^64 - 1) and the call's place in the sequence, so that one seed
+ *	delays the same calls on every run of a deterministic machine (the
+ *	virtual clock).  A call must pass all three.  The sequence numbers
+ *	the calls to delay from 0 and starts again with every write of any of
+ *	loops, ns, syscalls, delays, every, first, ppm and seed.  Decimal
+ *	only; anything else is refused with -EINVAL and the old value stays.
+ *	The calls not chosen are counted (stats/calls), not delayed.
+ *
+ *	loops, ns, syscalls, delays, every, first, ppm and seed are one
+ *	configuration: the hook reads each call's all at once, so a call
+ *	racing a write is delayed by the old configuration or the new one,
+ *	never a mix.
  *
  * /sys/module/delay/stats/calls  (ro)
  *	System calls of targeted tasks that went through the hook and passed
@@ -90,6 +104,11 @@
  *
  * /sys/module/delay/stats/mean_ns  (ro)
  *	spun_ns / delayed, rounded down; 0 while nothing was delayed.
+ *
+ * /sys/module/delay/stats/considered, chosen  (ro)
+ *	While every, first or ppm chooses: the calls to delay that were
+ *	considered, and of those the ones chosen (delayed).  They do not move
+ *	while every call to delay is delayed.
  *
  * /sys/module/delay/stats/clock_ns  (ro)
  *	The smallest of DELAY_CLOCK_TRIES differences between two back-to-back
@@ -157,6 +176,9 @@
  */
 #define DELAY_OWN_MAX 64
 
+/* ppm= is in parts per million: all of them. */
+#define DELAY_PPM 1000000U
+
 /* Back-to-back clock read pairs timed at load time for clock_ns. */
 #define DELAY_CLOCK_TRIES 1000
 
@@ -199,6 +221,10 @@ struct delay_config {
 	DECLARE_BITMAP(targets, NR_syscalls);
 	DECLARE_BITMAP(own, NR_syscalls);	/* the calls with one of ... */
 	u32 own_ns[NR_syscalls];		/* ... their own, in ns */
+	/* Which of the calls to delay are delayed (see delay_choose()). */
+	u32 every, first, ppm;
+	u64 seed;
+	atomic64_t seq;				/* calls considered so far */
 };
 
 static struct delay_config __rcu *delay_config;
@@ -206,7 +232,7 @@ static struct delay_config __rcu *delay_config;
 /* The configuration in force; only under the parameter lock. */
 static const struct delay_config *delay_config_now(void)
 {
-	static const struct delay_config none;
+	static const struct delay_config none = { .ppm = DELAY_PPM };
 	const struct delay_config *cfg = rcu_dereference_protected(delay_config, true);
 
 	return cfg ?: &none;
@@ -215,7 +241,12 @@ static const struct delay_config *delay_config_now(void)
 /* A copy of the configuration in force to change, or NULL. */
 static struct delay_config *delay_config_edit(void)
 {
-	return kmemdup(delay_config_now(), sizeof(struct delay_config), GFP_KERNEL);
+	struct delay_config *cfg = kmemdup(delay_config_now(), sizeof(*cfg), GFP_KERNEL);
+
+	/* Every configuration counts its calls from the first. */
+	if (cfg)
+		atomic64_set(&cfg->seq, 0);
+	return cfg;
 }
 
 /* Put @cfg in force, once no hook can be reading the one it replaces. */
@@ -242,6 +273,8 @@ static DEFINE_PER_CPU(unsigned long, delay_calls);
 static DEFINE_PER_CPU(unsigned long, delay_delayed);
 static DEFINE_PER_CPU(unsigned long, delay_spun);
 static DEFINE_PER_CPU(unsigned long, delay_spun_ns);
+static DEFINE_PER_CPU(unsigned long, delay_considered);
+static DEFINE_PER_CPU(unsigned long, delay_chosen);
 
 static u64 delay_clock_ns;
 
@@ -310,6 +343,93 @@ static const struct kernel_param_ops delay_ns_ops = {
 module_param_cb(ns, &delay_ns_ops, NULL, 0644);
 MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
 		 __stringify(DELAY_NS_MAX) "); nonzero sets loops to 0");
+
+/*
+ * Which calls of those to delay are delayed: every=N (the 1st, the
+ * N+1st, ...), first=K (the first K) and ppm=P (each with a chance of P
+ * in a million, drawn from seed=S and the call's place in the sequence),
+ * all three at once; the sequence starts again with every write of the
+ * configuration.  One set of ops for the 32-bit ones, each parameter
+ * saying where its field is and how large it may be.
+ */
+struct delay_field {
+	size_t offset;
+	u32 max;
+};
+
+static struct delay_field delay_every_field = {
+	offsetof(struct delay_config, every), U32_MAX
+};
+
+static struct delay_field delay_first_field = {
+	offsetof(struct delay_config, first), U32_MAX
+};
+
+static struct delay_field delay_ppm_field = {
+	offsetof(struct delay_config, ppm), DELAY_PPM
+};
+
+static int delay_u32_set(const char *val, const struct kernel_param *kp)
+{
+	const struct delay_field *field = kp->arg;
+	struct delay_config *cfg;
+	unsigned int n;
+
+	if (kstrtouint(val, 10, &n) || n > field->max)
+		return -EINVAL;
+	cfg = delay_config_edit();
+	if (!cfg)
+		return -ENOMEM;
+	*(u32 *)((char *)cfg + field->offset) = n;
+	delay_config_publish(cfg);
+	return 0;
+}
+
+static int delay_u32_get(char *buf, const struct kernel_param *kp)
+{
+	const struct delay_field *field = kp->arg;
+
+	return sysfs_emit(buf, "%u\n",
+			  *(const u32 *)((const char *)delay_config_now() + field->offset));
+}
+
+static const struct kernel_param_ops delay_u32_ops = {
+	.set = delay_u32_set,
+	.get = delay_u32_get,
+};
+module_param_cb(every, &delay_u32_ops, &delay_every_field, 0644);
+MODULE_PARM_DESC(every, "Delay every Nth of the calls to delay (0 or 1: each)");
+module_param_cb(first, &delay_u32_ops, &delay_first_field, 0644);
+MODULE_PARM_DESC(first, "Delay only the first K of the calls to delay (0: no limit)");
+module_param_cb(ppm, &delay_u32_ops, &delay_ppm_field, 0644);
+MODULE_PARM_DESC(ppm, "Delay each call to delay with this chance in a million (default 1000000)");
+
+static int delay_seed_set(const char *val, const struct kernel_param *kp)
+{
+	struct delay_config *cfg;
+	u64 seed;
+
+	if (kstrtou64(val, 10, &seed))
+		return -EINVAL;
+	cfg = delay_config_edit();
+	if (!cfg)
+		return -ENOMEM;
+	cfg->seed = seed;
+	delay_config_publish(cfg);
+	return 0;
+}
+
+static int delay_seed_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%llu\n", delay_config_now()->seed);
+}
+
+static const struct kernel_param_ops delay_seed_ops = {
+	.set = delay_seed_set,
+	.get = delay_seed_get,
+};
+module_param_cb(seed, &delay_seed_ops, NULL, 0644);
+MODULE_PARM_DESC(seed, "The seed of ppm's draws (the same calls on every run of a virtual clock)");
 
 /*
  * The target cgroup, NULL for every task, or DELAY_CGROUP_GONE once the
@@ -606,9 +726,46 @@ MODULE_PARM_DESC(delays, "Delays of their own for some 64-bit system calls, in n
  */
 #define DELAY_NONE U32_MAX
 
+/* Does @cfg delay only some of the calls to delay? */
+static bool delay_selective(const struct delay_config *cfg)
+{
+	return cfg->every > 1 || cfg->first || cfg->ppm < DELAY_PPM;
+}
+
+/*
+ * A 64-bit mix of @x whose every bit depends on every bit of @x
+ * (SplitMix64's finalizer): the draw of ppm=, the same for the same seed
+ * and place on every run.
+ */
+static u64 delay_mix(u64 x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Is the next call to delay of @cfg's sequence (numbered from 0) one to
+ * delay?  Under the caller's RCU read lock, which keeps @cfg alive.
+ */
+static bool delay_choose(struct delay_config *cfg)
+{
+	u64 seq = atomic64_inc_return(&cfg->seq) - 1;
+	bool chosen = (!cfg->first || seq < cfg->first) &&
+		      (cfg->every <= 1 || seq % cfg->every == 0) &&
+		      (cfg->ppm >= DELAY_PPM ||
+		       delay_mix(cfg->seed + seq) % DELAY_PPM < cfg->ppm);
+
+	this_cpu_inc(delay_considered);
+	if (chosen)
+		this_cpu_inc(delay_chosen);
+	return chosen;
+}
+
 static u32 delay_target(int nr)
 {
-	const struct delay_config *cfg;
+	struct delay_config *cfg;
 	struct cgroup *cgrp;
 	unsigned int unr;
 	u32 ret = 0;
@@ -641,6 +798,10 @@ static u32 delay_target(int nr)
 	else
 		ret = cfg->setting;
 out:
+	/* Of the calls to delay, those not chosen are counted, not delayed. */
+	if (ret != DELAY_NONE && (delay_setting_loops(ret) || delay_setting_ns(ret)) &&
+	    delay_selective(cfg) && !delay_choose(cfg))
+		ret = 0;
 	rcu_read_unlock();
 	return ret;
 }
@@ -754,6 +915,18 @@ static ssize_t mean_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%lu\n", delayed ? spun_ns / delayed : 0);
 }
 
+static ssize_t considered_show(struct kobject *kobj, struct kobj_attribute *attr,
+			       char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_considered));
+}
+
+static ssize_t chosen_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_chosen));
+}
+
 static ssize_t clock_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
 {
@@ -766,6 +939,8 @@ static struct kobj_attribute spun_attr = __ATTR_RO(spun);
 static struct kobj_attribute spun_ns_attr = __ATTR_RO(spun_ns);
 static struct kobj_attribute mean_ns_attr = __ATTR_RO(mean_ns);
 static struct kobj_attribute clock_ns_attr = __ATTR_RO(clock_ns);
+static struct kobj_attribute considered_attr = __ATTR_RO(considered);
+static struct kobj_attribute chosen_attr = __ATTR_RO(chosen);
 
 static struct attribute *delay_stats_attrs[] = {
 	&calls_attr.attr,
@@ -774,6 +949,8 @@ static struct attribute *delay_stats_attrs[] = {
 	&spun_ns_attr.attr,
 	&mean_ns_attr.attr,
 	&clock_ns_attr.attr,
+	&considered_attr.attr,
+	&chosen_attr.attr,
 	NULL,
 };
 

@@ -481,6 +481,8 @@ def test_unload_under_load_with_ns_and_syscalls(clean_module):
         # hook reads them.
         write_param(["3", "0-200", "\n", "110,3"][i % 4], SYSCALLS)
         write_param(["getppid:100", "\n", "read:5,getppid:0", "3:1000"][i % 4], DELAYS)
+        write_param(str(i % 3), MODDIR / "parameters/every")
+        write_param(str(250000 * (i % 5)), MODDIR / "parameters/ppm")
         write_param(str(100 * (i % 3)), LOOPS)
         time.sleep(0.01)
         rmmod()
@@ -659,3 +661,83 @@ def test_switching_own_delays_never_drops_one(delay):
     calls, delayed = every_call_delayed_while(_switch_own_delays, 100000)
     assert calls >= 100000
     assert delayed == calls, f"{calls - delayed} of {calls} calls were not delayed"
+
+
+# --- every=, first=, ppm=, seed=: which of the calls to delay ----------------------------
+
+PICK = {name: MODDIR / "parameters" / name for name in ("every", "first", "ppm", "seed")}
+MASK = (1 << 64) - 1
+
+
+def mix(x):
+    """The module's draw (delay_mix(), SplitMix64's finalizer)."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
+    return x ^ (x >> 31)
+
+
+def test_choice_parameters_default(delay):
+    assert {n: p.read_text() for n, p in PICK.items()} == {
+        "every": "0\n", "first": "0\n", "ppm": "1000000\n", "seed": "0\n"}
+    assert stat("considered") == stat("chosen") == 0
+
+
+@pytest.mark.parametrize("name, value", [
+    ("every", "-1"), ("every", "abc"), ("every", "4294967296"), ("every", "0x10"),
+    ("first", "1.5"), ("first", " 3"), ("ppm", "1000001"), ("ppm", "-5"),
+    ("seed", "-1"), ("seed", "18446744073709551616"), ("seed", "0x10"), ("seed", "\n"),
+])
+def test_bad_choice_values_refused_old_kept(delay, name, value):
+    assert write_param("7", PICK[name]) == 0
+    assert write_param(value, PICK[name]) == errno.EINVAL, value
+    assert PICK[name].read_text() == "7\n"
+
+
+@pytest.mark.parametrize("settings, chosen", [
+    ({"every": "3"}, lambda n: (n + 2) // 3),
+    ({"first": "10"}, lambda n: 10),
+    ({"every": "2", "first": "11"}, lambda n: 6),
+    ({"ppm": "300000", "seed": "42"},
+     lambda n: sum(mix(42 + i) % 1000000 < 300000 for i in range(n))),
+    ({"ppm": "0"}, lambda n: 0),
+    ({"ppm": "1000000", "every": "1"}, lambda n: n),
+])
+def test_the_calls_chosen_are_exactly_the_rule(delay, only_this_process, settings, chosen):
+    """getppid alone targeted, 2,000 calls after the choice is set (a write
+    starts the sequence again): considered and chosen are exact, and only
+    the chosen calls are delayed."""
+    n = 2000
+    assert write_param(str(GETPPID), SYSCALLS) == 0
+    assert write_param("1", NS) == 0
+    for name, value in settings.items():
+        assert write_param(value, PICK[name]) == 0
+    considered0, chosen0, delayed0 = stat("considered"), stat("chosen"), stat("delayed")
+    for _ in range(n):
+        os.getppid()
+    considered = stat("considered") - considered0
+    picked, delayed = stat("chosen") - chosen0, stat("delayed") - delayed0
+    write_param("0", NS)
+    selective = settings != {"ppm": "1000000", "every": "1"}
+    assert considered == (n if selective else 0)
+    assert picked == (chosen(n) if selective else 0)
+    assert delayed == chosen(n)
+
+
+def test_the_same_seed_chooses_the_same_calls(delay, only_this_process):
+    """Two runs of a seed's draws, each after writing the seed: the calls
+    delayed are the same ones, the ones the module's draw says."""
+    assert write_param(str(GETPPID), SYSCALLS) == 0
+    assert write_param("1", NS) == 0
+    assert write_param("500000", PICK["ppm"]) == 0
+    runs = []
+    for _ in range(2):
+        assert write_param("7", PICK["seed"]) == 0
+        pattern = []
+        for _ in range(64):
+            before = stat("delayed")
+            os.getppid()
+            pattern.append(stat("delayed") - before)
+        runs.append(pattern)
+    write_param("0", NS)
+    assert runs[0] == runs[1] == [int(mix(7 + i) % 1000000 < 500000) for i in range(64)]

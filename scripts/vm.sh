@@ -277,7 +277,10 @@ mkdir -p "$status_dir"
 status_file=$(mktemp "$status_dir/.vm-status.XXXXXX")
 cmd_file=$(mktemp "$status_dir/.vm-cmd.XXXXXX")
 trap 'rm -f "$status_file" "$cmd_file"' EXIT
-guest_cmd="echo started >$(sh_quote "$status_file"); $guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); exit \$lab_status"
+# sync: on the console fallback the guest powers off as soon as the
+# command ends, and a debug pass's 0 (172 tests, none failed) never
+# reached the host's copy of the file (2026-11-27).
+guest_cmd="echo started >$(sh_quote "$status_file"); $guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); sync; exit \$lab_status"
 # The command reaches the guest as a script on the share: virtme-ng passes
 # --exec on the kernel command line, which x86 cuts at 2048 bytes.  A
 # debug pass's command made it 2287 bytes long: the end of the line was

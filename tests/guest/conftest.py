@@ -335,6 +335,7 @@ INJECTION_SETTINGS = {
     "fail_page_alloc/ignore-gfp-highmem": "N",
     "fail_page_alloc/verbose": "0",
 }
+MODPROBE = pathlib.Path("/proc/sys/kernel/modprobe")
 # The lab's modules (modules/*/Kbuild), each unloaded around a walk.
 LAB_MODULES = sorted(p.parent.name for p in (ROOT / "modules").glob("*/Kbuild"))
 
@@ -354,7 +355,15 @@ def fault_injection():
         path = DEBUGFS / name
         old[name] = path.read_text().strip()
         path.write_text(value)
+    # No module autoloading meanwhile: an open of a device node whose
+    # numbers no cdev serves yet (msgq's, between its devices and its cdev,
+    # where a walk's opener races each load) asks for char-major-M-N, and
+    # each modprobe took 10-14 s in the debug guest (2026-11-27): with an
+    # empty path the kernel refuses at once and the open is -ENXIO.
+    modprobe = MODPROBE.read_text().rstrip("\n")
+    MODPROBE.write_text("\n")
     yield
+    MODPROBE.write_text(modprobe + "\n")
     for name, value in old.items():
         (DEBUGFS / name).write_text(value)
 

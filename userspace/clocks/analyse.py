@@ -95,14 +95,6 @@ def _summary(d, name, analyser):
     return s
 
 
-def _get(d, *path):
-    for p in path:
-        if not isinstance(d, dict) or p not in d:
-            return None
-        d = d[p]
-    return d
-
-
 def read_calibrate(d):
     s = _summary(d, "summary.json", "userspace/calibrate/analyse.py")
     out = []
@@ -123,11 +115,11 @@ def read_rtcompare(d):
     out = []
     for k, v in kernels.items():
         for load in ("idle", "loaded"):
-            pooled = _get(v, "cyclictest", load, "pooled")
+            pooled = results.get(v, "cyclictest", load, "pooled")
             if pooled:
                 out.append((f"{k} cyclictest {load} p99.9", "us", pooled.get("p999"), None))
                 out.append((f"{k} cyclictest {load} max", "us", pooled.get("max"), None))
-        for h in _get(v, "delay", "holds") or []:
+        for h in results.get(v, "delay", "holds") or []:
             out.append((f"{k} cyclictest max, {h['ns'] / 1e3:g} us hold", "us", h.get("max"),
                         None))
     return out
@@ -151,10 +143,10 @@ def read_msgq(d):
         raise NotAResult(f"{d}/summary.json: no strategies: not a msgq profile's summary")
     out = []
     for strat, v in s["strategies"].items():
-        f = _get(v, "figures", "cpu_us_per_msg")
+        f = results.get(v, "figures", "cpu_us_per_msg")
         if f:
             out.append((f"{strat}: CPU time per message", "us", f["p50"], _spread(f)))
-        e2e = _get(v, "queueing", "end_to_end", "ns")
+        e2e = results.get(v, "queueing", "end_to_end", "ns")
         if e2e and e2e.get("n"):
             out.append((f"{strat}: send to receipt p50", "us", e2e["p50"] / 1e3, None))
     return out

@@ -100,6 +100,16 @@ def read_meta(folder):
     return meta
 
 
+def get(d, *path):
+    """d[path[0]][path[1]]... of a summary read from JSON, None where a step
+    is missing or is not an object."""
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
 def settings(meta):
     """The tool's settings of @meta ({} if none)."""
     return meta.get("settings") or {}

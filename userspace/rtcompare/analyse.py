@@ -21,7 +21,7 @@ import pathlib
 import sys
 
 from lablib import cli, plot, results, stats
-from lablib.experiments.rtcompare import HOLD, LOADS, get, kernels_of
+from lablib.experiments.rtcompare import HOLD, LOADS, kernels_of
 from lablib.text import num
 
 IMPLS = ("python", "c-nanosleep", "c-rt")
@@ -97,7 +97,7 @@ def describe_worst(w):
 
 def delay_lines(kernels):
     """The delay member's table: per hold, each kernel's max and p99.9."""
-    have = {v: k["delay"] for v, k in kernels.items() if get(k, "delay", "holds")}
+    have = {v: k["delay"] for v, k in kernels.items() if results.get(k, "delay", "holds")}
     if not have:
         return []
     holds = sorted({h["ns"] for d in have.values() for h in d["holds"]})
@@ -123,7 +123,7 @@ def delay_lines(kernels):
 def plot_delay(d, kernels):
     """delay.png: each kernel's cyclictest maximum (and p99.9) against the
     hold, with the line a kernel that cannot preempt the hold would follow."""
-    have = {v: k["delay"]["holds"] for v, k in kernels.items() if get(k, "delay", "holds")}
+    have = {v: k["delay"]["holds"] for v, k in kernels.items() if results.get(k, "delay", "holds")}
     if not have:
         return None
     fig, ax = plot.figure()
@@ -166,7 +166,7 @@ def compare(base, other):
     """The comparison rows of kernel @other against kernel @base."""
     rows = []
     for load in LOADS:
-        a, b = get(base, "cyclictest", load), get(other, "cyclictest", load)
+        a, b = results.get(base, "cyclictest", load), results.get(other, "cyclictest", load)
         if not a or not b:
             continue
         for key in ("min", "mean", "p99", "p999", "max"):
@@ -174,7 +174,7 @@ def compare(base, other):
                             b["pooled"][key], [t[key] for t in a["threads"]],
                             [t[key] for t in b["threads"]], "threads"))
     for order in ("unsorted", "sorted"):
-        pa, pb = get(base, "perfstat", order), get(other, "perfstat", order)
+        pa, pb = results.get(base, "perfstat", order), results.get(other, "perfstat", order)
         if not pa or not pb:
             continue
         for e in ("task-clock", "seconds", "user_s", "sys_s", "context-switches",
@@ -182,23 +182,24 @@ def compare(base, other):
             if e in pa and e in pb:
                 rows.append(row(f"perf stat sortsum {order}", e, pa[e]["unit"], pa[e]["mean"],
                                 pb[e]["mean"], pa["values"][e], pb["values"][e], "repeats"))
-    for w in sorted(set(get(base, "squarewave") or {}) & set(get(other, "squarewave") or {})):
+    waves = set(results.get(base, "squarewave") or {}) & set(results.get(other, "squarewave") or {})
+    for w in sorted(waves):
         for key, what in (("highest_held_mean", "mean period"), ("highest_held_p99",
                                                                   "p99 period")):
             rows.append(row("square wave", f"{w}: highest Hz, {what} within 10 %", "Hz",
                             base["squarewave"][w][key], other["squarewave"][w][key]))
-    ca, cb = get(base, "lab", "calibrate"), get(other, "lab", "calibrate")
+    ca, cb = results.get(base, "lab", "calibrate"), results.get(other, "lab", "calibrate")
     for name in sorted(set(ca or {}) & set(cb or {})):
         for key, unit in (("slope_ns_per_loop", "ns/loop"), ("intercept_ns", "ns")):
             rows.append(row("calibration", f"{name} {key.split('_')[0]}", unit,
                             ca[name][key], cb[name][key]))
-    ia, ib = get(base, "lab", "irqhook"), get(other, "lab", "irqhook")
+    ia, ib = results.get(base, "lab", "irqhook"), results.get(other, "lab", "irqhook")
     for cell in sorted(set(ia or {}) & set(ib or {}), key=lambda c: (c.split("-")[1],
                                                                       int(c.split("-")[0]))):
         for key in ("p50", "p99"):
             rows.append(row("wake-up (irqhook)", f"{cell} wake-up {key}", "us",
                             ia[cell]["wakeup"][key] / 1e3, ib[cell]["wakeup"][key] / 1e3))
-    sa_, sb_ = get(base, "lab", "smp"), get(other, "lab", "smp")
+    sa_, sb_ = results.get(base, "lab", "smp"), results.get(other, "lab", "smp")
     for case in sorted(set(sa_ or {}) & set(sb_ or {})):
         for span in sa_[case]:
             if span in sb_[case]:
@@ -215,8 +216,8 @@ def report(d, kernels, rows, names):
     for v, k in kernels.items():
         m = k["meta"]
         lines.append(f"  {v}: {results.describe(m)}; uname -v: {k['kernel'].get('version')}")
-        emulated |= get(m, "machine", "accelerator") == "tcg"
-        if not get(m, "machine", "pmu"):
+        emulated |= results.get(m, "machine", "accelerator") == "tcg"
+        if not results.get(m, "machine", "pmu"):
             lines.append(f"  {v}: no PMU: hardware events (cycles, instructions, branches, "
                          f"branch-misses) are <not supported>; software events and rusage "
                          f"are measured")
@@ -236,7 +237,7 @@ def report(d, kernels, rows, names):
     lines.append("")
     for v, k in kernels.items():
         for load in LOADS:
-            c = get(k, "cyclictest", load)
+            c = results.get(k, "cyclictest", load)
             if not c:
                 continue
             lines.append(f"cyclictest {load}, {v} (us): thread cpu n min mean p99 p99.9 max "
@@ -245,13 +246,13 @@ def report(d, kernels, rows, names):
                 lines.append(f"  {t['thread']:>3} {t['cpu']!s:>3} {t['n']:>7} "
                              f"{num(t['min']):>6} {t['mean']:>8.1f} {num(t['p99']):>7} "
                              f"{num(t['p999']):>7} {num(t['max']):>7} {t['overflow']:>5}")
-        tr = get(k, "cyclictest", "traced")
+        tr = results.get(k, "cyclictest", "traced")
         if tr:
             lines.append(f"  the loaded run again, traced ({v}): "
                          f"{d}/{v}/cyclictest/traced/trace.dat (kernelshark), its worst "
                          f"wake-up's events in worst.txt")
             lines.append(f"    the worst wake-up{worst_line(tr)}")
-        c = get(k, "cyclictest", "caught")
+        c = results.get(k, "cyclictest", "caught")
         if c:
             lines.append(f"  the load again, wake-ups 100 us apart, work items, softirqs and "
                          f"handlers traced ({v}): {d}/{v}/cyclictest/caught/trace.dat")
@@ -272,19 +273,19 @@ def report(d, kernels, rows, names):
                          f" {num(r['other']):>12}{num(r['ratio']):>8}"
                          f"{num(r['beyond_spread']):>8}")
     if len(names) == 2:
-        emulated = any(get(k, "meta", "machine", "accelerator") == "tcg"
+        emulated = any(results.get(k, "meta", "machine", "accelerator") == "tcg"
                        for k in kernels.values())
         found = findings(rows, names, emulated, virtual_clock(kernels))
         if found:
             lines += ["", f"What {names[1]} wins and what it costs here:"]
             lines += [f"- {f}" for f in found]
     for v, k in kernels.items():
-        for order, p in (get(k, "perfstat") or {}).items():
+        for order, p in (results.get(k, "perfstat") or {}).items():
             if p.get("unsupported"):
                 lines.append(f"perf stat on {v} ({order}): not supported here: "
                              f"{', '.join(p['unsupported'])}")
                 break
-        un = get(k, "lab", "unload")
+        un = results.get(k, "lab", "unload")
         if un:
             lines.append(f"delay module on {v}: {un['completed']} of {un['cycles']} "
                          f"load/unload cycles under syscall load, kernel problems logged: "
@@ -373,7 +374,7 @@ def plot_cyclictest(d, kernels, load):
     log-spaced bins so that the body and a tail of milliseconds both show;
     the legend gives the maximum and the samples past the histogram."""
     have = {v: k["cyclictest"][load] for v, k in kernels.items()
-            if get(k, "cyclictest", load)}
+            if results.get(k, "cyclictest", load)}
     if not have:
         return None
     lo = max(0.5, min(c["pooled"]["min"] for c in have.values()))
@@ -437,8 +438,8 @@ def work(args):
     names = list(kernels)
     rows = compare(kernels[names[0]], kernels[names[1]]) if len(names) >= 2 else []
     for v, k in kernels.items():
-        for member, tr in (("cyclictest", get(k, "cyclictest", "traced")),
-                           ("delay", get(k, "delay", "traced"))):
+        for member, tr in (("cyclictest", results.get(k, "cyclictest", "traced")),
+                           ("delay", results.get(k, "delay", "traced"))):
             if tr and "excerpt" in tr:
                 results.write_text(d / v / member / "traced" / "worst.txt",
                                    tr.pop("excerpt"))

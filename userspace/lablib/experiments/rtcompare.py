@@ -20,15 +20,6 @@ PERF_KEEP = ("task-clock", "context-switches", "cpu-migrations", "page-faults", 
 UNITS = {"task-clock": "ms", "seconds": "s", "user_s": "s", "sys_s": "s"}
 
 
-def get(d, *path):
-    """d[path[0]][path[1]]..., None where a step is missing."""
-    for p in path:
-        if not isinstance(d, dict) or p not in d:
-            return None
-        d = d[p]
-    return d
-
-
 def read_cyclictest(path):
     """One cyclictest run, every thread (lablib.readers.rttests): "threads", each
     {thread, cpu, overflow} and its summary; "pooled": the summary of all
@@ -193,7 +184,7 @@ def read_kernel(folder):
     traced = ct / "traced"
     if (traced / "cyclictest.json").exists():
         k["cyclictest"]["traced"] = read_traced(
-            traced, get(k, "cyclictest", "loaded", "pooled", "max"))
+            traced, results.get(k, "cyclictest", "loaded", "pooled", "max"))
     if (ct / "caught" / "cyclictest.json").exists():
         k["cyclictest"]["caught"] = read_caught(ct / "caught")
     if (folder / "delay").is_dir():

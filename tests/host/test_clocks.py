@@ -86,16 +86,6 @@ def sweep(d, clock, seconds):
 
 # --- the report ------------------------------------------------------------------------
 
-def compare(tmp_path, *dirs):
-    out, d, _, _ = clocks_report(tmp_path / "out", *dirs)
-    return out, d
-
-
-def by_figure(d):
-    s = json.loads((d / "clocks.json").read_text())
-    return {(f["experiment"], f["figure"]): f for f in s["figures"]}, s
-
-
 def test_side_by_side(built, tmp_path):
     h_cal = host_calibration(tmp_path / "cal-host")
     v_cal = virtual_calibration(tmp_path / "vcal-2")
@@ -104,9 +94,8 @@ def test_side_by_side(built, tmp_path):
                       {"stock": "delay", "stock-preempt-full": "delay"})
     h_sw = sweep(tmp_path / "cmd-host", "host", (1.0, 1.06, 1.18))
     v_sw = sweep(tmp_path / "cmd-virtual", "virtual", (1.0, 1.05, 1.2))
-    out, d = compare(tmp_path, h_cal, v_cal, h_rt, v_rt, h_sw, v_sw)
+    out, d, figs, s = clocks_report(tmp_path / "out", h_cal, v_cal, h_rt, v_rt, h_sw, v_sw)
     assert out.returncode == 0, out.stderr
-    figs, s = by_figure(d)
     assert {t: (f["experiment"], f["clock"]) for t, f in s["folders"].items()} == {
         "h1": ("calibrate", "host"), "v1": ("calibrate", "virtual"),
         "h2": ("rt-compare", "host"), "v2": ("rt-compare", "virtual"),
@@ -166,9 +155,8 @@ def test_side_by_side(built, tmp_path):
 
 def test_several_folders_of_one_side_give_their_median_and_range(built, tmp_path):
     dirs = [host_calibration(tmp_path / f"cal-{s}", s) for s in (4.0, 4.4, 5.0)]
-    out, d = compare(tmp_path, *dirs)
+    out, _, figs, _ = clocks_report(tmp_path / "out", *dirs)
     assert out.returncode == 0, out.stderr
-    figs, _ = by_figure(d)
     slope = figs[("calibrate", "close slope (p10 fit)")]
     assert slope["host"]["value"] == pytest.approx(4.4)
     assert (slope["host"]["min"], slope["host"]["max"]) == (pytest.approx(4.0),

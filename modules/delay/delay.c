@@ -200,6 +200,12 @@ static unsigned int delay_setting_ns(u32 setting)
 	return setting & DELAY_NS_MODE ? setting & ~DELAY_NS_MODE : 0;
 }
 
+/* Does @setting delay at all (DELAY_NS_MODE | 0 does not)? */
+static bool delay_setting_delays(u32 setting)
+{
+	return delay_setting_loops(setting) || delay_setting_ns(setting);
+}
+
 /*
  * What the hook does with a targeted call, in one piece so that it reads
  * a whole configuration, the old one or the new one, never parts of each:
@@ -260,6 +266,18 @@ static void delay_config_publish(struct delay_config *cfg)
 	}
 }
 
+/* Put in force a copy of the configuration whose field at @offset is @value. */
+static int delay_config_set(size_t offset, const void *value, size_t size)
+{
+	struct delay_config *cfg = delay_config_edit();
+
+	if (!cfg)
+		return -ENOMEM;
+	memcpy((char *)cfg + offset, value, size);
+	delay_config_publish(cfg);
+	return 0;
+}
+
 /*
  * No hook is registered any more, or the load failed before the hook
  * was: nobody reads it.  One parameter (loops) owns it.
@@ -284,17 +302,12 @@ static u64 delay_clock_ns;
  */
 static int delay_setting_store(u32 mode, unsigned int n)
 {
-	struct delay_config *cfg;
-	u32 old = delay_config_now()->setting;
+	u32 old = delay_config_now()->setting, setting = n ? mode | n : 0;
 
 	if (!n && (!old || (old & DELAY_NS_MODE) != mode))
 		return 0;
-	cfg = delay_config_edit();
-	if (!cfg)
-		return -ENOMEM;
-	cfg->setting = n ? mode | n : 0;
-	delay_config_publish(cfg);
-	return 0;
+	return delay_config_set(offsetof(struct delay_config, setting), &setting,
+				sizeof(setting));
 }
 
 static int delay_loops_set(const char *val, const struct kernel_param *kp)
@@ -372,17 +385,11 @@ static struct delay_field delay_ppm_field = {
 static int delay_u32_set(const char *val, const struct kernel_param *kp)
 {
 	const struct delay_field *field = kp->arg;
-	struct delay_config *cfg;
-	unsigned int n;
+	u32 n;
 
-	if (kstrtouint(val, 10, &n) || n > field->max)
+	if (kstrtou32(val, 10, &n) || n > field->max)
 		return -EINVAL;
-	cfg = delay_config_edit();
-	if (!cfg)
-		return -ENOMEM;
-	*(u32 *)((char *)cfg + field->offset) = n;
-	delay_config_publish(cfg);
-	return 0;
+	return delay_config_set(field->offset, &n, sizeof(n));
 }
 
 static int delay_u32_get(char *buf, const struct kernel_param *kp)
@@ -406,17 +413,11 @@ MODULE_PARM_DESC(ppm, "Delay each call to delay with this chance in a million (d
 
 static int delay_seed_set(const char *val, const struct kernel_param *kp)
 {
-	struct delay_config *cfg;
 	u64 seed;
 
 	if (kstrtou64(val, 10, &seed))
 		return -EINVAL;
-	cfg = delay_config_edit();
-	if (!cfg)
-		return -ENOMEM;
-	cfg->seed = seed;
-	delay_config_publish(cfg);
-	return 0;
+	return delay_config_set(offsetof(struct delay_config, seed), &seed, sizeof(seed));
 }
 
 static int delay_seed_get(char *buf, const struct kernel_param *kp)
@@ -799,8 +800,8 @@ static u32 delay_target(int nr)
 		ret = cfg->setting;
 out:
 	/* Of the calls to delay, those not chosen are counted, not delayed. */
-	if (ret != DELAY_NONE && (delay_setting_loops(ret) || delay_setting_ns(ret)) &&
-	    delay_selective(cfg) && !delay_choose(cfg))
+	if (ret != DELAY_NONE && delay_setting_delays(ret) && delay_selective(cfg) &&
+	    !delay_choose(cfg))
 		ret = 0;
 	rcu_read_unlock();
 	return ret;
@@ -852,7 +853,7 @@ static void delay_hook(struct pt_regs *regs, int nr)
 	if (setting == DELAY_NONE)
 		return;
 	this_cpu_inc(delay_calls);
-	if (!delay_setting_loops(setting) && !delay_setting_ns(setting))
+	if (!delay_setting_delays(setting))
 		return;
 	loops = delay_setting_loops(setting);
 	ns = delay_setting_ns(setting);

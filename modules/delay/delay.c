@@ -79,10 +79,29 @@
  *	only; anything else is refused with -EINVAL and the old value stays.
  *	The calls not chosen are counted (stats/calls), not delayed.
  *
- *	loops, ns, syscalls, delays, every, first, ppm and seed are one
- *	configuration: the hook reads each call's all at once, so a call
- *	racing a write is delayed by the old configuration or the new one,
- *	never a mix.
+ * /sys/module/delay/parameters/mode  (rw, root)
+ *	"spin" (the default) or "sleep": how a delay in nanoseconds (ns=,
+ *	delays=) is spent.  spin keeps the CPU busy, as a call that computes
+ *	would; sleep gives it away for that long (an hrtimer, on
+ *	CLOCK_MONOTONIC, TASK_UNINTERRUPTIBLE), as a call that waits would,
+ *	so the delay counts its wake-up latency too (see stats/slept_ns).  A
+ *	delay in loops is always spun.  Anything else is refused with
+ *	-EINVAL; sleep is refused with -EOPNOTSUPP on a kernel without RCU
+ *	Tasks (no PREEMPTION), where the hook runs with preemption disabled.
+ *
+ * /sys/module/delay/parameters/where  (rw, root)
+ *	"entry" (the default): the delay comes before the call does its
+ *	work; "exit": after it, just before the return to userspace (the
+ *	kernel's exit hook, which a few calls never reach: exit(), a new
+ *	child's first return).  Only the calls through that point are
+ *	counted.  Anything else is refused with -EINVAL.
+ *
+ *	loops, ns, syscalls, delays, every, first, ppm, seed, mode and where
+ *	are one configuration: the hook reads each call's all at once, so a
+ *	call racing a write is delayed by the old configuration or the new
+ *	one, never a mix.  The one exception is where itself: the hook reads
+ *	the configuration at entry and again at exit, so a call racing a
+ *	write of where may be delayed at both points or at neither.
  *
  * /sys/module/delay/stats/calls  (ro)
  *	System calls of targeted tasks that went through the hook and passed
@@ -97,10 +116,14 @@
  *	the ns mode's wait loop does not add to it.
  *
  * /sys/module/delay/stats/spun_ns  (ro)
- *	Nanoseconds measured inside the spin, summed over the delayed calls
- *	(loops and ns mode alike).  Each call's figure is the difference of a
- *	clock read before the spin and one after it, so it includes about
- *	one clock_ns of clock reading besides the spin.
+ *	Nanoseconds measured inside the delay, summed over the delayed calls
+ *	(loops and ns mode alike, spun or slept).  Each call's figure is the
+ *	difference of a clock read before the delay and one after it, so it
+ *	includes about one clock_ns of clock reading besides the delay.
+ *
+ * /sys/module/delay/stats/slept, slept_ns  (ro)
+ *	Of the delayed calls, those that slept (mode=sleep), and the part of
+ *	spun_ns they took: what the sleeps cost the tasks, wake-ups included.
  *
  * /sys/module/delay/stats/mean_ns  (ro)
  *	spun_ns / delayed, rounded down; 0 while nothing was delayed.
@@ -116,7 +139,8 @@
  *	costs, and what a spin of no length at all would report.
  *
  * Trace event delay:delay_syscall (delay_trace.h), once per delayed call,
- * after the spin: nr, compat, loops, ns and the measured ns.
+ * after the delay: nr, compat, loops, ns, the measured ns, whether it
+ * slept and whether it came at exit.
  *
  * The clock is ktime_get_ns(): CLOCK_MONOTONIC, which is what the lab's
  * userspace tools read (clock_gettime(CLOCK_MONOTONIC), Python's
@@ -130,8 +154,11 @@
  * clock_ns shows; that cost bounds how closely the ns mode can hit its
  * target and is included in every measured figure.
  *
- * Unloading unregisters the hook; the kernel waits until no task is still
- * spinning in it before the module's code goes away.
+ * Unloading unregisters the hooks; the kernel waits until no task is still
+ * spinning in one before the module's code goes away.  A sleep is a
+ * voluntary switch, which the kernel takes as proof that a task left the
+ * hook, so the module first stops new sleeps and waits for those in
+ * progress itself (SRCU; see delay_sleep()), as <asm/syscall_hook.h> asks.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -141,6 +168,7 @@
 #include <linux/cgroup.h>
 #include <linux/kernel.h>
 #include <linux/kobject.h>
+#include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/minmax.h>
 #include <linux/module.h>
@@ -149,7 +177,9 @@
 #include <linux/percpu.h>
 #include <linux/percpu-refcount.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/srcu.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/thread_info.h>
@@ -210,8 +240,9 @@ static bool delay_setting_delays(u32 setting)
  * What the hook does with a targeted call, in one piece so that it reads
  * a whole configuration, the old one or the new one, never parts of each:
  * the delay of every call (loops=, ns=), the calls of their own delay
- * (delays=) and the calls to target (syscalls=).  NULL is the one of no
- * delay and every call.
+ * (delays=), the calls to target (syscalls=), which of them (every=,
+ * first=, ppm=, seed=), how (mode=) and where (where=).  NULL is the one
+ * of no delay and every call.
  *
  * The hook reads it under RCU.  A parameter's setter, which the module's
  * parameter lock serializes with every other setter and getter (at load
@@ -231,6 +262,8 @@ struct delay_config {
 	u32 every, first, ppm;
 	u64 seed;
 	atomic64_t seq;				/* calls considered so far */
+	u32 sleep;				/* mode=sleep */
+	u32 at_exit;				/* where=exit */
 };
 
 static struct delay_config __rcu *delay_config;
@@ -293,6 +326,8 @@ static DEFINE_PER_CPU(unsigned long, delay_spun);
 static DEFINE_PER_CPU(unsigned long, delay_spun_ns);
 static DEFINE_PER_CPU(unsigned long, delay_considered);
 static DEFINE_PER_CPU(unsigned long, delay_chosen);
+static DEFINE_PER_CPU(unsigned long, delay_slept);
+static DEFINE_PER_CPU(unsigned long, delay_slept_ns);
 
 static u64 delay_clock_ns;
 
@@ -431,6 +466,61 @@ static const struct kernel_param_ops delay_seed_ops = {
 };
 module_param_cb(seed, &delay_seed_ops, NULL, 0644);
 MODULE_PARM_DESC(seed, "The seed of ppm's draws (the same calls on every run of a virtual clock)");
+
+/*
+ * A parameter that names one of two or more choices (mode=, where=): the
+ * index of the name in @names is the field at @offset.
+ */
+struct delay_choice {
+	size_t offset;
+	const char *const *names;
+	size_t count;
+};
+
+static const char *const delay_modes[] = { "spin", "sleep" };
+static const char *const delay_wheres[] = { "entry", "exit" };
+
+static struct delay_choice delay_mode_choice = {
+	offsetof(struct delay_config, sleep), delay_modes, ARRAY_SIZE(delay_modes)
+};
+
+static struct delay_choice delay_where_choice = {
+	offsetof(struct delay_config, at_exit), delay_wheres, ARRAY_SIZE(delay_wheres)
+};
+
+static int delay_choice_set(const char *val, const struct kernel_param *kp)
+{
+	const struct delay_choice *choice = kp->arg;
+	int i = __sysfs_match_string(choice->names, choice->count, val);
+	u32 n = i;
+
+	if (i < 0)
+		return -EINVAL;
+	/*
+	 * Without RCU Tasks the hook runs with preemption disabled and must
+	 * not sleep (<asm/syscall_hook.h>).
+	 */
+	if (choice == &delay_mode_choice && n && !IS_ENABLED(CONFIG_TASKS_RCU))
+		return -EOPNOTSUPP;
+	return delay_config_set(choice->offset, &n, sizeof(n));
+}
+
+static int delay_choice_get(char *buf, const struct kernel_param *kp)
+{
+	const struct delay_choice *choice = kp->arg;
+	u32 n = *(const u32 *)((const char *)delay_config_now() + choice->offset);
+
+	return sysfs_emit(buf, "%s\n", choice->names[n]);
+}
+
+static const struct kernel_param_ops delay_choice_ops = {
+	.set = delay_choice_set,
+	.get = delay_choice_get,
+};
+module_param_cb(mode, &delay_choice_ops, &delay_mode_choice, 0644);
+MODULE_PARM_DESC(mode, "How a delay in ns is spent: spin (default) or sleep");
+module_param_cb(where, &delay_choice_ops, &delay_where_choice, 0644);
+MODULE_PARM_DESC(where, "Where the delay comes: entry (default, before the call) or exit (after it)");
 
 /*
  * The target cgroup, NULL for every task, or DELAY_CGROUP_GONE once the
@@ -764,7 +854,7 @@ static bool delay_choose(struct delay_config *cfg)
 	return chosen;
 }
 
-static u32 delay_target(int nr)
+static u32 delay_target(int nr, bool at_exit, bool *sleep)
 {
 	struct delay_config *cfg;
 	struct cgroup *cgrp;
@@ -772,6 +862,13 @@ static u32 delay_target(int nr)
 	u32 ret = 0;
 
 	rcu_read_lock();
+	cfg = rcu_dereference(delay_config);
+	/* Only the calls through the configuration's point count. */
+	if ((cfg && cfg->at_exit) != at_exit) {
+		rcu_read_unlock();
+		return DELAY_NONE;
+	}
+	*sleep = cfg && cfg->sleep;
 	cgrp = rcu_dereference(delay_cgrp);
 	if (IS_ERR(cgrp)) {
 		ret = DELAY_NONE;
@@ -781,7 +878,6 @@ static u32 delay_target(int nr)
 		if (unlikely(delay_cgroup_dying(cgrp)))
 			schedule_work(&delay_cgroup_reap_work);
 	}
-	cfg = rcu_dereference(delay_config);
 	if (ret || !cfg)
 		goto out;
 	/* x32 shares the 64-bit numbers; -1 (skipped) is none. */
@@ -837,19 +933,54 @@ static __always_inline u64 delay_wait(u64 start, unsigned int ns)
 }
 
 /*
- * Runs preemptible (always on PREEMPT_RT; with preemption disabled on a
- * kernel without RCU Tasks) and must never sleep or block, as
- * <asm/syscall_hook.h> says: only this_cpu ops on the counters, which are
- * safe against preemption and migration, no lock, and schedule_work()
- * (raw spinlocks only) to let a removed cgroup go.
+ * The sleeps in progress, and whether new ones may start.  A sleep is a
+ * voluntary switch: the kernel's unregistration would take it as proof
+ * that the task left the hook.  So each sleep is an SRCU read-side
+ * critical section that first checks delay_unloading, and delay_exit()
+ * sets it and waits for the sections before it unregisters the hooks;
+ * what a task runs in the hook after its sleep does not sleep again, and
+ * the unregistration waits for that as it does for a spin.
  */
-static void delay_hook(struct pt_regs *regs, int nr)
+DEFINE_STATIC_SRCU(delay_srcu);
+static bool delay_unloading;
+
+/* Sleep until @ns have passed since @start; returns the clock after. */
+static u64 delay_sleep(u64 start, unsigned int ns)
+{
+	ktime_t until = ns_to_ktime(start + ns);
+	int idx = srcu_read_lock(&delay_srcu);
+
+	if (!READ_ONCE(delay_unloading)) {
+		set_current_state(TASK_UNINTERRUPTIBLE);
+		schedule_hrtimeout(&until, HRTIMER_MODE_ABS);
+	}
+	srcu_read_unlock(&delay_srcu, idx);
+	return ktime_get_ns();
+}
+
+/* Before the hooks are unregistered: no sleep starts, none is left. */
+static void delay_stop_sleeping(void)
+{
+	WRITE_ONCE(delay_unloading, true);
+	synchronize_srcu(&delay_srcu);
+}
+
+/*
+ * Runs preemptible (always on PREEMPT_RT; with preemption disabled on a
+ * kernel without RCU Tasks) and never sleeps or blocks, as
+ * <asm/syscall_hook.h> says, but in delay_sleep() (mode=sleep, which
+ * needs RCU Tasks): only this_cpu ops on the counters, which are safe
+ * against preemption and migration, no lock, and schedule_work() (raw
+ * spinlocks only) to let a removed cgroup go.
+ */
+static void delay_run(int nr, bool at_exit)
 {
 	unsigned int loops, ns;
+	bool sleep = false;
 	u32 setting;
 	u64 start, end;
 
-	setting = delay_target(nr);
+	setting = delay_target(nr, at_exit, &sleep);
 	if (setting == DELAY_NONE)
 		return;
 	this_cpu_inc(delay_calls);
@@ -859,16 +990,32 @@ static void delay_hook(struct pt_regs *regs, int nr)
 	ns = delay_setting_ns(setting);
 
 	start = ktime_get_ns();
+	sleep = sleep && !loops;
 	if (loops) {
 		delay_spin(loops);
 		end = ktime_get_ns();
 		this_cpu_add(delay_spun, loops);
+	} else if (sleep) {
+		end = delay_sleep(start, ns);
+		this_cpu_inc(delay_slept);
+		this_cpu_add(delay_slept_ns, end - start);
 	} else {
 		end = delay_wait(start, ns);
 	}
 	this_cpu_inc(delay_delayed);
 	this_cpu_add(delay_spun_ns, end - start);
-	trace_delay_syscall(nr, in_ia32_syscall(), loops, ns, end - start);
+	trace_delay_syscall(nr, in_ia32_syscall(), loops, ns, end - start, sleep,
+			    at_exit);
+}
+
+static void delay_hook(struct pt_regs *regs, int nr)
+{
+	delay_run(nr, false);
+}
+
+static void delay_exit_hook(struct pt_regs *regs, int nr)
+{
+	delay_run(nr, true);
 }
 
 static unsigned long delay_sum(unsigned long __percpu *counter)
@@ -928,6 +1075,18 @@ static ssize_t chosen_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_chosen));
 }
 
+static ssize_t slept_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_slept));
+}
+
+static ssize_t slept_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_slept_ns));
+}
+
 static ssize_t clock_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
 {
@@ -942,6 +1101,8 @@ static struct kobj_attribute mean_ns_attr = __ATTR_RO(mean_ns);
 static struct kobj_attribute clock_ns_attr = __ATTR_RO(clock_ns);
 static struct kobj_attribute considered_attr = __ATTR_RO(considered);
 static struct kobj_attribute chosen_attr = __ATTR_RO(chosen);
+static struct kobj_attribute slept_attr = __ATTR_RO(slept);
+static struct kobj_attribute slept_ns_attr = __ATTR_RO(slept_ns);
 
 static struct attribute *delay_stats_attrs[] = {
 	&calls_attr.attr,
@@ -952,6 +1113,8 @@ static struct attribute *delay_stats_attrs[] = {
 	&clock_ns_attr.attr,
 	&considered_attr.attr,
 	&chosen_attr.attr,
+	&slept_attr.attr,
+	&slept_ns_attr.attr,
 	NULL,
 };
 
@@ -990,6 +1153,11 @@ static int __init delay_init(void)
 		pr_err("cannot register the syscall hook: %d\n", ret);
 		goto remove_stats;
 	}
+	ret = syscall_exit_hook_register(delay_exit_hook);
+	if (ret) {
+		pr_err("cannot register the syscall exit hook: %d\n", ret);
+		goto unregister;
+	}
 	/* The parameters' files exist already: a write may race this. */
 	kernel_param_lock(THIS_MODULE);
 	setting = delay_config_now()->setting;
@@ -1000,6 +1168,11 @@ static int __init delay_init(void)
 	kernel_param_unlock(THIS_MODULE);
 	return 0;
 
+unregister:
+	delay_stop_sleeping();
+	syscall_hook_unregister(delay_hook);
+	/* The hook may have run: let the reaper finish. */
+	cancel_work_sync(&delay_cgroup_reap_work);
 remove_stats:
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
 	return ret;
@@ -1008,6 +1181,8 @@ remove_stats:
 /* The target and the filter are the parameters' to free (see above). */
 static void __exit delay_exit(void)
 {
+	delay_stop_sleeping();
+	syscall_exit_hook_unregister(delay_exit_hook);
 	syscall_hook_unregister(delay_hook);
 	/* The hook was its only source: it cannot come back now. */
 	cancel_work_sync(&delay_cgroup_reap_work);

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The delay module's trace event, delay:delay_syscall: one record per
- * delayed system call, written after the spin.
+ * delayed system call, written after the delay.
  *
  *	nr		the system-call number the entry path dispatches, as
  *			the hook got it (x32 calls with __X32_SYSCALL_BIT)
  *	compat		true for a 32-bit compat call (its own numbering)
  *	loops		loop iterations requested (0 in ns mode)
  *	ns		nanoseconds requested (0 in loops mode)
- *	measured_ns	nanoseconds the spin took on CLOCK_MONOTONIC, as
+ *	measured_ns	nanoseconds the delay took on CLOCK_MONOTONIC, as
  *			added to stats/spun_ns
+ *	slept		true if the task slept (mode=sleep), false if it spun
+ *	at_exit		true if the delay came after the call (where=exit)
  *
  * Built as the kernel's samples/trace_events/ are: delay.c defines
  * CREATE_TRACE_POINTS before including this file, and Kbuild puts this
@@ -27,21 +29,26 @@
 
 TRACE_EVENT(delay_syscall,
 	    TP_PROTO(int nr, bool compat, unsigned int loops, unsigned int ns,
-		     u64 measured_ns),
-	    TP_ARGS(nr, compat, loops, ns, measured_ns),
+		     u64 measured_ns, bool slept, bool at_exit),
+	    TP_ARGS(nr, compat, loops, ns, measured_ns, slept, at_exit),
 	    TP_STRUCT__entry(__field(int, nr)
 			     __field(bool, compat)
 			     __field(unsigned int, loops)
 			     __field(unsigned int, ns)
-			     __field(u64, measured_ns)),
+			     __field(u64, measured_ns)
+			     __field(bool, slept)
+			     __field(bool, at_exit)),
 	    TP_fast_assign(__entry->nr = nr;
 			   __entry->compat = compat;
 			   __entry->loops = loops;
 			   __entry->ns = ns;
-			   __entry->measured_ns = measured_ns;),
-	    TP_printk("nr=%d compat=%d loops=%u ns=%u measured_ns=%llu",
+			   __entry->measured_ns = measured_ns;
+			   __entry->slept = slept;
+			   __entry->at_exit = at_exit;),
+	    TP_printk("nr=%d compat=%d loops=%u ns=%u measured_ns=%llu slept=%d at_exit=%d",
 		      __entry->nr, __entry->compat, __entry->loops,
-		      __entry->ns, __entry->measured_ns)
+		      __entry->ns, __entry->measured_ns, __entry->slept,
+		      __entry->at_exit)
 );
 
 #endif /* _DELAY_TRACE_H */

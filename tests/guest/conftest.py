@@ -283,6 +283,27 @@ def delay(clean_module):
     return MODDIR
 
 
+@pytest.fixture
+def only_this_process(delay):
+    """The module's target: a cgroup with this process alone in it, so
+    that its counters count this process's calls and no other task's (a
+    getppid from anything else on a freshly booted guest once made 2,001
+    of 2,000).  This process goes back to its own cgroup afterwards."""
+    root = cgroup2_root()
+    home = root / open("/proc/self/cgroup").read().strip().split("::", 1)[1].lstrip("/")
+    own = root / f"labtest-{os.getpid()}-own"
+    own.mkdir()
+    (own / "cgroup.procs").write_text(str(os.getpid()))
+    try:
+        assert write_param("/" + own.name, MODDIR / "parameters/cgroup") == 0
+        yield
+        if MODDIR.exists():     # a test may have unloaded it
+            assert write_param("\n", MODDIR / "parameters/cgroup") == 0
+    finally:
+        (home / "cgroup.procs").write_text(str(os.getpid()))
+        own.rmdir()
+
+
 def cgroup2_root():
     for line in open("/proc/mounts"):
         dev, mnt, fstype = line.split()[:3]

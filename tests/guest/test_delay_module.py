@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from conftest import LOOPS, MODDIR, ROOT, cgroup2_root, cycle_under_load, insmod, \
+from conftest import LOOPS, MODDIR, ROOT, cycle_under_load, insmod, \
     kernel_problems, read_int, rmmod, write_param
 
 
@@ -318,26 +318,6 @@ def test_ns_mode_adds_what_it_is_asked(clean_module, on_cpu0, target):
     assert stat("mean_ns") >= target
 
 
-@pytest.fixture
-def only_this_process(delay):
-    """The module's target: a cgroup with this process alone in it, so
-    that its counters count this process's calls and no other task's (a
-    getppid from anything else on a freshly booted guest once made 2,001
-    of 2,000).  This process goes back to its own cgroup afterwards."""
-    root = cgroup2_root()
-    home = root / open("/proc/self/cgroup").read().strip().split("::", 1)[1].lstrip("/")
-    own = root / f"labtest-{os.getpid()}-own"
-    own.mkdir()
-    (own / "cgroup.procs").write_text(str(os.getpid()))
-    try:
-        assert write_param("/" + own.name, MODDIR / "parameters/cgroup") == 0
-        yield
-        assert write_param("\n", MODDIR / "parameters/cgroup") == 0
-    finally:
-        (home / "cgroup.procs").write_text(str(os.getpid()))
-        own.rmdir()
-
-
 @pytest.mark.timing
 def test_syscalls_filter_delays_and_counts_only_those(delay, only_this_process, on_cpu0):
     assert write_param(str(GETPPID), SYSCALLS) == 0
@@ -413,14 +393,14 @@ def tracefs():
 
 
 EVENT = re.compile(r"delay_syscall:\s+nr=(-?\d+) compat=(\d) loops=(\d+) ns=(\d+) "
-                   r"measured_ns=(\d+)\s*$")
+                   r"measured_ns=(\d+) slept=0 at_exit=0\s*$")
 
 
 def test_trace_event(delay, tracefs):
     assert tracefs.exists(), "delay:delay_syscall is not registered"
     fmt = (tracefs.parent / "format").read_text()
     for field in ("int nr", "bool compat", "unsigned int loops", "unsigned int ns",
-                  "u64 measured_ns"):
+                  "u64 measured_ns", "bool slept", "bool at_exit"):
         assert field in fmt, (field, fmt)
     (TRACEFS / "trace").write_text("")
     assert write_param(str(GETPPID), SYSCALLS) == 0

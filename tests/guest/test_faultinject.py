@@ -35,7 +35,9 @@ def test_every_allocation_of_loading_delay_fails_cleanly(fault_injection, scratc
 
 @pytest.mark.parametrize("param, value", [("cgroup", None), ("syscalls", "0,1,39"),
                                           ("loops", "1000"), ("ns", "2000"),
-                                          ("delays", "read:2000,futex:50000")])
+                                          ("delays", "read:2000,futex:50000"),
+                                          ("every", "3"), ("mode", "sleep"),
+                                          ("where", "exit")])
 def test_every_allocation_of_a_delay_parameter_write_fails_cleanly(
         fault_injection, scratch_cgroup, no_module_loaded, param, value, record_property):
     value = value or scratch_cgroup

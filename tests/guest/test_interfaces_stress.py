@@ -39,7 +39,7 @@ libc.read.argtypes = libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctype
 # An errno any fuzzed call may end with; anything else fails the worker.
 EXPECTED = {errno.EAGAIN, errno.EINVAL, errno.EFAULT, errno.EMSGSIZE, errno.ENOBUFS,
             errno.ENOENT, errno.ENODEV, errno.ENXIO, errno.EINTR, errno.ENOTDIR,
-            errno.EBUSY, errno.ENOMEM, errno.ERANGE}
+            errno.EBUSY, errno.ENOMEM, errno.ERANGE, errno.EOPNOTSUPP}
 
 
 def checked(call, *args):
@@ -92,6 +92,15 @@ PARAM_VALUES = {
     "syscalls": ["", "\n", "0", "0-3,39", "110", "0-1000", "5-2", ",", "1,,2", "abc",
                  "0-" + "9" * 30, "3,110\n"],
     "cgroup": ["", "\n", "relative", "/no-such-cgroup", "/cgroup.procs"],
+    "delays": ["", "\n", "getppid:1000", "read:5,3:0", "getppid:5000001", "nosuchcall:1",
+               "read:1,read:2", ":", "read:"],
+    "every": ["0", "1", "3", "-1", "4294967296", "x"],
+    "first": ["0", "1", "1000", "-1", "1e3"],
+    "ppm": ["0", "500000", "1000000", "1000001", "-1"],
+    "seed": ["0", "42", "18446744073709551615", "18446744073709551616", "-1"],
+    # Sleeping 5 us a call at most (ns above), at entry or at exit.
+    "mode": ["spin", "sleep", "sleep\n", "", "nap", "Spin"],
+    "where": ["entry", "exit", "exit\n", "", "middle"],
 }
 
 

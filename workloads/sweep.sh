@@ -49,6 +49,13 @@ Options:
       --syscalls NAMES   delay only these system calls, by name, comma-
                          separated (read,write,openat); numbers from the
                          kernel's own syscall_64.tbl.  Default: all
+      --set NAME=VALUE   set one more of the delay module's parameters for
+                         the whole sweep (again for another): how
+                         (mode=spin|sleep), where (where=entry|exit), which
+                         calls (every=N, first=K, ppm=P, seed=S) and some
+                         calls' own delays (delays=read:2000,futex:50000);
+                         the module checks the value.  Recorded in meta.json
+                         ("delay_settings") and put back at the end
   -r, --repeats N        timed runs per point
       --scale SCALE      how much work one run is (kbuild, grep):
                            full   the whole tree: defconfig 'make' / all files
@@ -100,6 +107,7 @@ Example:
   ./workloads/sweep.sh apache -l 0:700:100 -r 2
   ./workloads/sweep.sh cmd -l 0,200,400 -- tar cf /dev/null /usr/include
   ./workloads/sweep.sh apache --ns 0,1000,5000,20000 --syscalls futex,epoll_wait
+  ./workloads/sweep.sh grep --ns 0,2000,8000 --set mode=sleep --set where=exit
 
 In the VM (the root file system is the host's, over 9p) kbuild, grep and
 apache first run once under strace, and what they touched is copied into
@@ -119,6 +127,7 @@ WORKLOAD=
 LOOP_LIST=
 NS_LIST=
 SYSCALL_NAMES=
+SETTINGS=()
 REPEATS=
 SCALE=
 CALIBRATION=
@@ -142,6 +151,7 @@ while [ $# -gt 0 ]; do
 	-l | --loops) want_value "$@"; LOOP_LIST=$2; shift 2 ;;
 	--ns) want_value "$@"; NS_LIST=$2; shift 2 ;;
 	--syscalls) want_value "$@"; SYSCALL_NAMES=$2; shift 2 ;;
+	--set) want_value "$@"; SETTINGS+=("$2"); shift 2 ;;
 	-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
 	--scale) want_value "$@"; SCALE=$2; shift 2 ;;
 	--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
@@ -278,6 +288,22 @@ if [ -n "$STAGE_ONLY" ]; then
 fi
 [ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
 	bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
+# --set: the module's other parameters, each once; the module checks the
+# values when they are written.  SET_NAMES and SET_VALUES in order.
+SET_NAMES=() SET_VALUES=()
+for kv in "${SETTINGS[@]}"; do
+	[[ $kv =~ ^([a-z]+)=([A-Za-z0-9_:,]+)$ ]] ||
+		bad_arg "--set wants NAME=VALUE (mode=sleep, where=exit, ppm=1000 ...), not '$kv'"
+	case ${BASH_REMATCH[1]} in
+	mode | where | every | first | ppm | seed | delays) ;;
+	loops | ns | syscalls | cgroup)
+		bad_arg "--set ${BASH_REMATCH[1]}: the sweep sets it itself (--loops, --ns, --syscalls; the cgroup is the workload's)" ;;
+	*) bad_arg "--set wants one of mode, where, every, first, ppm, seed, delays, not '${BASH_REMATCH[1]}'" ;;
+	esac
+	[[ " ${SET_NAMES[*]} " != *" ${BASH_REMATCH[1]} "* ]] ||
+		bad_arg "--set ${BASH_REMATCH[1]} given twice"
+	SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
+done
 # part_points K N VALUE...: the values of part K of N.  A point's run time
 # grows with its delay, about as 1 + value / d½, and the default ranges
 # end near d½: the parts are balanced for costs 1 + value / (the last
@@ -316,7 +342,7 @@ if [ "$DRY_RUN" -eq 1 ]; then
 	printf '%s\n' "${VALUES[@]}"
 	step=
 	[ "$WORKLOAD" != apache ] || step=", saturation steps of $STEP_SECONDS s"
-	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step"
+	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}"
 	exit 0
 fi
 
@@ -374,6 +400,10 @@ if [ -n "$SYSCALL_NAMES" ]; then
 fi
 [ ! -d "$DELAY_DIR" ] || module_has cgroup ||
 	die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
+for name in "${SET_NAMES[@]}"; do
+	module_has "$name" ||
+		die "this delay module has no $name parameter; rebuild it ('make module')"
+done
 if [ -z "$CALIBRATION" ] && [ "$KNOB" = loops ]; then
 	[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
 		die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
@@ -388,6 +418,7 @@ OLD_LOOPS=
 OLD_NS=
 OLD_SYSCALLS=
 OLD_CGROUP=
+OLD_SET=()
 
 # Put the module and the cgroup back as they were; done before the result
 # folder gets its final name, and by the EXIT trap if the sweep stops first.
@@ -402,6 +433,9 @@ restore() {
 			[ -z "$OLD_NS" ] || [ "$OLD_NS" = 0 ] || delay_write ns "$OLD_NS" || true
 			[ -z "$SYSCALL_NRS" ] || delay_write syscalls "$OLD_SYSCALLS" || true
 			delay_write cgroup "$OLD_CGROUP" 2>/dev/null || true
+			for j in "${!OLD_SET[@]}"; do
+				delay_write "${SET_NAMES[j]}" "${OLD_SET[j]}" || true
+			done
 		fi
 	fi
 	work_cgroup_remove
@@ -431,6 +465,10 @@ OLD_CGROUP=$(cat "$DELAY_CGROUP")
 delay_set loops 0
 delay_set cgroup ""
 [ -z "$SYSCALL_NRS" ] || delay_set syscalls "$SYSCALL_NRS"
+for j in "${!SET_NAMES[@]}"; do
+	OLD_SET[j]=$(cat "$DELAY_DIR/parameters/${SET_NAMES[j]}")
+	delay_set "${SET_NAMES[j]}" "${SET_VALUES[j]}"
+done
 work_cgroup_create
 p9_setup
 scratch_create
@@ -452,6 +490,12 @@ meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${ALL_VALUE
 [ -z "$PART" ] ||
 	meta_args+=(part="$PART" "part_points:=[$(IFS=,; echo "${VALUES[*]}")]")
 for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
+# The module's other parameters as the sweep ran them (its defaults where
+# --set left them), read back from the module.
+for name in mode where every first ppm seed delays; do
+	[ ! -e "$DELAY_DIR/parameters/$name" ] ||
+		meta_args+=("delay_settings.$name=$(cat "$DELAY_DIR/parameters/$name")")
+done
 # Written now, so that an interrupted sweep has it, and again once the
 # workload is staged, with what was.
 write_meta() {

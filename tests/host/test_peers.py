@@ -25,10 +25,13 @@ MEDIANS = {
     "module-loops-1": (804, 1104),
     "module-ns-1000": (1810, 2100),
     "module-ns-10000": (10800, 11100),
+    "module-exit-ns-10000": (10900, 11100),
+    "module-sleep-ns-10000": (60800, 61100),
     "strace-0": (50700, 60000),
     "strace-1ns": (52700, 61000),
     "strace-1us": (52200, 61000),
     "strace-10us": (70700, 80000),
+    "strace-exit-10us": (71700, 81000),
     "perf-tracepoint": (770, 1050),
     "baseline-end": (714, 1010),
 }
@@ -90,6 +93,12 @@ def test_ratios_overheads_and_achieved_delays(root, tmp_path):
     assert c["strace-10us"]["requested_ns"] == 10000
     assert c["strace-10us"]["error_pct"] == pytest.approx(100)
     assert c["module-loops-1"]["loops"] == 1 and c["module-loops-1"]["error_pct"] is None
+    # At exit and asleep: the same request, against the same zero case.
+    assert c["module-exit-ns-10000"]["requested_ns"] == 10000
+    assert c["module-exit-ns-10000"]["error_pct"] == pytest.approx(1)
+    assert c["module-sleep-ns-10000"]["achieved_ns"] == 60000
+    assert c["strace-exit-10us"]["zero_case"] == "strace-0"
+    assert c["strace-exit-10us"]["error_pct"] == pytest.approx(110)
     # The smallest delay each tool can add.
     assert g["smallest_delay"]["module"]["case"] == "module-loops-1"
     assert g["smallest_delay"]["module"]["achieved_ns"] == 4

@@ -46,6 +46,12 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     assert "2 points of loops, 4 runs each, saturation steps of 3 s" in err
 
 
+def test_module_settings_are_said(root, tmp_path):
+    _, err = dry_run(root, tmp_path, "virtual", "grep", "--ns", "0,1000", "--set", "mode=sleep",
+                     "--set", "delays=read:2000,futex:50000")
+    assert "module: mode=sleep delays=read:2000,futex:50000" in err
+
+
 # --- the runner's conventions (tests/host/runners.py) ---------------------------
 
 RUNNER_BAD = [
@@ -57,6 +63,12 @@ RUNNER_BAD = [
     ("workloads/sweep.sh", ["grep", "-r", "0"], {}, "--repeats wants a whole number >= 1"),
     ("workloads/sweep.sh", ["grep", "-j", "x"], {}, "--jobs wants a whole number"),
     ("workloads/sweep.sh", ["grep", "--scale", "huge"], {}, "--scale wants full, vm or small"),
+    ("workloads/sweep.sh", ["grep", "--set", "mode"], {}, "--set wants NAME=VALUE"),
+    ("workloads/sweep.sh", ["grep", "--set", "mode=a b"], {}, "--set wants NAME=VALUE"),
+    ("workloads/sweep.sh", ["grep", "--set", "nosuch=1"], {}, "--set wants one of mode, where"),
+    ("workloads/sweep.sh", ["grep", "--set", "ns=100"], {}, "the sweep sets it itself"),
+    ("workloads/sweep.sh", ["grep", "--set", "ppm=1", "--set", "ppm=2"], {},
+     "--set ppm given twice"),
     ("workloads/sweep.sh", ["grep", "--calibration", "/nonexistent"], {},
      "--calibration wants a calibrate result folder"),
     ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),

@@ -43,23 +43,25 @@ def case_info(name):
         return info("none", last=True)
     if name == "perf-tracepoint":
         return info("perf", 0, zero=name)
-    m = re.fullmatch(r"module-(?:(0)|loops-(\d+)|ns-(\d+))", name)
+    # The delays at exit and the sleeping ones after those at entry that spin.
+    m = re.fullmatch(r"module-(?:(0)|loops-(\d+)|(exit-)?(sleep-)?ns-(\d+))", name)
     if m:
         if m[1]:
             return info("module", 0, zero=name)
         if m[2]:
             return info("module", None, int(m[2]), "module-0", int(m[2]) * 1e-6)
-        return info("module", int(m[3]), zero="module-0", order=int(m[3]))
-    m = re.fullmatch(r"(strace(?:-seccomp)?)-(?:(0)|(\d+)(ns|us|ms|s))", name)
+        rank = 2 * bool(m[3]) + bool(m[4])
+        return info("module", int(m[5]), zero="module-0", order=rank * 1e10 + int(m[5]))
+    m = re.fullmatch(r"(strace(?:-seccomp)?)-(?:(0)|(exit-)?(\d+)(ns|us|ms|s))", name)
     if m:
         zero = f"{m[1]}-0"
         if m[2]:
             return info(m[1], 0, zero=zero)
-        ns = int(m[3]) * UNITS[m[4]]
-        return info(m[1], ns, zero=zero, order=ns)
+        ns = int(m[4]) * UNITS[m[5]]
+        return info(m[1], ns, zero=zero, order=bool(m[3]) * 1e10 + ns)
     raise ValueError(f"unknown case {name!r} (known: baseline, baseline-end, module-0, "
-                     f"module-loops-N, module-ns-N, strace[-seccomp]-0, "
-                     f"strace[-seccomp]-<N>ns|us|ms, perf-tracepoint)")
+                     f"module-loops-N, module-[exit-][sleep-]ns-N, strace[-seccomp]-0, "
+                     f"strace[-seccomp]-[exit-]<N>ns|us|ms, perf-tracepoint)")
 
 
 def read_run(folder):

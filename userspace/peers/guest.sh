@@ -93,6 +93,22 @@ for ns in 1000 10000; do
 	echo "$ns" >"$params/ns" || die "the delay module refused ns=$ns"
 	for sc in "${syscalls[@]}"; do target "$sc" && measure "module-ns-$ns" "$sc"; done
 done
+# The same 10 us at exit (strace's delay_exit), and slept instead of spun
+# (strace's tracee waits off the CPU while the tracer sleeps).
+if [ ! -e "$params/where" ] || [ ! -e "$params/mode" ]; then
+	skip module-exit-ns-10000 all "the delay module has no 'where' and 'mode' parameters yet"
+	skip module-sleep-ns-10000 all "the delay module has no 'where' and 'mode' parameters yet"
+elif $has_ns; then
+	echo 10000 >"$params/ns"
+	echo exit >"$params/where"
+	for sc in "${syscalls[@]}"; do target "$sc" && measure module-exit-ns-10000 "$sc"; done
+	echo entry >"$params/where"
+	if echo sleep >"$params/mode"; then
+		for sc in "${syscalls[@]}"; do target "$sc" && measure module-sleep-ns-10000 "$sc"; done
+	else
+		skip module-sleep-ns-10000 all "the delay module cannot sleep on this kernel (no RCU Tasks)"
+	fi
+fi
 rmmod delay
 
 log "strace ($(strace -V | head -1))"
@@ -106,6 +122,7 @@ for sc in "${syscalls[@]}"; do
 	for d in 1ns 1us 10us; do
 		measure "strace-$d" "$sc" "${st[@]}" -e "inject=$sc:delay_enter=$d" --
 	done
+	measure strace-exit-10us "$sc" "${st[@]}" -e "inject=$sc:delay_exit=10us" --
 done
 if [ -n "$seccomp_msg" ]; then
 	for c in strace-seccomp-0 strace-seccomp-1us strace-seccomp-10us; do

@@ -21,6 +21,9 @@
 #               60 % of the rate its own reference replies would allow
 #               one after the other (1 / reply time).  Every step is in
 #               saturation.csv (phase ramp, down or refine).
+# APACHE_REQUESTS (10) and APACHE_INTERVAL_MS (1000) size the reference
+# method, and APACHE_SATURATION=0 leaves the saturation search out: what
+# userspace/tailamp sets to time thousands of replies at one delay.
 # Each point starts a fresh Apache with an empty access log, so that a
 # point is the same measure whichever point ran before it (the parts of a
 # parallel sweep run other points before it than a serial sweep).
@@ -45,6 +48,9 @@ APACHE_MAX_STEPS=20
 APACHE_REFINE=0.05
 APACHE_REFINE_VIRTUAL=0.005
 APACHE_MAX_REFINE_STEPS=8
+APACHE_REQUESTS=${APACHE_REQUESTS:-10}
+APACHE_INTERVAL_MS=${APACHE_INTERVAL_MS:-1000}
+APACHE_SATURATION=${APACHE_SATURATION:-1}
 # The reference client's SCHED_FIFO priority (reqtime --fifo).
 REFERENCE_FIFO=10
 APACHE_DIR=
@@ -58,6 +64,9 @@ wl_check() {
 	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
 	[ -x "$SWEEP_DIR/reqtime" ] || die "workloads/reqtime is not built ('make userspace')"
 	command -v taskset >/dev/null || die "taskset (util-linux) is not installed"
+	want_uint APACHE_REQUESTS "$APACHE_REQUESTS" 1
+	want_uint APACHE_INTERVAL_MS "$APACHE_INTERVAL_MS" 1
+	case $APACHE_SATURATION in 0 | 1) ;; *) bad_arg "APACHE_SATURATION wants 0 or 1, not '$APACHE_SATURATION'" ;; esac
 	if (exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
 		die "port $APACHE_PORT on 127.0.0.1 is taken; set APACHE_PORT"
 	fi
@@ -70,7 +79,8 @@ wl_settings() {
 	printf '%s\n' "port=$APACHE_PORT" "apache=$APACHE_BIN" "server_cpu=$SERVER_CPU" \
 		"client_cpu=$CLIENT_CPU" "step_seconds=$STEP_SECONDS" \
 		"first_rate=$APACHE_FIRST_RATE" "rate_factor=$APACHE_RATE_FACTOR" "refine=$APACHE_REFINE" \
-		"reference=10conns@1/s" "reference_fifo=$REFERENCE_FIFO"
+		"reference=${APACHE_REQUESTS}conns@${APACHE_INTERVAL_MS}ms" "reference_fifo=$REFERENCE_FIFO" \
+		"saturation=$APACHE_SATURATION"
 }
 
 wl_prepare() {
@@ -195,7 +205,7 @@ httperf_measured() {
 # serve it whole before the send returns.  A failed request is a line
 # "error ...": counted, not fatal.
 reference_cmd() {
-	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i 1000 --warmup 1
+	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i "$APACHE_INTERVAL_MS" --warmup 1
 		--calls-fd 3 --fifo "$REFERENCE_FIFO" 127.0.0.1 "$APACHE_PORT" /index.html)
 }
 
@@ -203,7 +213,7 @@ reference_cmd() {
 # in LOG and print "replies seconds errors syscalls p9_requests": seconds
 # and syscalls are the sums over the replies.
 reference_measured() {
-	reference_cmd 10
+	reference_cmd "$APACHE_REQUESTS"
 	measured_window "" "$1" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
 		die "the reference window at $POINT said nothing"
 	[ "$WINDOW_STATUS" = 0 ] ||
@@ -222,6 +232,7 @@ wl_run() {
 	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
 	record reply "$replies" "$seconds" "$calls" "$errors" \
 		"reply time $(awk -v n="$replies" -v s="$seconds" 'BEGIN { printf "%.6f", s / n * 1e3 }') ms (reqtime)"
+	[ "$APACHE_SATURATION" -eq 1 ] || return 0
 
 	# Saturation: raise the offered rate until the replies stop following,
 	# then bisect between the last rate kept up with and the first not.

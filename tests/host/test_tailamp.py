@@ -1,0 +1,135 @@
+"""userspace/tailamp: analyse.py on made-up runs whose figures are known
+(the measured quantiles, the slow share, the binomial model), its
+errors, its plot, and the guest script's argument checks."""
+import json
+import math
+import subprocess
+
+import pytest
+
+import plotcheck
+import runners
+from conftest import load_script
+from resultdirs import write_csv, write_meta
+
+ANALYSER = "userspace/tailamp/analyse.py"
+NS = 1000000                # a delayed call: 1 ms
+BASE = 100e-6               # every undelayed reply: 100 us
+CALLS = 20                  # calls a request
+
+
+def point(d, ppm, slow_every, requests=1000, p9=0):
+    """runs/ppm-P as workloads/sweep.sh leaves it: every reply BASE, but
+    each @slow_every-th of the delayed run one delay longer (0: none)."""
+    f = write_meta(d / "runs" / f"ppm-{ppm}", "apache",
+                   {"ns": [0, NS], "delay_settings": {"ppm": str(ppm), "mode": "spin"}})
+    (f / "logs").mkdir()
+    (f / "logs/reply-ns0-1.txt").write_text(f"200 {BASE:.9f} {CALLS}\n" * requests)
+    lines = [f"200 {BASE + (NS / 1e9 if slow_every and i % slow_every == 0 else 0):.9f} "
+             f"{CALLS}\n" for i in range(requests)]
+    (f / f"logs/reply-ns{NS}-1.txt").write_text("".join(lines) + "error connect refused\n")
+    write_csv(f / "points.csv", ("loops", "ns", "delayed", "spun_ns", "measured_ns"),
+              [("", 0, 0, 0, ""), ("", NS, 10, 10 * NS, f"{NS:.1f}")])
+    write_csv(f / "raw.csv", ("workload", "measure", "loops", "ns", "repeat", "units",
+                              "seconds", "syscalls", "errors", "p9_requests", "detail"),
+              [("apache", "reply", "", 0, 1, requests, 0.1, 0, 0, p9, "x"),
+               ("apache", "reply", "", NS, 1, requests, 0.2, 0, 0, 0, "x")])
+    return f
+
+
+def tailamp_dir(d, p9=0):
+    write_meta(d, "tailamp", {"ppm": [0, 10000], "ns": NS, "mode": "spin", "seed": 1,
+                              "requests": 1000, "interval_ms": 10})
+    point(d, 0, 0)
+    point(d, 10000, 10, p9=p9)
+    return d
+
+
+def analyse(root, *args):
+    return subprocess.run([root / ANALYSER, *map(str, args)], capture_output=True, text=True)
+
+
+def binom_quantile(n, p, q):
+    k, cdf = 0, (1 - p) ** n
+    while cdf < q:
+        k += 1
+        cdf += math.comb(n, k) * p ** k * (1 - p) ** (n - k)
+    return k
+
+
+def test_figures_against_the_model(root, tmp_path):
+    d = tailamp_dir(tmp_path / "t")
+    out = analyse(root, d, "--no-plot")
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())
+    p0, p1 = s["points"]
+    assert p0["ppm"] == 0 and p0["slow_share"] == 0 and p0["model_slow_share"] == 0
+    assert p0["p999_us"] == pytest.approx(100) and p0["model_p999_us"] == pytest.approx(100)
+    # One reply in ten met a delay; the model says 1 - 0.99^20 of them would.
+    assert p1["requests"] == 1000 and p1["calls_per_request"] == CALLS
+    assert p1["slow_share"] == pytest.approx(0.1)
+    assert p1["model_slow_share"] == pytest.approx(1 - 0.99 ** 20)
+    assert p1["mean_us"] == pytest.approx(200)
+    assert p1["model_mean_us"] == pytest.approx(100 + 0.01 * 20 * 1000)
+    assert p1["p50_us"] == pytest.approx(100) and p1["p99_us"] == pytest.approx(1100)
+    for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999)):
+        assert p1[f"model_{name}_us"] == pytest.approx(100 + 1000 * binom_quantile(20, 0.01, q))
+    assert s["p99_moves_at_ppm"] == pytest.approx((1 - 0.99 ** (1 / 20)) * 1e6)
+    assert s["p50_moves_at_ppm"] == pytest.approx((1 - 0.5 ** (1 / 20)) * 1e6)
+    assert s["exact"] is True
+    rep = (d / "report.txt").read_text()
+    assert "N = 20" in rep and "NOT EXACT" not in rep
+    assert (d / "summary.csv").read_text().splitlines()[0].startswith("ppm,requests,")
+
+
+def test_a_window_with_9p_requests_is_not_exact(root, tmp_path):
+    d = tailamp_dir(tmp_path / "t", p9=3)
+    assert analyse(root, d, "--no-plot").returncode == 0
+    assert json.loads((d / "summary.json").read_text())["exact"] is False
+    assert "NOT EXACT" in (d / "report.txt").read_text()
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda d: (d / "runs/ppm-10000/logs/reply-ns1000000-1.txt").write_text("200 x 3\n"),
+     "not '200 SECONDS CALLS'"),
+    (lambda d: (d / "runs/ppm-0/logs/reply-ns0-1.txt").write_text("error refused\n"),
+     "no replies"),
+    (lambda d: [p.rename(d / "gone") for p in [d / "runs"]], "no ppm-P folders"),
+])
+def test_bad_input_is_one_line(root, tmp_path, spoil, message):
+    d = tailamp_dir(tmp_path / "t")
+    spoil(d)
+    out = analyse(root, d)
+    assert out.returncode == 1 and message in out.stderr, out.stderr
+    assert len(out.stderr.splitlines()) == 1
+
+
+def test_plot_is_readable(root, tmp_path, monkeypatch):
+    d = tailamp_dir(tmp_path / "t")
+    point(d, 100000, 2)
+    mod = load_script(ANALYSER)
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("tailamp", "x", mod.add_args, mod.work, [str(d)]) == 0
+    axes = figures["tailamp.png"]
+    plotcheck.assert_readable(axes)
+    assert axes[0]["xscale"] == "log" and axes[0]["yscale"] == "log"
+
+
+# --- the runner's conventions (tests/host/runners.py) ---------------------------
+
+RUNNER_BAD = [
+    ("userspace/tailamp/guest.sh", ["--ppm", "0,x"], {}, "--ppm wants a list"),
+    ("userspace/tailamp/guest.sh", ["--ppm", "2000000"], {}, "--ppm wants a list"),
+    ("userspace/tailamp/guest.sh", ["--ns", "0"], {}, "--ns wants a whole number >= 1"),
+    ("userspace/tailamp/guest.sh", ["--ns", "5000001"], {}, "--ns wants at most 5000000"),
+    ("userspace/tailamp/guest.sh", ["--mode", "nap"], {}, "--mode wants spin or sleep"),
+    ("userspace/tailamp/guest.sh", ["-n", "0"], {}, "--requests wants a whole number >= 1"),
+    ("userspace/tailamp/guest.sh", ["--bogus"], {}, "unknown argument '--bogus'"),
+]
+
+
+test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
+
+
+test_the_runner_finds_the_guests_folder = runners.guest_folder_test(
+    "tailamp", "analyse.py", "tailamp", ["--ppm", "0,1000", "--output", "out", "-n", "5"])

@@ -509,6 +509,10 @@ RUNNER_BAD = [
     ("userspace/rtcompare/run.sh", ["--variants", "nohook"], {}, "--variants wants kernels"),
     ("userspace/rtcompare/guest.sh", ["-", "--check", "--ct-loops", "9"], {},
      "--ct-loops wants a whole number >= 10"),
+    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-mode", "nap"], {},
+     "--delay-mode wants spin or sleep"),
+    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-where", "mid"], {},
+     "--delay-where wants entry or exit"),
 ]
 
 

@@ -22,6 +22,8 @@
 #   --catch-us N       caught/'s threshold, us (default 10)
 #   --delay-ns LIST    the delay member's holds, ns (default 0,20000,50000,100000,200000)
 #   --delay-loops N    its cyclictest loops per hold (default 5000)
+#   --delay-mode M     how the hold is spent: spin (default) or sleep
+#   --delay-where W    where: entry (default, before the call) or exit (after it)
 #   -r, --repeats N    perf stat repeats per order (default 5)
 #   --passes N         sortsum passes of a perf stat run (default 1000)
 #   --freqs LIST       square-wave frequencies, Hz (default 100,200,500,1000,2000,5000,10000,20000)
@@ -43,6 +45,7 @@ shift
 only=cyclictest,delay,perfstat,squarewave,lab
 ct_loops=20000 repeats=5 passes=1000 periods=200 n=300
 delay_ns=0,20000,50000,100000,200000 delay_loops=5000 catch_us=10
+delay_mode=spin delay_where=entry
 freqs=100,200,500,1000,2000,5000,10000,20000 check=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -52,6 +55,8 @@ while [ $# -gt 0 ]; do
 	--catch-us) want_value "$@"; want_uint --catch-us "$2" 1; catch_us=$2; shift ;;
 	--delay-ns) want_value "$@"; lab_list --delay-ns "$2" >/dev/null; delay_ns=$2; shift ;;
 	--delay-loops) want_value "$@"; want_uint --delay-loops "$2" 10; delay_loops=$2; shift ;;
+	--delay-mode) want_value "$@"; delay_mode=$2; shift ;;
+	--delay-where) want_value "$@"; delay_where=$2; shift ;;
 	-r | --repeats) want_value "$@"; want_uint --repeats "$2" 1; repeats=$2; shift ;;
 	--passes) want_value "$@"; want_uint --passes "$2" 1; passes=$2; shift ;;
 	--freqs) want_value "$@"; lab_list --freqs "$2" 1000000 >/dev/null; freqs=$2; shift ;;
@@ -70,6 +75,8 @@ for m in ${only//,/ }; do
 	*) bad_arg "--only wants members of cyclictest,delay,perfstat,squarewave,lab, not '$m'" ;;
 	esac
 done
+case $delay_mode in spin | sleep) ;; *) bad_arg "--delay-mode wants spin or sleep, not '$delay_mode'" ;; esac
+case $delay_where in entry | exit) ;; *) bad_arg "--delay-where wants entry or exit, not '$delay_where'" ;; esac
 [ "$check" -eq 0 ] || exit 0
 runs() { [[ ",$only," == *",$1,"* ]]; }
 
@@ -95,7 +102,8 @@ ncpu=$(nproc)
 "$LAB_TOOL" meta "$dir" rt-compare variant="$variant" kernel="$kernel" \
 	preempt_model="${model:-unknown}" members="$only" cpus:="$ncpu" \
 	ct_loops:="$ct_loops" catch_us:="$catch_us" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
-	delay_ns="$delay_ns" delay_loops:="$delay_loops" \
+	delay_ns="$delay_ns" delay_loops:="$delay_loops" delay_mode="$delay_mode" \
+	delay_where="$delay_where" \
 	periods:="$periods" n:="$n" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
 	rt_tests="$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V *//p' | head -1)" \
@@ -257,6 +265,16 @@ run_delay() {
 	mkdir -p "$dd/traced"
 	insmod "$ko" syscalls=$GETPPID
 	delay_loaded=1
+	# A module without mode and where holds at entry, spinning; a kernel
+	# without RCU Tasks refuses to sleep in the hook (EOPNOTSUPP).
+	if [ "$delay_mode$delay_where" != spinentry ] &&
+		! { echo "$delay_mode" >/sys/module/delay/parameters/mode &&
+			echo "$delay_where" >/sys/module/delay/parameters/where; } 2>/dev/null; then
+		skip delay "the delay module here cannot hold with mode=$delay_mode where=$delay_where"
+		rmmod delay
+		delay_loaded=0
+		return 0
+	fi
 	taskset -c 0 "$nullcall" getppid 1000000 1000 >/dev/null &
 	load=$!
 	hammer_pids+=("$load")

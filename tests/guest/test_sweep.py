@@ -297,6 +297,25 @@ def test_syscalls_limit_the_delay_to_the_named_calls(tmp_path):
     assert all(3000 <= int(r["syscalls"]) < 3100 for r in raw), raw
 
 
+def test_module_settings_are_set_recorded_and_put_back(tmp_path, delay):
+    """--set: the sweep runs with the module's other knobs as given (here
+    every other read delayed, asleep, at exit), records them all in
+    meta.json and leaves the module as it found it."""
+    (MODDIR / "parameters/seed").write_text("7")
+    sweep("cmd", "--ns", "0,10000", "-r", "1", "--syscalls", "read", "--set", "every=2",
+          "--set", "mode=sleep", "--set", "where=exit", "--", "dd", "if=/dev/zero",
+          "of=/dev/null", "bs=1", "count=3000", out=tmp_path)
+    d = result_dir(tmp_path, "cmd")
+    got = json.loads((d / "meta.json").read_text())["settings"]["delay_settings"]
+    assert got == {"mode": "sleep", "where": "exit", "every": "2", "first": "0",
+                   "ppm": "1000000", "seed": "7", "delays": ""}, got
+    top = points(d)[-1]
+    assert 1500 <= int(top["delayed"]) < 1550, top        # every other of dd's reads
+    assert float(top["measured_ns"]) >= 10000, top
+    for name, value in (("every", "0"), ("mode", "spin"), ("where", "entry"), ("seed", "7")):
+        assert (MODDIR / "parameters" / name).read_text() == value + "\n", name
+
+
 # arguments, the one line's words; every one a bad value: status 2
 BAD = [
     (["nosuch"], "WORKLOAD wants kbuild, grep, apache, cmd or all"),
@@ -316,6 +335,8 @@ BAD = [
     (["grep", "--syscalls", "nosuchcall"],
      "64-bit system calls of syscall_64.tbl, not 'nosuchcall'"),
     (["grep", "--syscalls", "read;ls"], "--syscalls wants system-call names, not 'read;ls'"),
+    (["grep", "--set", "loops=5"], "the sweep sets it itself"),
+    (["grep", "--set", "where"], "--set wants NAME=VALUE"),
 ]
 
 

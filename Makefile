@@ -22,7 +22,8 @@ VARIANT_TESTS := tests/guest/test_variants.py
 # nothing is reported, on the host's clock like the stock pass.  An
 # experiment's tests are listed while the experiment exists.
 STRESS_TESTS := tests/guest/test_interfaces_stress.py
-MODULE_TESTS := tests/guest/test_delay_module.py tests/guest/test_cgroup_target.py \
+MODULE_TESTS := tests/guest/test_delay_module.py tests/guest/test_delay_sleep_exit.py \
+	tests/guest/test_cgroup_target.py \
 	$(wildcard tests/guest/test_irqhook.py tests/guest/test_msgq.py)
 # debug: lockdep, KASAN, UBSAN, kmemleak ...; faults: the fault-injection
 # walks, in a boot of the debug kernel of their own so that the two longest

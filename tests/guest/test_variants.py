@@ -3,6 +3,7 @@ and the delay module loads, delays and unloads safely on it.  'make test'
 runs this file in the stock boot with the other guest tests, and again in
 a boot of the rt variant; 'make test-debug' in boots of the debug, kcsan,
 nopreempt and rt variants."""
+import errno
 import os
 import pathlib
 import re
@@ -131,6 +132,31 @@ def test_unloads_safely_under_long_spins_on_every_cpu(clean_module):
         cycle_under_load(cycles, one_cycle, workers=workers)
     finally:
         RCU_EXPEDITED.write_text(expedited)
+
+
+def test_sleeping_delays_only_where_the_hook_may_sleep(clean_module):
+    """mode=sleep needs RCU Tasks (without it the hook runs with preemption
+    disabled): refused with EOPNOTSUPP where the kernel lacks it (the
+    nopreempt variant), and where it has it, loading with every worker
+    asleep in the hook at entry or at exit and unloading under them is
+    clean, rt included."""
+    insmod("delay", f"syscalls={GETPPID}", "ns=200000")
+    err = write_param("sleep", MODDIR / "parameters/mode")
+    if "synchronize_rcu_tasks" not in kernel_symbols():
+        assert err == errno.EOPNOTSUPP
+        assert (MODDIR / "parameters/mode").read_text() == "spin\n"
+        rmmod()
+        return
+    assert err == 0
+    rmmod()
+
+    def one_cycle(i):
+        insmod("delay", "mode=sleep", f"ns={[LONG_SPIN_NS, 200000][i % 2]}",
+               f"syscalls={GETPPID}", f"where={'exit' if i % 2 else 'entry'}")
+        time.sleep(0.02 + 0.005 * (i % 4))
+        rmmod()
+
+    cycle_under_load(20, one_cycle, workers=os.cpu_count())
 
 
 # A frame of the lab's code in a kernel report: the modules' functions

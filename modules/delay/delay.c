@@ -1029,29 +1029,37 @@ static unsigned long delay_sum(unsigned long __percpu *counter)
 	return sum;
 }
 
-static ssize_t calls_show(struct kobject *kobj, struct kobj_attribute *attr,
-			  char *buf)
+/*
+ * A counter's file in stats/: one show function for all of them, which
+ * finds the counter beside the attribute it was called for.
+ */
+struct delay_stat {
+	struct kobj_attribute attr;
+	unsigned long __percpu *counter;
+};
+
+static ssize_t delay_stat_show(struct kobject *kobj, struct kobj_attribute *attr,
+			       char *buf)
 {
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_calls));
+	const struct delay_stat *stat = container_of(attr, struct delay_stat, attr);
+
+	return sysfs_emit(buf, "%lu\n", delay_sum(stat->counter));
 }
 
-static ssize_t delayed_show(struct kobject *kobj, struct kobj_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_delayed));
-}
+#define DELAY_STAT(_name)						\
+	static struct delay_stat delay_stat_##_name = {			\
+		.attr = __ATTR(_name, 0444, delay_stat_show, NULL),	\
+		.counter = &delay_##_name,				\
+	}
 
-static ssize_t spun_show(struct kobject *kobj, struct kobj_attribute *attr,
-			 char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_spun));
-}
-
-static ssize_t spun_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_spun_ns));
-}
+DELAY_STAT(calls);
+DELAY_STAT(delayed);
+DELAY_STAT(spun);
+DELAY_STAT(spun_ns);
+DELAY_STAT(considered);
+DELAY_STAT(chosen);
+DELAY_STAT(slept);
+DELAY_STAT(slept_ns);
 
 static ssize_t mean_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
@@ -1063,58 +1071,26 @@ static ssize_t mean_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%lu\n", delayed ? spun_ns / delayed : 0);
 }
 
-static ssize_t considered_show(struct kobject *kobj, struct kobj_attribute *attr,
-			       char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_considered));
-}
-
-static ssize_t chosen_show(struct kobject *kobj, struct kobj_attribute *attr,
-			   char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_chosen));
-}
-
-static ssize_t slept_show(struct kobject *kobj, struct kobj_attribute *attr,
-			  char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_slept));
-}
-
-static ssize_t slept_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
-			     char *buf)
-{
-	return sysfs_emit(buf, "%lu\n", delay_sum(&delay_slept_ns));
-}
-
 static ssize_t clock_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 			     char *buf)
 {
 	return sysfs_emit(buf, "%llu\n", delay_clock_ns);
 }
 
-static struct kobj_attribute calls_attr = __ATTR_RO(calls);
-static struct kobj_attribute delayed_attr = __ATTR_RO(delayed);
-static struct kobj_attribute spun_attr = __ATTR_RO(spun);
-static struct kobj_attribute spun_ns_attr = __ATTR_RO(spun_ns);
 static struct kobj_attribute mean_ns_attr = __ATTR_RO(mean_ns);
 static struct kobj_attribute clock_ns_attr = __ATTR_RO(clock_ns);
-static struct kobj_attribute considered_attr = __ATTR_RO(considered);
-static struct kobj_attribute chosen_attr = __ATTR_RO(chosen);
-static struct kobj_attribute slept_attr = __ATTR_RO(slept);
-static struct kobj_attribute slept_ns_attr = __ATTR_RO(slept_ns);
 
 static struct attribute *delay_stats_attrs[] = {
-	&calls_attr.attr,
-	&delayed_attr.attr,
-	&spun_attr.attr,
-	&spun_ns_attr.attr,
+	&delay_stat_calls.attr.attr,
+	&delay_stat_delayed.attr.attr,
+	&delay_stat_spun.attr.attr,
+	&delay_stat_spun_ns.attr.attr,
 	&mean_ns_attr.attr,
 	&clock_ns_attr.attr,
-	&considered_attr.attr,
-	&chosen_attr.attr,
-	&slept_attr.attr,
-	&slept_ns_attr.attr,
+	&delay_stat_considered.attr.attr,
+	&delay_stat_chosen.attr.attr,
+	&delay_stat_slept.attr.attr,
+	&delay_stat_slept_ns.attr.attr,
 	NULL,
 };
 

@@ -311,6 +311,12 @@ static int delay_config_set(size_t offset, const void *value, size_t size)
 	return 0;
 }
 
+/* The 32-bit field at @offset of the configuration in force. */
+static u32 delay_config_u32(size_t offset)
+{
+	return *(const u32 *)((const char *)delay_config_now() + offset);
+}
+
 /*
  * No hook is registered any more, or the load failed before the hook
  * was: nobody reads it.  One parameter (loops) owns it.
@@ -431,8 +437,7 @@ static int delay_u32_get(char *buf, const struct kernel_param *kp)
 {
 	const struct delay_field *field = kp->arg;
 
-	return sysfs_emit(buf, "%u\n",
-			  *(const u32 *)((const char *)delay_config_now() + field->offset));
+	return sysfs_emit(buf, "%u\n", delay_config_u32(field->offset));
 }
 
 static const struct kernel_param_ops delay_u32_ops = {
@@ -508,9 +513,8 @@ static int delay_choice_set(const char *val, const struct kernel_param *kp)
 static int delay_choice_get(char *buf, const struct kernel_param *kp)
 {
 	const struct delay_choice *choice = kp->arg;
-	u32 n = *(const u32 *)((const char *)delay_config_now() + choice->offset);
 
-	return sysfs_emit(buf, "%s\n", choice->names[n]);
+	return sysfs_emit(buf, "%s\n", choice->names[delay_config_u32(choice->offset)]);
 }
 
 static const struct kernel_param_ops delay_choice_ops = {

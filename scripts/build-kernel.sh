@@ -87,7 +87,12 @@ export CCACHE_BASEDIR=$LAB_ROOT CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MA
 # Fixed build identity so rebuilds hit the cache and kernels compare equal.
 export KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=kernel-lab
 export KBUILD_BUILD_TIMESTAMP='2024-11-17 00:00:00 UTC'
-kmake() { make -s -C "$KSRC" O="$KOBJ" CC="ccache gcc" HOSTCC="ccache gcc" "$@"; }
+# No Rust: Kconfig records the version of any rustc on PATH
+# (RUSTC_VERSION), which changed autoconf.h, and so every object's hash,
+# between a shell with ~/.cargo/bin on PATH and one without: a second
+# tree of the same commit missed ccache whole (2026-11-27).  The lab's
+# configs use no Rust; RUSTC=false makes the version 0 everywhere.
+kmake() { make -s -C "$KSRC" O="$KOBJ" CC="ccache gcc" HOSTCC="ccache gcc" RUSTC=false "$@"; }
 
 # The fragment this variant is built from: the base, then the variant's lines.
 mkdir -p "$KOBJ"

@@ -87,12 +87,17 @@ export CCACHE_BASEDIR=$LAB_ROOT CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MA
 # Fixed build identity so rebuilds hit the cache and kernels compare equal.
 export KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=kernel-lab
 export KBUILD_BUILD_TIMESTAMP='2024-11-17 00:00:00 UTC'
-# No Rust: Kconfig records the version of any rustc on PATH
-# (RUSTC_VERSION), which changed autoconf.h, and so every object's hash,
-# between a shell with ~/.cargo/bin on PATH and one without: a second
-# tree of the same commit missed ccache whole (2026-11-27).  The lab's
-# configs use no Rust; RUSTC=false makes the version 0 everywhere.
-kmake() { make -s -C "$KSRC" O="$KOBJ" CC="ccache gcc" HOSTCC="ccache gcc" RUSTC=false "$@"; }
+# The same objects from the same commit, whoever builds them: a second
+# tree of one commit missed ccache whole when built from a login shell
+# after a build from CI's bare environment (2026-11-27), for two reasons.
+# Kconfig records the version of any rustc on PATH (RUSTC_VERSION, in
+# autoconf.h): the lab's configs use no Rust, and RUSTC=false makes it 0
+# everywhere.  And ccache hashes the locale (LANG, LC_*): the compiler
+# runs in the C locale, as from an empty environment.
+kmake() {
+	env -u LANG -u LC_ALL -u LC_CTYPE -u LC_MESSAGES make -s -C "$KSRC" O="$KOBJ" \
+		CC="ccache gcc" HOSTCC="ccache gcc" RUSTC=false "$@"
+}
 
 # The fragment this variant is built from: the base, then the variant's lines.
 mkdir -p "$KOBJ"

@@ -99,8 +99,10 @@ module: $(KERNEL_IMAGE)
 	$(MAKE) -C modules KDIR=$(KOBJ)
 
 ## userspace: liblab, 'lab', every experiment's tools and the workloads' client
+# irqhook's tool includes the series' <linux/irqhook.h> from the headers
+# of the variant's built kernel (the same in every variant).
 userspace:
-	$(MAKE) -C userspace
+	$(MAKE) -C userspace KHDR=$(KOBJ)/usr/include
 	$(MAKE) -C workloads
 
 setup: deps venv kernel module userspace
@@ -156,10 +158,13 @@ test-timing: setup
 # there); its output and the guest's kernel log, streamed as it is
 # written, go to $(DEBUG_LOGS)/PASS.log and PASS-kernel.log, one line a
 # pass to summary.txt as each ends.
-test-debug: deps venv userspace
+# The tools come after the kernels: on a fresh clone no stock kernel has
+# made the headers irqhook's tool includes (its build failed there).
+test-debug: deps venv
 	@mkdir -p $(DEBUG_LOGS)
 	@for v in $(sort $(foreach p,$(DEBUG_PASSES),$(call pass_variant,$p))); do \
 		$(MAKE) --no-print-directory VARIANT=$$v kernel module || exit 1; done
+	@$(MAKE) --no-print-directory VARIANT=$(call pass_variant,$(firstword $(DEBUG_PASSES))) userspace
 	@$(MAKE) --no-print-directory debug-passes DEBUG_LOGS=$(DEBUG_LOGS)
 
 # The passes, their kernels built: DEBUG_JOBS at once, then the verdict.
@@ -185,8 +190,8 @@ debug-pass-%:
 
 # One pass: make test-debug-kcsan ...  The tests' recorded figures (the
 # fault walks' points, KCSAN's counters) go to PASS.xml.
-test-debug-%: venv userspace
-	$(MAKE) VARIANT=$(call pass_variant,$*) kernel module
+test-debug-%: venv
+	$(MAKE) VARIANT=$(call pass_variant,$*) kernel module userspace
 	@mkdir -p $(DEBUG_LOGS)
 	$(MAKE) --no-print-directory debug-boot-$* DEBUG_LOGS=$(DEBUG_LOGS)
 

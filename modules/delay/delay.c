@@ -1034,16 +1034,18 @@ static unsigned long delay_sum(unsigned long __percpu *counter)
 }
 
 /*
- * A counter's file in stats/: one show function for all of them, which
+ * The files of stats/.  They sit in the module's own kobject, whose show
+ * calls a module_attribute's show with that attribute and the module's
+ * kobject.  A counter's file: one show function for all of them, which
  * finds the counter beside the attribute it was called for.
  */
 struct delay_stat {
-	struct kobj_attribute attr;
+	struct module_attribute attr;
 	unsigned long __percpu *counter;
 };
 
-static ssize_t delay_stat_show(struct kobject *kobj, struct kobj_attribute *attr,
-			       char *buf)
+static ssize_t delay_stat_show(struct module_attribute *attr,
+			       struct module_kobject *mk, char *buf)
 {
 	const struct delay_stat *stat = container_of(attr, struct delay_stat, attr);
 
@@ -1065,8 +1067,8 @@ DELAY_STAT(chosen);
 DELAY_STAT(slept);
 DELAY_STAT(slept_ns);
 
-static ssize_t mean_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
-			    char *buf)
+static ssize_t mean_ns_show(struct module_attribute *attr,
+			    struct module_kobject *mk, char *buf)
 {
 	/* Read delayed first: a call between the reads only adds to spun_ns. */
 	unsigned long delayed = delay_sum(&delay_delayed);
@@ -1075,14 +1077,14 @@ static ssize_t mean_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return sysfs_emit(buf, "%lu\n", delayed ? spun_ns / delayed : 0);
 }
 
-static ssize_t clock_ns_show(struct kobject *kobj, struct kobj_attribute *attr,
-			     char *buf)
+static ssize_t clock_ns_show(struct module_attribute *attr,
+			     struct module_kobject *mk, char *buf)
 {
 	return sysfs_emit(buf, "%llu\n", delay_clock_ns);
 }
 
-static struct kobj_attribute mean_ns_attr = __ATTR_RO(mean_ns);
-static struct kobj_attribute clock_ns_attr = __ATTR_RO(clock_ns);
+static struct module_attribute mean_ns_attr = __ATTR_RO(mean_ns);
+static struct module_attribute clock_ns_attr = __ATTR_RO(clock_ns);
 
 static struct attribute *delay_stats_attrs[] = {
 	&delay_stat_calls.attr.attr,

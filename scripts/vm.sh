@@ -397,6 +397,18 @@ if [ "$status" -eq 255 ] && [[ $guest_status =~ ^[0-9]+$ ]]; then
 		"back: its init found no virtio port for the command (udev was late) and ran" \
 		"it on the console, where its output went too"
 fi
+# A guest that ended before its command even started failed in its boot,
+# not in the command: QEMU 10.0's multi-threaded TCG once died there on an
+# assertion of its own ("iotlb_to_section: Assertion `section_index <
+# d->map.sections_nb' failed", 79 s into a debug kernel's boot,
+# 2026-11-27).  Boot it once more, as for a hang; its kernel log is kept.
+if [ "$status" -eq 255 ] && [ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ]; then
+	log "error: the guest ended before its command started (QEMU or the kernel died" \
+		"booting): booting it once more"
+	[ ! -s "${VM_KLOG:-}" ] || mv "$VM_KLOG" "$VM_KLOG.first-boot"
+	rm -f "$status_file" "$cmd_file"
+	LAB_VM_REBOOTED=1 exec "$0" "$@"
+fi
 if [ "$status" -eq 255 ]; then
 	log "error: the guest ended before its command did (no exit status: a kernel panic?)"
 	if [ -s "${VM_KLOG:-}" ]; then

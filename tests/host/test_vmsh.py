@@ -153,8 +153,28 @@ def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fa
     r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
                        env={**fake_vm, "VM_KLOG": str(klog)}, timeout=120)
     assert r.returncode == 255
+    # It never started the command: booted once more, and the first
+    # boot's kernel log kept beside the second's.
+    assert "ended before its command started" in r.stderr
     assert "the guest ended before its command did" in r.stderr
     assert "Kernel panic - not syncing: a test" in r.stderr
+    assert "a test" in (tmp_path / "logs/kernel.log.first-boot").read_text()
+
+
+def test_a_guest_that_dies_booting_is_booted_once_more(root, tmp_path, fake_vm):
+    """QEMU dies before the command started (vng's 255, no status on the
+    share), and the second boot runs it: the command's status is vm.sh's."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text("#!/bin/bash\n" + GUEST_CMD +
+                   f'if [ ! -e "{tmp_path}/booted" ]; then touch "{tmp_path}/booted"\n'
+                   "echo 'qemu-system-x86_64: Assertion failed' >&2; exit 255; fi\n"
+                   'sh -c "${cmd/mount -t tmpfs -o mode=1777 lab-tmp \\/tmp \\&\\& /}"\n')
+    r = subprocess.run([root / "scripts/vm.sh", "--", "sh", "-c", "echo ran; exit 4"],
+                       env=fake_vm, text=True, capture_output=True, timeout=120)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout == "ran\n"
+    assert "ended before its command started" in r.stderr
+    assert not list(pathlib.Path(fake_vm["LAB_BUILD"]).glob(".vm-status.*"))
 
 
 def stand_in_qemu(tmp_path, program):

@@ -64,8 +64,9 @@ def test_guest_script_runs_every_case(clean_module, tmp_path):
     command = json.loads((d / "guest/meta.json").read_text())["command"]
     assert command == [str(ROOT / "userspace/peers/guest.sh"), str(d), "200", "20"]
     runs = {p.name for p in (d / "runs").iterdir()}
-    for case in ("baseline", "module-0", "module-loops-1", "strace-0", "strace-1ns",
-                 "strace-1us", "strace-10us", "baseline-end"):
+    for case in ("baseline", "module-0", "module-loops-1", "module-exit-ns-10000",
+                 "module-sleep-ns-10000", "strace-0", "strace-1ns", "strace-1us",
+                 "strace-10us", "strace-exit-10us", "baseline-end"):
         assert {f"{case}-getppid", f"{case}-read"} <= runs, case
     skipped = {r["case"]: r["reason"] for r in csv.DictReader(open(d / "skipped.csv"))}
     assert "CONFIG_BPF_SYSCALL" in skipped["bpftrace"]

@@ -288,18 +288,21 @@ if [ -n "$STAGE_ONLY" ]; then
 fi
 [ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
 	bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
-# --set: the module's other parameters, each once; the module checks the
-# values when they are written.  SET_NAMES and SET_VALUES in order.
+# --set: the module's other parameters (SETTABLE, which meta.json's
+# delay_settings also records), each once; the module checks the values
+# when they are written.  SET_NAMES and SET_VALUES in order.
+SETTABLE=(mode where every first ppm seed delays)
+settable=${SETTABLE[*]}
 SET_NAMES=() SET_VALUES=()
 for kv in "${SETTINGS[@]}"; do
 	[[ $kv =~ ^([a-z]+)=([A-Za-z0-9_:,]+)$ ]] ||
 		bad_arg "--set wants NAME=VALUE (mode=sleep, where=exit, ppm=1000 ...), not '$kv'"
 	case ${BASH_REMATCH[1]} in
-	mode | where | every | first | ppm | seed | delays) ;;
 	loops | ns | syscalls | cgroup)
 		bad_arg "--set ${BASH_REMATCH[1]}: the sweep sets it itself (--loops, --ns, --syscalls; the cgroup is the workload's)" ;;
-	*) bad_arg "--set wants one of mode, where, every, first, ppm, seed, delays, not '${BASH_REMATCH[1]}'" ;;
 	esac
+	[[ " ${SETTABLE[*]} " == *" ${BASH_REMATCH[1]} "* ]] ||
+		bad_arg "--set wants one of ${settable// /, }, not '${BASH_REMATCH[1]}'"
 	[[ " ${SET_NAMES[*]} " != *" ${BASH_REMATCH[1]} "* ]] ||
 		bad_arg "--set ${BASH_REMATCH[1]} given twice"
 	SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
@@ -492,7 +495,7 @@ meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${ALL_VALUE
 for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
 # The module's other parameters as the sweep ran them (its defaults where
 # --set left them), read back from the module.
-for name in mode where every first ppm seed delays; do
+for name in "${SETTABLE[@]}"; do
 	[ ! -e "$DELAY_DIR/parameters/$name" ] ||
 		meta_args+=("delay_settings.$name=$(cat "$DELAY_DIR/parameters/$name")")
 done

@@ -4,6 +4,7 @@ errors, its plot, and the guest script's argument checks."""
 import json
 import math
 import subprocess
+import sys
 
 import pytest
 
@@ -46,7 +47,7 @@ def tailamp_dir(d, p9=0):
 
 
 def analyse(root, *args):
-    return subprocess.run([root / ANALYSER, *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)], capture_output=True, text=True)
 
 
 def binom_quantile(n, p, q):

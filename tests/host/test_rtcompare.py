@@ -394,6 +394,14 @@ def test_make_deb_packages_the_kernel_and_the_lab_modules(root):
     assert info == f"linux-image-{rel}"
 
 
+def test_make_deb_refuses_an_unknown_compression_before_building(root):
+    out = subprocess.run(["scripts/build-kernel.sh", "--deb"], cwd=root, capture_output=True,
+                         text=True, env={**os.environ, "KDEB_COMPRESS": "bzip9"})
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "build-kernel.sh: KDEB_COMPRESS must be gzip, xz, zstd or none, not 'bzip9'"]
+
+
 def test_findings_say_where_rt_wins_and_what_it_costs():
     row = analyse.row
     rows = [row("cyclictest loaded", "max", "us", 1000, 50, [990, 1000], [45, 50]),

@@ -47,7 +47,8 @@ def tailamp_dir(d, p9=0):
 
 
 def analyse(root, *args):
-    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)],
+                          capture_output=True, text=True)
 
 
 def binom_quantile(n, p, q):

@@ -15,6 +15,11 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODDIR = pathlib.Path("/sys/module/delay")
 LOOPS = MODDIR / "parameters/loops"
+NS = MODDIR / "parameters/ns"
+SYSCALLS = MODDIR / "parameters/syscalls"
+STATS = MODDIR / "stats"
+GETPPID, GETPID, WRITEV = 110, 39, 20   # x86_64 numbers
+TRACEFS = pathlib.Path("/sys/kernel/tracing")
 
 
 def pytest_configure(config):
@@ -152,6 +157,11 @@ def cycle_under_load(cycles, one_cycle, workers=2):
 
 def read_int(path):
     return int(pathlib.Path(path).read_text())
+
+
+def delay_stat(name):
+    """The delay module's stats/@name."""
+    return read_int(STATS / name)
 
 
 def kernel_stack(tid):

@@ -4,7 +4,6 @@ and the module's own timing, the syscalls filter and the trace event."""
 import errno
 import multiprocessing
 import os
-import pathlib
 import re
 import stat as stat_module
 import statistics
@@ -13,8 +12,8 @@ import sys
 import time
 
 import pytest
-from conftest import LOOPS, MODDIR, ROOT, cycle_under_load, insmod, \
-    kernel_problems, read_int, rmmod, write_param
+from conftest import GETPPID, LOOPS, MODDIR, NS, ROOT, STATS, SYSCALLS, TRACEFS, \
+    cycle_under_load, delay_stat, insmod, kernel_problems, read_int, rmmod, write_param
 
 
 def test_load_and_unload(clean_module):
@@ -93,14 +92,9 @@ def test_hook_is_free_after_unload(delay):
 
 # ---- ns mode, self-measurement, the syscalls filter and the trace event ----
 
-NS = MODDIR / "parameters/ns"
-SYSCALLS = MODDIR / "parameters/syscalls"
 DELAYS = MODDIR / "parameters/delays"
 OWN_MAX = 64                    # calls with a delay of their own, at most
-STATS = MODDIR / "stats"
 NS_MAX = 5000000
-GETPPID, GETPID = 110, 39      # x86_64 numbers
-TRACEFS = pathlib.Path("/sys/kernel/tracing")
 
 
 def nr_syscalls():
@@ -111,10 +105,6 @@ def nr_syscalls():
         if m:
             return int(m[1])
     pytest.fail("no built kernel's unistd_64.h under build/")
-
-
-def stat(name):
-    return read_int(STATS / name)
 
 
 def batch_ns(call, n):
@@ -151,7 +141,7 @@ def test_stats_are_read_only(delay):
 
 
 def test_clock_ns_is_measured(delay):
-    clock = stat("clock_ns")
+    clock = delay_stat("clock_ns")
     # Tens of ns on hardware, hundreds at most under TCG; never absurd.
     assert 0 <= clock < 100000, clock
 
@@ -225,33 +215,33 @@ def test_whole_table_reads_back(delay):
 
 
 def test_stats_move_in_loops_mode(delay):
-    calls0, delayed0, spun_ns0 = stat("calls"), stat("delayed"), stat("spun_ns")
+    calls0, delayed0, spun_ns0 = delay_stat("calls"), delay_stat("delayed"), delay_stat("spun_ns")
     for _ in range(500):
         os.getppid()
-    assert stat("calls") - calls0 >= 500
-    assert stat("delayed") == delayed0, "loops=0 delays nothing"
-    assert stat("spun_ns") == spun_ns0 and stat("mean_ns") == 0
-    spun0 = stat("spun")
+    assert delay_stat("calls") - calls0 >= 500
+    assert delay_stat("delayed") == delayed0, "loops=0 delays nothing"
+    assert delay_stat("spun_ns") == spun_ns0 and delay_stat("mean_ns") == 0
+    spun0 = delay_stat("spun")
     assert write_param("1000") == 0
     for _ in range(500):
         os.getppid()
     # Read back at loops=0: reading a counter is a delayed system call too.
     assert write_param("0") == 0
-    delayed = stat("delayed") - delayed0
+    delayed = delay_stat("delayed") - delayed0
     assert delayed >= 500
-    assert stat("spun") - spun0 == 1000 * delayed, "every delayed call spun 1000 loops"
-    assert stat("spun_ns") - spun_ns0 > 0
-    assert stat("mean_ns") == stat("spun_ns") // stat("delayed") > 0
+    assert delay_stat("spun") - spun0 == 1000 * delayed, "every delayed call spun 1000 loops"
+    assert delay_stat("spun_ns") - spun_ns0 > 0
+    assert delay_stat("mean_ns") == delay_stat("spun_ns") // delay_stat("delayed") > 0
 
 
 def test_ns_mode_leaves_spun_alone(delay):
     assert write_param("2000", NS) == 0
-    spun0, delayed0 = stat("spun"), stat("delayed")
+    spun0, delayed0 = delay_stat("spun"), delay_stat("delayed")
     for _ in range(200):
         os.getppid()
-    assert stat("delayed") - delayed0 >= 200
-    assert stat("spun") == spun0
-    assert stat("mean_ns") >= 2000, "every call in this module's life waited >= 2000 ns"
+    assert delay_stat("delayed") - delayed0 >= 200
+    assert delay_stat("spun") == spun0
+    assert delay_stat("mean_ns") >= 2000, "every call in this module's life waited >= 2000 ns"
     write_param("0", NS)
 
 
@@ -291,9 +281,9 @@ def test_ns_mode_adds_what_it_is_asked(clean_module, on_cpu0, target):
         fixed += call_ns(os.getppid, calls)
         assert write_param(str(target), NS) == 0
         for _ in range(calls // batch):
-            delayed0, spun_ns0 = stat("delayed"), stat("spun_ns")
+            delayed0, spun_ns0 = delay_stat("delayed"), delay_stat("spun_ns")
             slow += call_ns(os.getppid, batch)
-            delayed, spun_ns = stat("delayed") - delayed0, stat("spun_ns") - spun_ns0
+            delayed, spun_ns = delay_stat("delayed") - delayed0, delay_stat("spun_ns") - spun_ns0
             # >=: another task's getppid may fall in the batch.
             assert delayed >= batch
             means.append(spun_ns / delayed)
@@ -304,7 +294,7 @@ def test_ns_mode_adds_what_it_is_asked(clean_module, on_cpu0, target):
     mean = statistics.median(means)
     print(f"ns={target}: {len(slow)} calls add {added:.0f} ns (median; ns=1 adds "
           f"{fixed:.0f}), the module measured {mean:.0f} ns (median of {len(means)} "
-          f"batch means), clock_ns {stat('clock_ns')}")
+          f"batch means), clock_ns {delay_stat('clock_ns')}")
     assert abs(added - fixed - target) <= 0.1 * target, (target, added, fixed)
     if target >= 10000:
         assert abs(added - target) <= 0.1 * target, (target, added)
@@ -314,8 +304,8 @@ def test_ns_mode_adds_what_it_is_asked(clean_module, on_cpu0, target):
     insmod("delay", f"ns={target}", "syscalls=110")
     for _ in range(500):
         os.getppid()
-    assert stat("delayed") >= 500
-    assert stat("mean_ns") >= target
+    assert delay_stat("delayed") >= 500
+    assert delay_stat("mean_ns") >= target
 
 
 @pytest.mark.timing
@@ -329,20 +319,20 @@ def test_syscalls_filter_delays_and_counts_only_those(delay, only_this_process, 
     base_ppid, base_pid = medians()
     # getpid is a real system call: counted while no filter is set.
     assert write_param("\n", SYSCALLS) == 0
-    calls0 = stat("calls")
+    calls0 = delay_stat("calls")
     batch_ns(os.getpid, calls)
-    assert stat("calls") - calls0 >= calls
+    assert delay_stat("calls") - calls0 >= calls
     assert write_param(str(GETPPID), SYSCALLS) == 0
 
     assert write_param("20000", NS) == 0
-    calls0, delayed0 = stat("calls"), stat("delayed")
+    calls0, delayed0 = delay_stat("calls"), delay_stat("delayed")
     batch_ns(os.getpid, calls)
-    assert stat("calls") - calls0 < 10, "getpid is not counted"
-    assert stat("delayed") - delayed0 < 10, "getpid is not delayed"
-    calls0, delayed0 = stat("calls"), stat("delayed")
+    assert delay_stat("calls") - calls0 < 10, "getpid is not counted"
+    assert delay_stat("delayed") - delayed0 < 10, "getpid is not delayed"
+    calls0, delayed0 = delay_stat("calls"), delay_stat("delayed")
     batch_ns(os.getppid, calls)
-    assert stat("calls") - calls0 == calls
-    assert stat("delayed") - delayed0 == calls
+    assert delay_stat("calls") - calls0 == calls
+    assert delay_stat("delayed") - delayed0 == calls
     slow_ppid, slow_pid = medians()
     write_param("0", NS)
     assert slow_ppid > base_ppid + 15000, (base_ppid, slow_ppid)
@@ -365,17 +355,17 @@ def test_compat_calls_not_delayed_with_a_filter(delay, mode):
     assert write_param(f"64,{GETPPID}", SYSCALLS) == 0
     base = nullcall32(mode)
     assert write_param("20000", NS) == 0
-    calls0, delayed0 = stat("calls"), stat("delayed")
+    calls0, delayed0 = delay_stat("calls"), delay_stat("delayed")
     nullcall32(mode)
-    counted, delayed = stat("calls") - calls0, stat("delayed") - delayed0
+    counted, delayed = delay_stat("calls") - calls0, delay_stat("delayed") - delayed0
     write_param("0", NS)
     assert counted < 100 and delayed < 100, (mode, counted, delayed)
     # And with no filter they are delayed again: each by at least 20 us.
     assert write_param("\n", SYSCALLS) == 0
     assert write_param("20000", NS) == 0
-    delayed0 = stat("delayed")
+    delayed0 = delay_stat("delayed")
     slow = nullcall32(mode)
-    delayed = stat("delayed") - delayed0
+    delayed = delay_stat("delayed") - delayed0
     write_param("0", NS)
     assert delayed >= 18000, (mode, delayed)
     assert slow > base + 15000, f"{mode}, no filter: {base:.0f} ns -> {slow:.0f} ns"
@@ -479,7 +469,7 @@ def test_largest_ns_does_not_lock_up(delay):
         calls += 1
     write_param("0", NS)
     assert calls > 10
-    assert stat("mean_ns") >= NS_MAX
+    assert delay_stat("mean_ns") >= NS_MAX
     assert kernel_problems() == []
 
 
@@ -499,14 +489,14 @@ def every_call_delayed_while(switch, n):
     for w in writers:
         w.start()
     try:
-        calls0, delayed0 = stat("calls"), stat("delayed")
+        calls0, delayed0 = delay_stat("calls"), delay_stat("delayed")
         for _ in range(n):
             os.getppid()
     finally:
         stop.set()
         for w in writers:
             w.join(timeout=30)
-    return stat("calls") - calls0, stat("delayed") - delayed0
+    return delay_stat("calls") - calls0, delay_stat("delayed") - delayed0
 
 
 def test_switching_between_loops_and_ns_never_drops_a_delay(delay):
@@ -539,10 +529,10 @@ def test_emulated_vsyscalls_go_through_the_hook(delay):
         pytest.fail("no vsyscall page: CONFIG_X86_VSYSCALL_EMULATION is off")
     assert write_param("96", SYSCALLS) == 0     # gettimeofday
     assert write_param("1000", NS) == 0
-    calls0, delayed0 = stat("calls"), stat("delayed")
+    calls0, delayed0 = delay_stat("calls"), delay_stat("delayed")
     subprocess.run([sys.executable, "-c", VSYSCALL, "200"], check=True)
-    assert stat("calls") - calls0 >= 200, "vsyscalls did not reach the hook"
-    assert stat("delayed") - delayed0 >= 200
+    assert delay_stat("calls") - calls0 >= 200, "vsyscalls did not reach the hook"
+    assert delay_stat("delayed") - delayed0 >= 200
 
 
 # --- delays=: some calls' own delays ----------------------------------------------------
@@ -611,15 +601,15 @@ def test_a_calls_own_delay_replaces_every_calls(delay, only_this_process):
     try:
         for call, least, delayed in ((os.getppid, 20000, True), (os.getpid, 0, False),
                                      (os.getuid, 3000, True)):
-            calls0, delayed0, spun0 = stat("calls"), stat("delayed"), stat("spun_ns")
+            calls0, delayed0, spun0 = map(delay_stat, ("calls", "delayed", "spun_ns"))
             for _ in range(300):
                 call()
             # The counters' own reads (a few calls each: open, read,
             # close ...) are delayed by 3000 ns too: a dozen or two.
-            calls, n = stat("calls") - calls0, stat("delayed") - delayed0
+            calls, n = delay_stat("calls") - calls0, delay_stat("delayed") - delayed0
             assert calls >= 300, call
             if delayed:
-                assert n >= 300 and stat("spun_ns") - spun0 >= 300 * least, call
+                assert n >= 300 and delay_stat("spun_ns") - spun0 >= 300 * least, call
             else:
                 assert n < 50, f"{call}: {n} delayed"
     finally:
@@ -660,7 +650,7 @@ def mix(x):
 def test_choice_parameters_default(delay):
     assert {n: p.read_text() for n, p in PICK.items()} == {
         "every": "0\n", "first": "0\n", "ppm": "1000000\n", "seed": "0\n"}
-    assert stat("considered") == stat("chosen") == 0
+    assert delay_stat("considered") == delay_stat("chosen") == 0
 
 
 @pytest.mark.parametrize("name, value", [
@@ -692,11 +682,11 @@ def test_the_calls_chosen_are_exactly_the_rule(delay, only_this_process, setting
     assert write_param("1", NS) == 0
     for name, value in settings.items():
         assert write_param(value, PICK[name]) == 0
-    considered0, chosen0, delayed0 = stat("considered"), stat("chosen"), stat("delayed")
+    considered0, chosen0, delayed0 = map(delay_stat, ("considered", "chosen", "delayed"))
     for _ in range(n):
         os.getppid()
-    considered = stat("considered") - considered0
-    picked, delayed = stat("chosen") - chosen0, stat("delayed") - delayed0
+    considered = delay_stat("considered") - considered0
+    picked, delayed = delay_stat("chosen") - chosen0, delay_stat("delayed") - delayed0
     write_param("0", NS)
     selective = settings != {"ppm": "1000000", "every": "1"}
     assert considered == (n if selective else 0)
@@ -715,9 +705,9 @@ def test_the_same_seed_chooses_the_same_calls(delay, only_this_process):
         assert write_param("7", PICK["seed"]) == 0
         pattern = []
         for _ in range(64):
-            before = stat("delayed")
+            before = delay_stat("delayed")
             os.getppid()
-            pattern.append(stat("delayed") - before)
+            pattern.append(delay_stat("delayed") - before)
         runs.append(pattern)
     write_param("0", NS)
     assert runs[0] == runs[1] == [int(mix(7 + i) % 1000000 < 500000) for i in range(64)]

@@ -5,7 +5,6 @@ call racing a switch gets, and unloading while tasks sleep in the hook."""
 import errno
 import multiprocessing
 import os
-import pathlib
 import re
 import resource
 import subprocess
@@ -14,25 +13,17 @@ import threading
 import time
 
 import pytest
-from conftest import MODDIR, cycle_under_load, insmod, kernel_problems, read_int, rmmod, \
-    wait_asleep, write_param
+from conftest import GETPPID, MODDIR, NS, SYSCALLS, TRACEFS, WRITEV, cycle_under_load, \
+    delay_stat, insmod, kernel_problems, rmmod, wait_asleep, write_param
 
 MODE = MODDIR / "parameters/mode"
 WHERE = MODDIR / "parameters/where"
-NS = MODDIR / "parameters/ns"
-SYSCALLS = MODDIR / "parameters/syscalls"
-GETPPID, WRITEV = 110, 20       # x86_64 numbers
-TRACEFS = pathlib.Path("/sys/kernel/tracing")
-
-
-def stat(name):
-    return read_int(MODDIR / "stats" / name)
 
 
 def test_defaults(delay):
     assert MODE.read_text() == "spin\n"
     assert WHERE.read_text() == "entry\n"
-    assert stat("slept") == 0 and stat("slept_ns") == 0
+    assert delay_stat("slept") == 0 and delay_stat("slept_ns") == 0
 
 
 @pytest.mark.parametrize("path, value, expect", [
@@ -82,12 +73,12 @@ def switches(calls, **settings):
     for name, value in settings.items():
         assert write_param(str(value), MODDIR / "parameters" / name) == 0, name
     names = ("calls", "delayed", "slept", "slept_ns", "spun_ns")
-    before = {n: stat(n) for n in names}
+    before = {n: delay_stat(n) for n in names}
     ru0, t0 = resource.getrusage(resource.RUSAGE_THREAD), time.monotonic_ns()
     for _ in range(calls):
         os.getppid()
     t1, ru1 = time.monotonic_ns(), resource.getrusage(resource.RUSAGE_THREAD)
-    after = {n: stat(n) for n in names}
+    after = {n: delay_stat(n) for n in names}
     return (ru1.ru_nvcsw - ru0.ru_nvcsw, (t1 - t0) / calls,
             {n: after[n] - before[n] for n in names})
 

@@ -244,6 +244,7 @@ fi
 # it with a time limit.  Its output goes through pipes: QEMU reopens its
 # stdout and stderr by path, which would truncate a log file that our
 # caller redirected us into.
+command=("$@")
 guest_cmd=$(sh_quote "$@")
 # A /tmp of the guest's own.  virtme-ng's is an overlay on the host's /tmp,
 # which the host goes on changing beneath it: a guest test's pytest took
@@ -376,12 +377,18 @@ while [ -z "$status" ]; do
 	fi
 done
 trap - INT TERM
+# A guest whose command had not started when it hung or ended failed in
+# its boot, not in the command: boot it once more (once), the first boot's
+# kernel log kept beside the second's.
+boot_again() {
+	[ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ] || return 0
+	log "$1: booting it once more"
+	[ ! -s "${VM_KLOG:-}" ] || mv "$VM_KLOG" "$VM_KLOG.first-boot"
+	rm -f "$status_file" "$cmd_file"
+	LAB_VM_REBOOTED=1 exec "$0" "${command[@]}"
+}
 if [ "$hung" -eq 1 ]; then
-	if [ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ]; then
-		log "its command had not started: booting it once more"
-		rm -f "$status_file" "$cmd_file"
-		LAB_VM_REBOOTED=1 exec "$0" "$@"
-	fi
+	boot_again "its command had not started"
 	die "the guest hung (no vCPU ran for $VM_HANG s)$([ -s "$status_file" ] && echo ' while its command ran')"
 fi
 [ "$signalled" -eq 0 ] || exit "$signalled"
@@ -397,17 +404,12 @@ if [ "$status" -eq 255 ] && [[ $guest_status =~ ^[0-9]+$ ]]; then
 		"back: its init found no virtio port for the command (udev was late) and ran" \
 		"it on the console, where its output went too"
 fi
-# A guest that ended before its command even started failed in its boot,
-# not in the command: QEMU 10.0's multi-threaded TCG once died there on an
-# assertion of its own ("iotlb_to_section: Assertion `section_index <
-# d->map.sections_nb' failed", 79 s into a debug kernel's boot,
-# 2026-11-27).  Boot it once more, as for a hang; its kernel log is kept.
-if [ "$status" -eq 255 ] && [ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ]; then
-	log "error: the guest ended before its command started (QEMU or the kernel died" \
-		"booting): booting it once more"
-	[ ! -s "${VM_KLOG:-}" ] || mv "$VM_KLOG" "$VM_KLOG.first-boot"
-	rm -f "$status_file" "$cmd_file"
-	LAB_VM_REBOOTED=1 exec "$0" "$@"
+# A guest that ended before its command even started: QEMU 10.0's
+# multi-threaded TCG once died there on an assertion of its own
+# ("iotlb_to_section: Assertion `section_index < d->map.sections_nb'
+# failed", 79 s into a debug kernel's boot, 2026-11-27).
+if [ "$status" -eq 255 ]; then
+	boot_again "error: the guest ended before its command started (QEMU or the kernel died booting)"
 fi
 if [ "$status" -eq 255 ]; then
 	log "error: the guest ended before its command did (no exit status: a kernel panic?)"

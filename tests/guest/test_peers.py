@@ -65,8 +65,9 @@ def test_guest_script_runs_every_case(clean_module, tmp_path):
     assert command == [str(ROOT / "userspace/peers/guest.sh"), str(d), "200", "20"]
     runs = {p.name for p in (d / "runs").iterdir()}
     for case in ("baseline", "module-0", "module-loops-1", "module-exit-ns-10000",
-                 "module-sleep-ns-10000", "strace-0", "strace-1ns", "strace-1us",
-                 "strace-10us", "strace-exit-10us", "baseline-end"):
+                 "module-sleep-ns-10000", "module-every2-ns-10000", "strace-0", "strace-1ns",
+                 "strace-1us", "strace-10us", "strace-exit-10us", "strace-every2-10us",
+                 "baseline-end"):
         assert {f"{case}-getppid", f"{case}-read"} <= runs, case
     skipped = {r["case"]: r["reason"] for r in csv.DictReader(open(d / "skipped.csv"))}
     assert "CONFIG_BPF_SYSCALL" in skipped["bpftrace"]
@@ -78,4 +79,8 @@ def test_guest_script_runs_every_case(clean_module, tmp_path):
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout)["syscalls"]["getppid"]
     assert s["overhead_at_zero"]["strace"]["ns"] > 0
+    # Every other getppid delayed by 10 us, a spin the module times on its
+    # own clock: at least half the calls are that much slower, and only
+    # the host's noise adds to them.
+    assert 0.45 <= s["cases"]["module-every2-ns-10000"]["delayed_share"] <= 0.75
     assert kernel_problems() == []

@@ -113,6 +113,32 @@ def test_ratios_overheads_and_achieved_delays(root, tmp_path):
     assert "CONFIG_BPF_SYSCALL" in s["not_measured"]["bpftrace"]
 
 
+def test_every_nth_call_cases_count_the_delayed_calls(root, tmp_path):
+    """module-every2-ns-10000 beside strace's when=1+2: the median is an
+    undelayed call's, so the share of slow calls and their median are what
+    is reported (zero cases: module-0 800 ns, strace-0 50,700 ns)."""
+    d = peers_dir(tmp_path / "p")
+    for case, zero, delays in (("module-every2-ns-10000", 800, [10050] * 3 + [0] * 3),
+                               ("strace-every2-10us", 50700, [20000] * 2 + [0] * 4)):
+        run = write_meta(d / "runs" / f"{case}-getppid", "percall",
+                         {"case": case, "syscall": "getppid", "n": 6, "cpu": 0})
+        write_csv(run / "raw.csv", ("call", "ns"),
+                  [(i, zero + 3 * i + x) for i, x in enumerate(delays)])
+    out = analyse(root, "--no-plot", d)
+    assert out.returncode == 0, out.stderr
+    c = json.loads((d / "summary.json").read_text())["syscalls"]["getppid"]["cases"]
+    m, st = c["module-every2-ns-10000"], c["strace-every2-10us"]
+    assert (m["every"], m["requested_ns"], m["zero_case"]) == (2, 10000, "module-0")
+    assert m["delayed_share"] == 0.5 and m["achieved_ns"] == 10053
+    assert m["error_pct"] == pytest.approx(0.53)
+    assert st["delayed_share"] == pytest.approx(1 / 3) and st["achieved_ns"] == 20001.5
+    assert c["module-ns-10000"]["every"] == 1 and c["module-ns-10000"]["delayed_share"] is None
+    assert list(c).index("module-every2-ns-10000") > list(c).index("module-sleep-ns-10000")
+    report = (d / "report.txt").read_text()
+    assert "the delay module delayed 50.0% of the calls by +10,053 ns (1 call in 2 asked)" \
+        in report
+
+
 def test_files_and_table(root, tmp_path):
     d = peers_dir(tmp_path / "p", skipped=[("strace-seccomp-0", "no seccomp here")])
     out = analyse(root, d)

@@ -10,7 +10,9 @@ nothing subtracted (the cost of an empty pair of clock reads is reported
 beside them); the ratio of the median to the baseline's; for a tool at
 zero delay its overhead over the baseline (ns and %); for a delay case the
 requested delay, the achieved one (its median minus the median of that
-tool's zero-delay case) and the error.  Writes DIR/summary.json,
+tool's zero-delay case) and the error; for a case that delays every N-th
+call only, the share of calls slower than the zero-delay median by half
+the request, and the median of those.  Writes DIR/summary.json,
 DIR/summary.csv, DIR/report.txt and DIR/peers.png, and prints the table.
 """
 import pathlib
@@ -26,16 +28,18 @@ TOOLS = {"none": "no tool", "module": "the delay module", "strace": "strace",
 UNITS = {"ns": 1, "us": 1000, "ms": 1_000_000, "s": 1_000_000_000}
 CSV_COLUMNS = ("syscall", "case", "tool", "requested_ns", "loops", "n", "min", "p50", "p90",
                "p99", "p999", "max", "mean", "stddev", "unit", "clock_pair_ns", "ratio_p50",
-               "zero_case", "overhead_ns", "overhead_pct", "achieved_ns", "error_pct")
+               "zero_case", "overhead_ns", "overhead_pct", "achieved_ns", "error_pct",
+               "every", "delayed_share")
 
 
 def case_info(name):
     """What case @name is: {"tool", "requested_ns" (None: not a time),
     "loops", "zero_case" (the tool's zero-delay case, None for no tool),
-    "order"}.  ValueError for a name the analysis does not know."""
-    def info(tool, requested=None, loops=None, zero=None, order=0, last=False):
+    "every" (1: each call delayed, N: every N-th), "order"}.  ValueError for
+    a name the analysis does not know."""
+    def info(tool, requested=None, loops=None, zero=None, order=0, last=False, every=None):
         return {"tool": tool, "requested_ns": requested, "loops": loops,
-                "zero_case": zero,
+                "zero_case": zero, "every": int(every or 1),
                 "order": (len(TOOLS) if last else list(TOOLS).index(tool), order)}
     if name == "baseline":
         return info("none")
@@ -43,25 +47,31 @@ def case_info(name):
         return info("none", last=True)
     if name == "perf-tracepoint":
         return info("perf", 0, zero=name)
-    # The delays at exit and the sleeping ones after those at entry that spin.
-    m = re.fullmatch(r"module-(?:(0)|loops-(\d+)|(exit-)?(sleep-)?ns-(\d+))", name)
+    # The delays at exit, the sleeping ones and those of every N-th call
+    # after those of each call at entry that spin.
+    m = re.fullmatch(r"module-(?:(0)|loops-(\d+)|(exit-)?(sleep-)?(?:every(\d+)-)?ns-(\d+))",
+                     name)
     if m:
         if m[1]:
             return info("module", 0, zero=name)
         if m[2]:
             return info("module", None, int(m[2]), "module-0", int(m[2]) * 1e-6)
-        rank = 2 * bool(m[3]) + bool(m[4])
-        return info("module", int(m[5]), zero="module-0", order=rank * 1e10 + int(m[5]))
-    m = re.fullmatch(r"(strace(?:-seccomp)?)-(?:(0)|(exit-)?(\d+)(ns|us|ms|s))", name)
+        rank = 4 * bool(m[5]) + 2 * bool(m[3]) + bool(m[4])
+        return info("module", int(m[6]), zero="module-0", order=rank * 1e10 + int(m[6]),
+                    every=m[5])
+    m = re.fullmatch(r"(strace(?:-seccomp)?)-(?:(0)|(exit-)?(?:every(\d+)-)?(\d+)(ns|us|ms|s))",
+                     name)
     if m:
         zero = f"{m[1]}-0"
         if m[2]:
             return info(m[1], 0, zero=zero)
-        ns = int(m[4]) * UNITS[m[5]]
-        return info(m[1], ns, zero=zero, order=bool(m[3]) * 1e10 + ns)
+        ns = int(m[5]) * UNITS[m[6]]
+        rank = 2 * bool(m[4]) + bool(m[3])
+        return info(m[1], ns, zero=zero, order=rank * 1e10 + ns, every=m[4])
     raise ValueError(f"unknown case {name!r} (known: baseline, baseline-end, module-0, "
-                     f"module-loops-N, module-[exit-][sleep-]ns-N, strace[-seccomp]-0, "
-                     f"strace[-seccomp]-[exit-]<N>ns|us|ms, perf-tracepoint)")
+                     f"module-loops-N, module-[exit-][sleep-][everyN-]ns-N, "
+                     f"strace[-seccomp]-0, strace[-seccomp]-[exit-][everyN-]<N>ns|us|ms, "
+                     f"perf-tracepoint)")
 
 
 def read_run(folder):
@@ -138,6 +148,7 @@ def summarise_syscall(cases, perf_events=None):
         info = case_info(name)
         out[name] = {"tool": info["tool"], "requested_ns": info["requested_ns"],
                      "loops": info["loops"], "zero_case": info["zero_case"],
+                     "every": info["every"], "delayed_share": None,
                      **stats.summary(ns), "unit": "ns",
                      "clock_pair_ns": s.get("clock_pair_ns")}
     base = out["baseline"]["p50"]
@@ -150,6 +161,16 @@ def summarise_syscall(cases, perf_events=None):
             c["overhead_pct"] = pct(c["p50"], base)
             overhead[c["tool"]] = {"case": name, "ns": c["overhead_ns"],
                                    "pct": c["overhead_pct"]}
+        elif c["zero_case"] and c["zero_case"] in out and c["every"] > 1:
+            # Half the calls or fewer delayed: the median is an undelayed
+            # call's.  The delayed ones are those slower than the tool's
+            # zero-delay median by half the request.
+            zero = out[c["zero_case"]]["p50"]
+            slow = [v for v in cases[name][2] if v > zero + c["requested_ns"] / 2]
+            c["delayed_share"] = len(slow) / c["n"]
+            if slow:
+                c["achieved_ns"] = stats.summary(slow)["p50"] - zero
+                c["error_pct"] = pct(c["achieved_ns"], c["requested_ns"])
         elif c["zero_case"] and c["zero_case"] in out:
             c["achieved_ns"] = c["p50"] - out[c["zero_case"]]["p50"]
             if c["requested_ns"]:
@@ -241,7 +262,9 @@ def table(s):
                  "p50.  added: p50 minus the p50 of the tool's")
     lines.append("zero-delay case (module-0, strace-0); marked *: a zero-delay case's p50 "
                  "minus the baseline's, the tool's own cost.")
-    lines.append("error: (added - request) / request.")
+    lines.append("error: (added - request) / request.  everyN: every N-th call delayed; "
+                 "added: the median of those slower than the")
+    lines.append("zero-delay p50 by half the request (their share in report.txt).")
     return "\n".join(lines)
 
 
@@ -264,6 +287,11 @@ def sentences(s):
                                f"{c['achieved_ns']:,.0f} ns ({c['error_pct']:+.0f} %)")
         if acc:
             out.append(f"  {sc}: " + "; ".join(acc) + ".")
+        some = [f"{TOOLS[c['tool']]} delayed {c['delayed_share']:.1%} of the calls by "
+                f"{fmt(c['achieved_ns'], '+,.0f')} ns (1 call in {c['every']} asked)"
+                for c in v["cases"].values() if c["delayed_share"] is not None]
+        if some:
+            out.append(f"  {sc}: " + "; ".join(some) + ".")
         small = [f"{TOOLS[t]} {req_text(v['cases'][m['case']])} -> "
                  f"{fmt(m['achieved_ns'], '+,.0f')} ns"
                  for t, m in v["smallest_delay"].items()]

@@ -98,6 +98,7 @@ done
 if [ ! -e "$params/where" ] || [ ! -e "$params/mode" ]; then
 	skip module-exit-ns-10000 all "the delay module has no 'where' and 'mode' parameters yet"
 	skip module-sleep-ns-10000 all "the delay module has no 'where' and 'mode' parameters yet"
+	skip module-every2-ns-10000 all "the delay module has no 'where' and 'mode' parameters yet"
 elif $has_ns; then
 	echo 10000 >"$params/ns"
 	echo exit >"$params/where"
@@ -107,6 +108,14 @@ elif $has_ns; then
 		for sc in "${syscalls[@]}"; do target "$sc" && measure module-sleep-ns-10000 "$sc"; done
 	else
 		skip module-sleep-ns-10000 all "the delay module cannot sleep on this kernel (no RCU Tasks)"
+	fi
+	# Every other call (the 1st, 3rd ...), as strace's when=1+2.
+	echo spin >"$params/mode"
+	if [ -e "$params/every" ]; then
+		echo 2 >"$params/every"
+		for sc in "${syscalls[@]}"; do target "$sc" && measure module-every2-ns-10000 "$sc"; done
+	else
+		skip module-every2-ns-10000 all "the delay module has no 'every' parameter yet"
 	fi
 fi
 rmmod delay
@@ -123,6 +132,7 @@ for sc in "${syscalls[@]}"; do
 		measure "strace-$d" "$sc" "${st[@]}" -e "inject=$sc:delay_enter=$d" --
 	done
 	measure strace-exit-10us "$sc" "${st[@]}" -e "inject=$sc:delay_exit=10us" --
+	measure strace-every2-10us "$sc" "${st[@]}" -e "inject=$sc:delay_enter=10us:when=1+2" --
 done
 if [ -n "$seccomp_msg" ]; then
 	for c in strace-seccomp-0 strace-seccomp-1us strace-seccomp-10us; do

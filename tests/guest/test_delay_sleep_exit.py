@@ -160,8 +160,13 @@ def order_of_wakeup_and_delay(where):
         m = EVENT.match(ln)
         if not m or m["pid"] != me:
             continue
+        # Only the first: the writer may wake the reader once more after
+        # writev(), handing it Python's GIL through a futex (seen on a busy
+        # host, 2026-11-27).  The reader sleeps in pipe_read until the
+        # write, so the first wake-up is the write's.
         if m["event"] == "sched_waking" and f"pid={reader.native_id} " in m["rest"] + " ":
-            got.append("wakeup")
+            if "wakeup" not in got:
+                got.append("wakeup")
         elif m["event"] == "delay_syscall" and m["rest"].startswith(f"nr={WRITEV} "):
             assert f"at_exit={int(where == 'exit')}" in m["rest"], m["rest"]
             got.append("delay")

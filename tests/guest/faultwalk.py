@@ -12,7 +12,9 @@ and the slab caches, fail_page_alloc the page allocator above order 0 (a
 kmalloc above 8 KiB, msgq's rings at a large capacity).  Order-0 pages
 are left alone (fail_page_alloc's min-order stays 1): vmalloc takes them
 one at a time, thousands for msgq's static buffers and the module's own
-memory, through the one error path their first one takes already.
+memory, through the one error path their first one takes already.  So are
+the checkers' own slab caches (conftest.CHECKER_CACHES: kmemleak's records,
+debugobjects' pool), whose failures fall back to a reserve.
 
 For n = 1, 2, ... until a load passes n points without a fault, a walk
 loads the module with the n-th point failed (walk_load).  Every failing
@@ -39,8 +41,8 @@ import re
 import struct
 
 import pytest
-from conftest import (BAD_KERNEL_LINE, FAIL_NTH, KMEMLEAK_REPORT, delete_module,
-                      finit_module, kmemleak_scan, ko)
+from conftest import (BAD_KERNEL_LINE, FAIL_NTH, KMEMLEAK_REPORT, caches_left_out,
+                      delete_module, finit_module, kmemleak_scan, ko)
 
 SCAN_EVERY = 60                        # steps between kmemleak scans
 MAX_STEPS = 3000                       # a walk that gets here never ends
@@ -156,6 +158,8 @@ class Walk:
 
     def finish(self, record_property):
         self.check(self.steps, scan=True)
+        missed = caches_left_out()
+        assert missed == [], f"{self.what}: slab caches made during the walk, not in it: {missed}"
         assert self.log.lost == 0, f"{self.what}: {self.log.lost} kernel log records lost"
         self.log.close()
         self.fail_nth.close()

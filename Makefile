@@ -123,34 +123,18 @@ vm-run: setup
 lab_run = $(1)/run.sh $(2)
 include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 
-## test: host tests, the in-VM tests on stock (timing ones on the virtual clock), then rt
-# vm.sh's limit only stops a guest that hangs: the stock pass takes 22
-# minutes on a quiet host, and once took more than the default hour beside
-# three other VMs and a kernel build (2026-11-26).
-# Each boot's kernel log is kept in build/test-logs (a guest that dies leaves
-# its last words there; vm.sh shows them).
-# The host tests run beside the stock pass (the VM keeps about one of two
-# host CPUs busy; 8 minutes saved), their output in build/test-logs/host.log
-# and shown when the guest pass ends; they build only in copies and
-# temporary folders, and what they rebuild in the tree is renamed into
-# place (modules/Makefile).
+## test: the host tests, the in-VM tests on stock, the timing ones on the virtual clock, and rt
+# scripts/test.sh runs the stock guest pass with the host tests beside it,
+# and the timing and rt passes beside both (each VM keeps about one host
+# CPU busy).  vm.sh's limit only stops a guest that hangs: the stock pass
+# takes 20 minutes on a quiet host, and once took more than the default
+# hour beside three other VMs and a kernel build (2026-11-26).  Each boot's
+# kernel log is kept in build/test-logs (a guest that dies leaves its last
+# words there; vm.sh shows them).
 TEST_LOGS := $(CURDIR)/build/test-logs
 test: setup $(TEST_PREPARE)
-	@mkdir -p $(TEST_LOGS)
-	@echo "test: the host tests run beside the stock guest pass: $(TEST_LOGS)/host.log"
-	@$(PY) -m pytest -q --durations=10 tests/host > $(TEST_LOGS)/host.log 2>&1 & host=$$!; \
-	VM_KLOG=$(TEST_LOGS)/stock-kernel.log VM_TIMEOUT=$${VM_TIMEOUT:-7200} $(VM) -- \
-		$(PY) -m pytest -q --durations=15 -p no:cacheprovider -m 'not timing' tests/guest; \
-	guest=$$?; \
-	echo "test: the stock guest pass ended with status $$guest; the host tests:"; \
-	wait $$host; status=$$?; \
-	if [ $$status -eq 0 ]; then tail -n 14 $(TEST_LOGS)/host.log; else cat $(TEST_LOGS)/host.log; fi; \
-	[ $$status -eq 0 ] && [ $$guest -eq 0 ]
-	VM_KLOG=$(TEST_LOGS)/timing-kernel.log VM_CLOCK=$(TEST_CLOCK) $(VM) -- \
-		$(PY) -m pytest -q --durations=5 -p no:cacheprovider -m timing tests/guest
-	$(MAKE) VARIANT=rt kernel module
-	VM_KLOG=$(TEST_LOGS)/rt-kernel.log VARIANT=rt VM_CLOCK=$(TEST_CLOCK) $(VM) -- \
-		$(PY) -m pytest -q -p no:cacheprovider $(VARIANT_TESTS)
+	PY=$(PY) VM=$(VM) TEST_LOGS=$(TEST_LOGS) TEST_CLOCK=$(TEST_CLOCK) \
+		VARIANT_TESTS='$(VARIANT_TESTS)' scripts/test.sh
 
 ## test-timing [REPEAT=20]: the guest tests that assert a time, REPEAT times in one boot
 REPEAT ?= 20

@@ -1,0 +1,96 @@
+"""scripts/test.sh (make test's passes) with stand-ins for the
+virtualenv's Python, vm.sh and make: the host tests and the timing and rt
+passes run beside the stock guest pass, their logs are shown when it
+ends, and any failed pass fails the whole with its log shown whole."""
+import os
+import subprocess
+
+import pytest
+
+# Python's stand-in: says what it was asked to run, in PASSES/<which>.
+# The stock pass waits until the host pass has started (they run at once,
+# or it gives up); FAIL names a pass that fails.
+FAKE_PY = r"""#!/bin/bash
+case "$*" in
+*"tests/host"*) which=host ;;
+*"-m timing"*) which=timing ;;
+*"not timing"*) which=stock ;;
+*test_variants*) which=rt ;;
+*) which=unknown ;;
+esac
+echo "$which: $*"
+touch "$PASSES/$which"
+if [ "$which" = stock ]; then
+	for _ in $(seq 100); do [ -e "$PASSES/host" ] && break; sleep 0.1; done
+	[ -e "$PASSES/host" ] || { echo "stock: the host pass never started"; exit 3; }
+fi
+case " $FAIL " in *" $which "*) echo "$which: 1 failed"; exit 1 ;; esac
+echo "$which: passed"
+"""
+# vm.sh's: runs the command after --, in the environment given.
+FAKE_VM = r"""#!/bin/bash
+[ "$1" = -- ] && shift
+echo "vm: VARIANT=${VARIANT:-stock} VM_CLOCK=${VM_CLOCK:-host} klog=${VM_KLOG##*/}"
+exec "$@"
+"""
+# make's: the rt kernel and its modules.
+FAKE_MAKE = r"""#!/bin/bash
+echo "make $*"
+touch "$PASSES/make"
+"""
+
+
+@pytest.fixture
+def stand_ins(tmp_path):
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    for name, text in (("python", FAKE_PY), ("vm.sh", FAKE_VM), ("make", FAKE_MAKE)):
+        (bins / name).write_text(text)
+        (bins / name).chmod(0o755)
+    (tmp_path / "passes").mkdir()
+    return tmp_path
+
+
+def run(root, d, fail=""):
+    env = dict(os.environ, PY=str(d / "bin/python"), VM=str(d / "bin/vm.sh"),
+               TEST_LOGS=str(d / "logs"), TEST_CLOCK="virtual",
+               VARIANT_TESTS="tests/guest/test_variants.py", PASSES=str(d / "passes"),
+               FAIL=fail, PATH=f"{d / 'bin'}:{os.environ['PATH']}")
+    return subprocess.run([root / "scripts/test.sh"], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_ins):
+    out = run(root, stand_ins)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(p.name for p in (stand_ins / "passes").iterdir()) == [
+        "host", "make", "rt", "stock", "timing"]
+    assert "stock: passed" in out.stdout and "test.sh: all passed" in out.stderr
+    later = (stand_ins / "logs/later.log").read_text()
+    assert "vm: VARIANT=stock VM_CLOCK=virtual klog=timing-kernel.log" in later
+    assert "make --no-print-directory VARIANT=rt kernel module" in later
+    assert "vm: VARIANT=rt VM_CLOCK=virtual klog=rt-kernel.log" in later
+    assert later.index("timing: passed") < later.index("make ") < later.index("rt: passed")
+    # The background passes' ends are shown after the stock pass's.
+    assert out.stdout.index("stock: passed") < out.stdout.index("host: passed")
+    for pass_ in ("host", "later"):
+        assert f"test.sh: {pass_}: ended with status 0" in out.stderr
+
+
+@pytest.mark.parametrize("fail, failed", [("host", "host"), ("stock", "stock"),
+                                          ("timing", "later"), ("host rt", "host later")])
+def test_a_failed_pass_fails_the_whole_and_shows_its_log(root, stand_ins, fail, failed):
+    out = run(root, stand_ins, fail)
+    assert out.returncode == 1
+    assert out.stderr.rstrip().endswith(f"test.sh: error: failed: {failed}"), out.stderr
+    for f in fail.split():
+        assert f"{f}: 1 failed" in out.stdout
+    # The timing pass failing stops the rt build and boot; nothing else does.
+    ran = {p.name for p in (stand_ins / "passes").iterdir()}
+    assert ("make" in ran) == (fail != "timing")
+    assert {"host", "stock", "timing"} <= ran
+
+
+def test_arguments_are_refused(root):
+    out = subprocess.run([root / "scripts/test.sh", "now"], capture_output=True, text=True)
+    assert out.returncode == 2 and out.stderr.startswith("test.sh: ")

@@ -3,6 +3,7 @@
 errors, its plot, and the guest script's argument checks."""
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -135,3 +136,18 @@ test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 test_the_runner_finds_the_guests_folder = runners.guest_folder_test(
     "tailamp", "analyse.py", "tailamp", ["--ppm", "0,1000", "--output", "out", "-n", "5"])
+
+
+@pytest.mark.parametrize("given, limit", [(None, "21600"), ("900", "900")])
+def test_the_runner_gives_the_guest_hours(tmp_path, given, limit):
+    """vm.sh's default hour stopped make tailamp's sixth point beside three
+    other VMs (2026-11-27): the runner asks for six unless told."""
+    runner = runners.lab_copy(tmp_path, "tailamp", ["analyse.py"])
+    (tmp_path / "scripts/vm.sh").write_text('#!/bin/sh\necho "limit=$VM_TIMEOUT" >&2\nexit 1\n')
+    env = {k: v for k, v in os.environ.items() if k != "VM_TIMEOUT"}
+    if given:
+        env["VM_TIMEOUT"] = given
+    out = subprocess.run([runner, "--no-analysis", "-n", "5"], capture_output=True, text=True,
+                         env=env)
+    assert f"limit={limit}\n" in out.stderr, out.stderr
+

@@ -13,7 +13,9 @@
 #                   --seed, -n, --interval-ms, -o PARENT)
 #
 # Environment: VM_CLOCK (default auto: virtual under TCG), VM_VIRTUAL_CPUS
-# (default 1, as the Apache sweep), VM_MEM (scripts/vm.sh).
+# (default 1, as the Apache sweep), VM_TIMEOUT (default 21600 s: the six
+# points of make tailamp took over an hour beside three other VMs and
+# vm.sh's default hour stopped the last), VM_MEM (scripts/vm.sh).
 #
 # Example:  userspace/tailamp/run.sh --ppm 0,1000,10000 -n 2000   (make tailamp)
 set -euo pipefail
@@ -23,6 +25,7 @@ lab_runner_args '--here --no-analysis ...' "$@"
 lab_built "$LAB_TOOL"
 [ "$vm" = true ] || lab_root "--here: insmod, cgroups, Apache"
 export VM_CLOCK=${VM_CLOCK:-auto} VM_VIRTUAL_CPUS=${VM_VIRTUAL_CPUS:-1}
+export VM_TIMEOUT=${VM_TIMEOUT:-21600}
 
 lab_guest_named "$vm" tailamp "$here/guest.sh" "${LAB_REST[@]}"
 lab_analyse "$analysis" "$here/analyse.py"

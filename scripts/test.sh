@@ -9,7 +9,9 @@
 # of a pass that failed, the end of one that passed), and a line says when
 # each ended.  Exit status 0 when all passed, 1 otherwise.
 #
-#   scripts/test.sh                      (make test, which builds first)
+#   scripts/test.sh
+#
+# Example:  make test      (builds and sets up what the passes need first)
 #
 # Environment (the Makefile sets them): PY (the virtualenv's Python), VM
 # (scripts/vm.sh), TEST_LOGS (default build/test-logs), TEST_CLOCK (the

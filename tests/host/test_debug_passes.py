@@ -9,7 +9,7 @@ import pytest
 STAND_IN = """#!/bin/bash
 # vm.sh's stand-in: -- PYTHON -m pytest ... --junitxml=DIR/PASS.xml TESTS
 for a; do case $a in --junitxml=*) x=${a#--junitxml=}; p=${x##*/}; p=${p%.xml} ;; esac; done
-echo "pass $p: VARIANT=$VARIANT VM_UDEV=$VM_UDEV VM_KLOG=$VM_KLOG"
+echo "pass $p: VARIANT=$VARIANT VM_UDEV=$VM_UDEV VM_KLOG=$VM_KLOG VM_APPEND=[$VM_APPEND]"
 echo "command: $*"
 sleep 1
 case " $FAIL " in *" $p "*) echo "pass $p fails"; exit 3 ;; esac
@@ -42,6 +42,10 @@ def test_every_pass_runs_and_says_its_status(passes):
     assert "VARIANT=debug VM_UDEV=stop" in (logs / "faults.log").read_text()
     assert f"VARIANT=kcsan VM_UDEV=stop VM_KLOG={logs}/kcsan-kernel.log" in \
         (logs / "kcsan.log").read_text()
+    # The debug kernel reports every KASAN finding (not only its first).
+    assert "VM_APPEND=[kasan_multi_shot]" in (logs / "faults.log").read_text()
+    assert "VM_APPEND=[kasan_multi_shot]" in (logs / "debug.log").read_text()
+    assert "VM_APPEND=[]" in (logs / "kcsan.log").read_text()
     # pytest's output goes to PASS.out from the guest too.
     assert f"| tee {logs}/kcsan.out" in (logs / "kcsan.log").read_text()
 

@@ -404,14 +404,13 @@ if [ "$status" -eq 255 ] && [[ $guest_status =~ ^[0-9]+$ ]]; then
 		"back: its init found no virtio port for the command (udev was late) and ran" \
 		"it on the console, where its output went too"
 fi
-# A guest that ended before its command even started: QEMU 10.0's
-# multi-threaded TCG once died there on an assertion of its own
-# ("iotlb_to_section: Assertion `section_index < d->map.sections_nb'
-# failed", 79 s into a debug kernel's boot, 2026-11-27).
+# Still 255: no status from the guest.  One that ended before its command
+# even started is booted once more: QEMU 10.0's multi-threaded TCG once
+# died there on an assertion of its own ("iotlb_to_section: Assertion
+# `section_index < d->map.sections_nb' failed", 79 s into a debug kernel's
+# boot, 2026-11-27).
 if [ "$status" -eq 255 ]; then
 	boot_again "error: the guest ended before its command started (QEMU or the kernel died booting)"
-fi
-if [ "$status" -eq 255 ]; then
 	log "error: the guest ended before its command did (no exit status: a kernel panic?)"
 	if [ -s "${VM_KLOG:-}" ]; then
 		log "the end of its kernel log ($VM_KLOG):"

@@ -29,6 +29,7 @@ VARIANT_TESTS=${VARIANT_TESTS:-tests/guest/test_variants.py}
 [ -x "$PY" ] || die "no $PY: run 'make venv'"
 mkdir -p "$LOGS"
 cd "$LAB_ROOT"
+declare -A pids
 
 host_pass() {
 	"$PY" -m pytest -q --durations=10 tests/host
@@ -50,31 +51,30 @@ later_passes() {
 }
 
 # in_background NAME FUNCTION: FUNCTION's output to LOGS/NAME.log, a line
-# here when it ends, its status in LOGS/NAME.status.
+# here when it ends; its status is this function's.
 in_background() {
 	local start=$SECONDS status=0
 	"$2" >"$LOGS/$1.log" 2>&1 </dev/null || status=$?
-	echo "$status" >"$LOGS/$1.status"
 	log "$1: ended with status $status after $((SECONDS - start)) s ($LOGS/$1.log)"
+	return "$status"
 }
 
-rm -f "$LOGS"/host.status "$LOGS"/later.status
 log "beside the stock guest pass: the host tests ($LOGS/host.log), the timing" \
 	"and rt passes ($LOGS/later.log)"
 in_background host host_pass &
-host=$!
+pids=([host]=$!)
 in_background later later_passes &
-later=$!
+pids[later]=$!
 start=$SECONDS stock=0
 stock_pass || stock=$?
 log "stock: ended with status $stock after $((SECONDS - start)) s"
-wait "$host" "$later" || true
 
 failed=()
 [ "$stock" -eq 0 ] || failed+=(stock)
 for pass in host later; do
-	status=$(cat "$LOGS/$pass.status" 2>/dev/null || echo "no status")
-	if [ "$status" = 0 ]; then
+	status=0
+	wait "${pids[$pass]}" || status=$?
+	if [ "$status" -eq 0 ]; then
 		log "$pass: passed; the end of $LOGS/$pass.log:"
 		tail -n 15 "$LOGS/$pass.log"
 	else

@@ -159,6 +159,7 @@
  * voluntary switch, which the kernel takes as proof that a task left the
  * hook, so the module first stops new sleeps and waits for those in
  * progress itself (SRCU; see delay_sleep()), as <asm/syscall_hook.h> asks.
+ * It also stops new delays first: see delay_stop_delaying().
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -962,8 +963,19 @@ static u64 delay_sleep(u64 start, unsigned int ns)
 	return ktime_get_ns();
 }
 
-/* Before the hooks are unregistered: no sleep starts, none is left. */
-static void delay_stop_sleeping(void)
+/*
+ * Before the hooks are unregistered: no delay starts, no sleep is left.
+ * Each unregistration waits for RCU Tasks, which on a preemptible kernel
+ * waits until every task that was running in the kernel has switched
+ * voluntarily or been seen by a tick in user mode.  A task whose every
+ * system call spins 5 ms in one hook is hardly ever in user mode, so
+ * unregistering the other hook while this one kept delaying could wait
+ * for minutes (on QEMU's instruction-counted clock, whose ticks can keep
+ * step with such a task's calls, for ever: seen on PREEMPT_RT).  A spin
+ * already begun ends within its bound; the counters miss nothing that
+ * matters, the module being on its way out.
+ */
+static void delay_stop_delaying(void)
 {
 	WRITE_ONCE(delay_unloading, true);
 	synchronize_srcu(&delay_srcu);
@@ -984,6 +996,8 @@ static void delay_run(int nr, bool at_exit)
 	u32 setting;
 	u64 start, end;
 
+	if (READ_ONCE(delay_unloading))
+		return;
 	setting = delay_target(nr, at_exit, &sleep);
 	if (setting == DELAY_NONE)
 		return;
@@ -1151,7 +1165,7 @@ static int __init delay_init(void)
 	return 0;
 
 unregister:
-	delay_stop_sleeping();
+	delay_stop_delaying();
 	syscall_hook_unregister(delay_hook);
 	/* The hook may have run: let the reaper finish. */
 	cancel_work_sync(&delay_cgroup_reap_work);
@@ -1163,7 +1177,7 @@ remove_stats:
 /* The target and the filter are the parameters' to free (see above). */
 static void __exit delay_exit(void)
 {
-	delay_stop_sleeping();
+	delay_stop_delaying();
 	syscall_exit_hook_unregister(delay_exit_hook);
 	syscall_hook_unregister(delay_hook);
 	/* The hook was its only source: it cannot come back now. */

@@ -245,7 +245,9 @@ def kmemleak_scan():
 def kmemleak_by_hand():
     """On a kernel with kmemleak (the debug variant), no scan of its own
     every 10 minutes: such a scan reported a leak in whatever test was
-    running then, not in the one that leaked.  What boot left is not ours."""
+    running then, not in the one that leaked.  What boot left is not ours.
+    The lab's debug kernel has no scan thread (config/variants/debug.config);
+    on one that has, this waits for a scan in progress to end."""
     if KMEMLEAK_REPORT.exists():
         KMEMLEAK_REPORT.write_text("scan=off")
         KMEMLEAK_REPORT.write_text("clear")

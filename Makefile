@@ -199,14 +199,16 @@ DEBUG_APPEND := kasan_multi_shot
 # not both run its kernel's make (they raced on include/generated/).
 # pytest's output is also kept in PASS.out, written from the guest: a debug
 # guest whose udev is late runs the command on its console, and what it
-# prints there never reaches the host (2026-11-27).
+# prints there never reaches the host (2026-11-27).  The JUnit file is
+# xunit1, whose test cases may carry the properties the tests record (the
+# walks' points, KCSAN's counters); pytest warns of them under xunit2.
 debug-boot-%:
 	VARIANT=$(call pass_variant,$*) VM_KLOG=$(DEBUG_LOGS)/$*-kernel.log VM_UDEV=stop \
 		VM_APPEND='$(if $(filter debug,$(call pass_variant,$*)),$(DEBUG_APPEND))' \
 		VM_TIMEOUT=$${VM_TIMEOUT:-$(or $(TIMEOUT_$*),10800)} \
 		$(VM) -- bash -c 'set -o pipefail; "$$0" "$$@" 2>&1 | tee $(DEBUG_LOGS)/$*.out' \
 		$(PY) -m pytest -q -rs --durations=10 -p no:cacheprovider -m 'not timing' \
-		--junitxml=$(DEBUG_LOGS)/$*.xml $(TESTS_$*)
+		-o junit_family=xunit1 --junitxml=$(DEBUG_LOGS)/$*.xml $(TESTS_$*)
 
 TESTS_debug := $(DEBUG_TESTS)
 TESTS_faults := $(FAULTS_TESTS)

@@ -113,8 +113,14 @@ def rmmod(name="delay", check=True):
 
 
 def write_param(value, path=LOOPS):
-    """Write like 'echo -n value > path'; returns 0 or the errno."""
-    fd = os.open(path, os.O_WRONLY)
+    """Write like 'echo -n value > path'; returns 0 or the errno of the
+    open or the write.  Never O_CREAT: while a module is loaded or
+    unloaded its parameters/ directory can be there without the file,
+    and creating a file in sysfs fails with EACCES, not ENOENT."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as e:
+        return e.errno
     try:
         os.write(fd, value.encode())
         return 0

@@ -159,11 +159,7 @@ def _write_parameters(stop, names):
     while not stop.is_set():
         name, value = values[i % len(values)]
         i += 1
-        try:
-            with open(MODDIR / "parameters" / name, "w") as f:
-                f.write(value)
-        except OSError:
-            pass
+        write_param(value, MODDIR / "parameters" / name)
 
 
 def test_parameter_writes_racing_unload(scratch_cgroups):

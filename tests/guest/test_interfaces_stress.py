@@ -20,7 +20,7 @@ import time
 
 import pytest
 from conftest import (KMEMLEAK_REPORT, MODDIR, ROOT, insmod, kernel_problems, kmemleak_scan, rmmod,
-                      wait_for_no_dying)
+                      wait_for_no_dying, write_param)
 
 SEED = int(os.environ.get("LAB_STRESS_SEED", "20261125"))
 OPS = 1500               # per worker
@@ -110,12 +110,9 @@ def fuzz_parameters(rnd, ops, cgroups):
     for _ in range(ops):
         name = rnd.choice(sorted(values))
         value = rnd.choice(values[name])
-        try:
-            with open(MODDIR / "parameters" / name, "w") as f:
-                f.write(value)
-        except OSError as e:
-            if e.errno not in EXPECTED:
-                raise
+        err = write_param(value, MODDIR / "parameters" / name)
+        if err and err not in EXPECTED:
+            raise OSError(err, f"writing {value!r} to {name}")
 
 
 def worker(kind, seed, cgroups):

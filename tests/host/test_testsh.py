@@ -13,9 +13,9 @@ import pytest
 FAKE_PY = r"""#!/bin/bash
 case "$*" in
 *"tests/host"*) which=host ;;
+*test_variants*) which=rt ;;
 *"-m timing"*) which=timing ;;
 *"not timing"*) which=stock ;;
-*test_variants*) which=rt ;;
 *) which=unknown ;;
 esac
 echo "$which: $*"
@@ -30,7 +30,8 @@ echo "$which: passed"
 # vm.sh's: runs the command after --, in the environment given.
 FAKE_VM = r"""#!/bin/bash
 [ "$1" = -- ] && shift
-echo "vm: VARIANT=${VARIANT:-stock} VM_CLOCK=${VM_CLOCK:-host} klog=${VM_KLOG##*/}"
+echo "vm: VARIANT=${VARIANT:-stock} VM_CLOCK=${VM_CLOCK:-host}" \
+	"VM_TCG_THREAD=${VM_TCG_THREAD:-multi} klog=${VM_KLOG##*/}"
 exec "$@"
 """
 # make's: the rt kernel and its modules.
@@ -67,9 +68,13 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
         "host", "make", "rt", "stock", "timing"]
     assert "stock: passed" in out.stdout and "test.sh: all passed" in out.stderr
     later = (stand_ins / "logs/later.log").read_text()
-    assert "vm: VARIANT=stock VM_CLOCK=virtual klog=timing-kernel.log" in later
+    assert "vm: VARIANT=stock VM_CLOCK=virtual VM_TCG_THREAD=multi klog=timing-kernel.log" \
+        in later
     assert "make --no-print-directory VARIANT=rt kernel module" in later
-    assert "vm: VARIANT=rt VM_CLOCK=virtual klog=rt-kernel.log" in later
+    # The rt boot asserts no time: the host's clock, one host thread.
+    assert "vm: VARIANT=rt VM_CLOCK=host VM_TCG_THREAD=single klog=rt-kernel.log" in later
+    assert "rt: -m pytest -q --durations=5 -p no:cacheprovider -m not timing " \
+        "tests/guest/test_variants.py" in later
     assert later.index("timing: passed") < later.index("make ") < later.index("rt: passed")
     # The background passes' ends are shown after the stock pass's.
     assert out.stdout.index("stock: passed") < out.stdout.index("host: passed")

@@ -1,7 +1,8 @@
 """scripts/test.sh (make test's passes) with stand-ins for the
-virtualenv's Python, vm.sh and make: the host tests and the timing and rt
-passes run beside the stock guest pass, their logs are shown when it
-ends, and any failed pass fails the whole with its log shown whole."""
+virtualenv's Python, vm.sh and make: the host tests, and the timing, rt
+and second stock passes, run beside the stock guest pass, their logs are
+shown when it ends, and any failed pass fails the whole with its log shown
+whole."""
 import os
 import subprocess
 
@@ -15,7 +16,8 @@ case "$*" in
 *"tests/host"*) which=host ;;
 *test_variants*) which=rt ;;
 *"-m timing"*) which=timing ;;
-*"not timing"*) which=stock ;;
+*"--ignore="*) which=stock ;;
+*"not timing"*) which=later-stock ;;
 *) which=unknown ;;
 esac
 echo "$which: $*"
@@ -52,11 +54,15 @@ def stand_ins(tmp_path):
     return tmp_path
 
 
-def run(root, d, fail=""):
+LATER = "tests/guest/test_msgq.py tests/guest/test_peers.py"
+
+
+def run(root, d, fail="", later=LATER):
     env = dict(os.environ, PY=str(d / "bin/python"), VM=str(d / "bin/vm.sh"),
                TEST_LOGS=str(d / "logs"), TEST_CLOCK="virtual",
-               VARIANT_TESTS="tests/guest/test_variants.py", PASSES=str(d / "passes"),
-               FAIL=fail, PATH=f"{d / 'bin'}:{os.environ['PATH']}")
+               VARIANT_TESTS="tests/guest/test_variants.py", STOCK_LATER_TESTS=later,
+               PASSES=str(d / "passes"), FAIL=fail,
+               PATH=f"{d / 'bin'}:{os.environ['PATH']}")
     return subprocess.run([root / "scripts/test.sh"], env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -65,8 +71,12 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
     out = run(root, stand_ins)
     assert out.returncode == 0, out.stdout + out.stderr
     assert sorted(p.name for p in (stand_ins / "passes").iterdir()) == [
-        "host", "make", "rt", "stock", "timing"]
+        "host", "later-stock", "make", "rt", "stock", "timing"]
     assert "stock: passed" in out.stdout and "test.sh: all passed" in out.stderr
+    # The front pass leaves out the files the second stock boot runs.
+    assert "stock: -m pytest -q --durations=15 -p no:cacheprovider -m not timing " \
+        "--ignore=tests/guest/test_msgq.py --ignore=tests/guest/test_peers.py tests/guest" \
+        in out.stdout
     later = (stand_ins / "logs/later.log").read_text()
     assert "vm: VARIANT=stock VM_CLOCK=virtual VM_TCG_THREAD=multi klog=timing-kernel.log" \
         in later
@@ -75,25 +85,44 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
     assert "vm: VARIANT=rt VM_CLOCK=host VM_TCG_THREAD=single klog=rt-kernel.log" in later
     assert "rt: -m pytest -q --durations=5 -p no:cacheprovider -m not timing " \
         "tests/guest/test_variants.py" in later
-    assert later.index("timing: passed") < later.index("make ") < later.index("rt: passed")
+    assert "vm: VARIANT=stock VM_CLOCK=host VM_TCG_THREAD=multi klog=stock-later-kernel.log" \
+        in later
+    assert "later-stock: -m pytest -q --durations=5 -p no:cacheprovider -m not timing " \
+        f"{LATER}\n" in later
+    assert later.index("timing: passed") < later.index("make ") < later.index("rt: passed") \
+        < later.index("later-stock: passed")
     # The background passes' ends are shown after the stock pass's.
     assert out.stdout.index("stock: passed") < out.stdout.index("host: passed")
     for pass_ in ("host", "later"):
         assert f"test.sh: {pass_}: ended with status 0" in out.stderr
 
 
+def test_the_second_stock_boot_runs_only_files_that_exist(root, stand_ins):
+    """A lab without an experiment has no tests of it either."""
+    out = run(root, stand_ins, later="tests/guest/test_gone.py tests/guest/test_peers.py")
+    assert out.returncode == 0, out.stdout + out.stderr
+    later = (stand_ins / "logs/later.log").read_text()
+    assert "-m not timing tests/guest/test_peers.py\n" in later
+    out = run(root, stand_ins, later="tests/guest/test_gone.py")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "later-stock" not in (stand_ins / "logs/later.log").read_text()
+
+
 @pytest.mark.parametrize("fail, failed", [("host", "host"), ("stock", "stock"),
-                                          ("timing", "later"), ("host rt", "host later")])
+                                          ("timing", "later"), ("rt", "later"),
+                                          ("later-stock", "later"),
+                                          ("host rt", "host later")])
 def test_a_failed_pass_fails_the_whole_and_shows_its_log(root, stand_ins, fail, failed):
     out = run(root, stand_ins, fail)
     assert out.returncode == 1
     assert out.stderr.rstrip().endswith(f"test.sh: error: failed: {failed}"), out.stderr
     for f in fail.split():
         assert f"{f}: 1 failed" in out.stdout
-    # The timing pass failing stops the rt build and boot; nothing else does.
+    # The timing pass failing stops the rt build and boot; nothing else
+    # does, and every other pass runs.
     ran = {p.name for p in (stand_ins / "passes").iterdir()}
-    assert ("make" in ran) == (fail != "timing")
-    assert {"host", "stock", "timing"} <= ran
+    assert ("make" in ran) == ("rt" in ran) == (fail != "timing")
+    assert {"host", "stock", "timing", "later-stock"} <= ran
 
 
 def test_arguments_are_refused(root):

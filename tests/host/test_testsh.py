@@ -54,7 +54,8 @@ def stand_ins(tmp_path):
     return tmp_path
 
 
-LATER = "tests/guest/test_msgq.py tests/guest/test_peers.py"
+# Files of the lab's core, which no experiment's deletion takes away.
+LATER = "tests/guest/test_vm.py tests/guest/test_delay_module.py"
 
 
 def run(root, d, fail="", later=LATER):
@@ -75,7 +76,7 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
     assert "stock: passed" in out.stdout and "test.sh: all passed" in out.stderr
     # The front pass leaves out the files the second stock boot runs.
     assert "stock: -m pytest -q --durations=15 -p no:cacheprovider -m not timing " \
-        "--ignore=tests/guest/test_msgq.py --ignore=tests/guest/test_peers.py tests/guest" \
+        "--ignore=tests/guest/test_vm.py --ignore=tests/guest/test_delay_module.py tests/guest" \
         in out.stdout
     later = (stand_ins / "logs/later.log").read_text()
     assert "vm: VARIANT=stock VM_CLOCK=virtual VM_TCG_THREAD=multi klog=timing-kernel.log" \
@@ -99,10 +100,10 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
 
 def test_the_second_stock_boot_runs_only_files_that_exist(root, stand_ins):
     """A lab without an experiment has no tests of it either."""
-    out = run(root, stand_ins, later="tests/guest/test_gone.py tests/guest/test_peers.py")
+    out = run(root, stand_ins, later="tests/guest/test_gone.py tests/guest/test_vm.py")
     assert out.returncode == 0, out.stdout + out.stderr
     later = (stand_ins / "logs/later.log").read_text()
-    assert "-m not timing tests/guest/test_peers.py\n" in later
+    assert "-m not timing tests/guest/test_vm.py\n" in later
     out = run(root, stand_ins, later="tests/guest/test_gone.py")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "later-stock" not in (stand_ins / "logs/later.log").read_text()

@@ -95,6 +95,11 @@ export CCACHE_BASEDIR=$LAB_ROOT CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MA
 # Fixed build identity so rebuilds hit the cache and kernels compare equal.
 export KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=kernel-lab
 export KBUILD_BUILD_TIMESTAMP='2024-11-17 00:00:00 UTC'
+# The build number bindeb-pkg gives (KDEB_PKGVERSION ends with it, below):
+# with another one, make deb relinked vmlinux and rewrote the bzImage of
+# build/obj while make test's VMs booted it ('#lab1' in uname -v of a
+# boot after the host tests' make deb, 2026-11-28).
+export KBUILD_BUILD_VERSION=lab1
 # The same objects from the same commit, whoever builds them: a second
 # tree of one commit missed ccache whole when built from a login shell
 # after a build from CI's bare environment (2026-11-27), for two reasons.
@@ -171,10 +176,10 @@ if [ "$deb" -eq 1 ]; then
 	# dpkg-buildpackage leaves its files beside the object tree; collect them.
 	stale=$(dirname "$KOBJ")
 	rm -f "$stale"/linux-*_"$kver"-lab*.deb "$stale"/linux-upstream_"$kver"-lab*
-	kmake -j"$JOBS" bindeb-pkg KDEB_PKGVERSION="$kver-lab1" KDEB_COMPRESS="$compress" >"$out/bindeb-pkg.log" 2>&1 ||
+	kmake -j"$JOBS" bindeb-pkg KDEB_PKGVERSION="$kver-$KBUILD_BUILD_VERSION" KDEB_COMPRESS="$compress" >"$out/bindeb-pkg.log" 2>&1 ||
 		die "bindeb-pkg failed (see $out/bindeb-pkg.log)"
-	mv "$stale"/linux-*_"$kver"-lab1_*.deb "$out"/
-	rm -f "$stale"/linux-upstream_"$kver"-lab1*
+	mv "$stale"/linux-*_"$kver"-"$KBUILD_BUILD_VERSION"_*.deb "$out"/
+	rm -f "$stale"/linux-upstream_"$kver"-"$KBUILD_BUILD_VERSION"*
 	# The lab's own modules go into the image package, where lab_ko finds
 	# them on a machine booted into it.
 	image=$(find "$out" -name "linux-image-${rel}_*.deb" ! -name '*-dbg_*' | head -1)

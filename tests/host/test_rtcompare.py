@@ -375,11 +375,17 @@ def test_scripts_refuse_bad_arguments_before_doing_anything(built, script, args,
 
 def test_make_deb_packages_the_kernel_and_the_lab_modules(root):
     kobj = root / "build/obj"
-    if not (kobj / "arch/x86/boot/bzImage").exists():
+    image = kobj / "arch/x86/boot/bzImage"
+    if not image.exists():
         pytest.fail("the lab kernel is not built: run 'make kernel' first")
+    before = image.stat()
     out = subprocess.run(["make", "-s", "-C", root, "deb", "VARIANT=stock"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    # Packaging leaves the built kernel alone: make test's VMs boot it
+    # while this runs beside them.
+    after = image.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     rel = (kobj / "include/config/kernel.release").read_text().strip()
     debs = list((root / "build/deb/stock").glob(f"linux-image-{rel}_*.deb"))
     assert len(debs) == 1, list((root / "build/deb/stock").iterdir())

@@ -29,7 +29,7 @@ VM=${VM:-$LAB_ROOT/scripts/vm.sh}
 LOGS=${TEST_LOGS:-$LAB_BUILD/test-logs}
 TEST_CLOCK=${TEST_CLOCK:-virtual}
 VARIANT_TESTS=${VARIANT_TESTS:-tests/guest/test_variants.py}
-STOCK_LATER_TESTS=${STOCK_LATER_TESTS:-tests/guest/test_msgq.py tests/guest/test_peers.py tests/guest/test_rtcompare.py}
+STOCK_LATER_TESTS=${STOCK_LATER_TESTS:-tests/guest/test_irqhook.py tests/guest/test_msgq.py tests/guest/test_peers.py tests/guest/test_rtcompare.py}
 [ -x "$PY" ] || die "no $PY: run 'make venv'"
 mkdir -p "$LOGS"
 cd "$LAB_ROOT"

@@ -135,8 +135,8 @@ def test_every_nth_call_cases_count_the_delayed_calls(root, tmp_path):
     assert c["module-ns-10000"]["every"] == 1 and c["module-ns-10000"]["delayed_share"] is None
     assert list(c).index("module-every2-ns-10000") > list(c).index("module-sleep-ns-10000")
     report = (d / "report.txt").read_text()
-    assert "the delay module delayed 50.0% of the calls by +10,053 ns (1 call in 2 asked)" \
-        in report
+    assert "the delay module (module-every2-ns-10000) delayed 50.0% of the calls by " \
+        "+10,053 ns (1 call in 2 asked)" in report
 
 
 def test_files_and_table(root, tmp_path):
@@ -153,7 +153,7 @@ def test_files_and_table(root, tmp_path):
     line = next(ln for ln in report.splitlines() if ln.startswith("module-ns-1000 "))
     assert "1,000 ns" in line and "+1,010" in line and "+1.0%" in line
     assert "the delay module +100 ns (+14 %" in report
-    assert "strace asked for 1 us added 1,500 ns (+50 %)" in report
+    assert "strace (strace-1us) asked for 1 us added 1,500 ns (+50 %)" in report
     assert "bpftrace was not measured" in report
     assert (d / "peers.png").stat().st_size > 1000
     assert json.loads((d / "summary.json").read_text())["skipped"] == [

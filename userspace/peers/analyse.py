@@ -283,13 +283,14 @@ def sentences(s):
         for want in (1000, 10000):
             for name, c in v["cases"].items():
                 if c["requested_ns"] == want and c["achieved_ns"] is not None:
-                    acc.append(f"{TOOLS[c['tool']]} asked for {want / 1000:g} us added "
-                               f"{c['achieved_ns']:,.0f} ns ({c['error_pct']:+.0f} %)")
+                    # The case names which of a tool's ways to delay it was.
+                    acc.append(f"{TOOLS[c['tool']]} ({name}) asked for {want / 1000:g} us "
+                               f"added {c['achieved_ns']:,.0f} ns ({c['error_pct']:+.0f} %)")
         if acc:
             out.append(f"  {sc}: " + "; ".join(acc) + ".")
-        some = [f"{TOOLS[c['tool']]} delayed {c['delayed_share']:.1%} of the calls by "
-                f"{fmt(c['achieved_ns'], '+,.0f')} ns (1 call in {c['every']} asked)"
-                for c in v["cases"].values() if c["delayed_share"] is not None]
+        some = [f"{TOOLS[c['tool']]} ({name}) delayed {c['delayed_share']:.1%} of the calls "
+                f"by {fmt(c['achieved_ns'], '+,.0f')} ns (1 call in {c['every']} asked)"
+                for name, c in v["cases"].items() if c["delayed_share"] is not None]
         if some:
             out.append(f"  {sc}: " + "; ".join(some) + ".")
         small = [f"{TOOLS[t]} {req_text(v['cases'][m['case']])} -> "

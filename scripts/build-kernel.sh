@@ -98,7 +98,7 @@ export KBUILD_BUILD_TIMESTAMP='2024-11-17 00:00:00 UTC'
 # The build number bindeb-pkg gives (KDEB_PKGVERSION ends with it, below):
 # with another one, make deb relinked vmlinux and rewrote the bzImage of
 # build/obj while make test's VMs booted it ('#lab1' in uname -v of a
-# boot after the host tests' make deb, 2026-11-28).
+# boot after the host tests' make deb, 2026-11-27).
 export KBUILD_BUILD_VERSION=lab1
 # The same objects from the same commit, whoever builds them: a second
 # tree of one commit missed ccache whole when built from a login shell

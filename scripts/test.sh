@@ -52,7 +52,7 @@ stock_pass() {
 # (2 min 55 s where the virtual clock took 13 min 30 s: its workers spin
 # in the hook for half a minute of guest time, which icount emulates
 # instruction by instruction; multi-threaded TCG once lost that guest
-# without a word, 2026-11-28).  A failed timing pass stops the rt steps;
+# without a word, 2026-11-27).  A failed timing pass stops the rt steps;
 # the second stock boot runs whatever came before it.
 later_passes() {
 	local status=0

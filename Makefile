@@ -126,7 +126,8 @@ include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 ## test: the host tests, the in-VM tests on stock, the timing ones on the virtual clock, and rt
 # scripts/test.sh runs the stock guest pass with the host tests beside it,
 # and beside both the timing and rt passes followed by a second stock boot
-# of a few of the guest test files (each VM keeps about one host CPU busy).  vm.sh's limit only stops a guest that hangs: the stock pass
+# of a few of the guest test files (each VM keeps about one host CPU
+# busy).  vm.sh's limit only stops a guest that hangs: the stock pass
 # takes 20 minutes on a quiet host, and once took more than the default
 # hour beside three other VMs and a kernel build (2026-11-26).  Each boot's
 # kernel log is kept in build/test-logs (a guest that dies leaves its last

@@ -4,6 +4,7 @@ group, as a terminal sends it) or a SIGTERM to vm.sh must stop the guest:
 timeout runs it in a process group of its own, which neither reaches."""
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -235,3 +236,27 @@ def test_a_long_command_reaches_the_guest_whole(root, tmp_path, fake_vm):
     assert int(length) < 200
     assert f"'echo' '{long_arg}'" in cmd
     assert not list(pathlib.Path(fake_vm["LAB_BUILD"]).glob(".vm-*"))
+
+
+def test_the_root_and_a_venv_on_a_share_are_read_through_a_cache(root, tmp_path, fake_vm):
+    """The root is mounted with 9p's loose cache (the rootflags= vm.sh
+    appends, after virtme-ng's own), and a venv under a read-write share
+    (here build/) is bound from the root's cached view before the command
+    runs; a venv elsewhere is on the root already and is left alone."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\necho "$*" >"$FAKE_ARGS"\n' + GUEST_CMD + 'echo "$cmd"\n')
+    env = {**fake_vm, "FAKE_ARGS": str(tmp_path / "args")}
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], env=env, text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    args = (tmp_path / "args").read_text()
+    assert args.index("--force-9p") < args.index(",cache=loose")
+    assert "mount --bind" not in r.stdout
+    shared_venv = tmp_path / "build/venv"
+    shutil.copytree(fake_vm["LAB_VENV"], shared_venv)
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**env, "LAB_VENV": str(shared_venv)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    bind, rest = r.stdout.split("; mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'true'", 1)
+    assert ("mount --bind / /run/lab-root && mount --bind "
+            f"'/run/lab-root{shared_venv}' '{shared_venv}' ||") in bind

@@ -53,6 +53,8 @@ loginfile=
 part=
 results=$LAB_ROOT/results
 args=()
+# cmd's command ('-- COMMAND...'): always last.
+wl_command=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--vms) want_value "$@"; vms=$2; shift 2; continue ;;
@@ -63,7 +65,7 @@ while [ $# -gt 0 ]; do
 	--no-stage) staging=0 ;;
 	--stage-only | --stage-from)
 		bad_arg "$1 is for sweep.sh; ${0##*/} stages kbuild and grep itself" ;;
-	--) args+=("$@"); break ;;
+	--) wl_command=("$@"); break ;;
 	esac
 	args+=("$1")
 	shift
@@ -76,7 +78,8 @@ results=$(realpath -m "$results")
 LAB_VM=${LAB_VM:-$LAB_ROOT/scripts/vm.sh}
 # sweep.sh's own checks, here before anything boots (status 2 on a bad
 # one).  What it says it would do is for the host's clock: not shown.
-err=$("$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" --dry-run 2>&1 >/dev/null) ||
+err=$("$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" --dry-run "${wl_command[@]}" \
+	2>&1 >/dev/null) ||
 	{ status=$?; printf '%s\n' "$err" >&2; exit "$status"; }
 
 # A whole sweep takes a while under TCG; 'all' is three of them.  The
@@ -134,8 +137,11 @@ prepare() {
 		done
 	fi
 }
+# Only kbuild and grep are staged here; Apache and cmd stage in the VM.
 stage_args=()
-[ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage")
+case $workload in
+kbuild | grep | all) [ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage") ;;
+esac
 # A part that a parallel sweep here started: the sweep has staged.  On
 # another machine a part stages there, one part at a time.
 if [ "${LAB_SWEEP_STAGED:-0}" != 1 ]; then
@@ -158,7 +164,7 @@ if [ -n "$part" ]; then
 	[ "$where" != : ] || where=local
 	echo "$where" >"$out/where"
 	exec "$LAB_VM" -- "$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" \
-		"${stage_args[@]}" -o "$out"
+		"${stage_args[@]}" -o "$out" "${wl_command[@]}"
 fi
 
 mkdir -p "$results"
@@ -171,7 +177,7 @@ status=0
 # --- Serial: one VM ---------------------------------------------------------
 if [ "$vms" -eq 1 ] && [ -z "$loginfile" ]; then
 	"$LAB_VM" -- "$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" "${stage_args[@]}" \
-		--no-analysis -o "$results" ||
+		--no-analysis -o "$results" "${wl_command[@]}" ||
 		status=$?
 fi
 
@@ -183,7 +189,9 @@ split_sweep() {
 	local w npoints total=0 n=$vms id parts_dir cmd env_args=() k ks
 	command -v parallel >/dev/null || die "GNU parallel is not installed ('make deps')"
 	for w in $workloads; do
-		npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run 2>/dev/null | wc -l)
+		npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run "${wl_command[@]}" \
+			2>/dev/null | wc -l)
+		[ "$npoints" -gt 0 ] || die "$w: sweep.sh --dry-run lists no point to split"
 		total=$((total + npoints))
 		[ "$n" -le "$npoints" ] || n=$npoints
 	done
@@ -197,7 +205,7 @@ split_sweep() {
 	# The command of part {} on any machine: the lab at this path.
 	cmd="cd $(sh_quote "$LAB_ROOT") && env $(sh_quote "${env_args[@]}") \
 PART_OUTPUT=$(sh_quote "$parts_dir")/{} LAB_SWEEP_STAGED=\$([ \"\$PARALLEL_SSHLOGIN\" = : ] && echo 1 || echo 0) \
-workloads/run.sh $(sh_quote "$workload" "${args[@]}") --part {}/$n"
+workloads/run.sh $(sh_quote "$workload" "${args[@]}") --part {}/$n $(sh_quote "${wl_command[@]}")"
 	local par=(parallel --line-buffer --halt "now,fail=1" --tagstring "part {}/$n")
 	if [ -n "$loginfile" ]; then
 		par+=(--sshloginfile "$loginfile" --jobs 1 --workdir "$LAB_ROOT" --return "$parts_dir/{}"

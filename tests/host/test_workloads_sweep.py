@@ -82,3 +82,37 @@ test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 test_a_missing_kernel_or_device_is_status_1 = runners.missing_kernel_test(
     "workloads/sweep.sh", ["cmd", "-l", "0,10", "--", "true"], "has no syscall hook")
+
+
+# The VM's stand-in for run.sh: the guest script's own checks, on what
+# run.sh hands it (its --dry-run), and their status as the VM's.
+CHECKING_VM = r'''#!/usr/bin/env bash
+[ "$1" != --clock ] || { echo virtual; exit 0; }
+shift
+echo "$*" >"$VM_ARGS"
+exec "$1" "$2" --dry-run "${@:3}" >/dev/null
+'''
+
+
+@pytest.mark.parametrize("vms", ["1", "2"])
+@pytest.mark.parametrize("workload", ["apache", "cmd"])
+def test_run_sh_hands_a_workload_staged_in_the_vm_what_it_takes(root, tmp_path, workload, vms):
+    """Only kbuild and grep are staged on the host: on a fresh build folder
+    Apache's sweep reached the VM with a --stage-from folder that nobody
+    had made, and sweep.sh refused it; cmd's command got run.sh's options
+    after it (2026-11-28).  In one VM and in parts."""
+    vm = tmp_path / "vm"
+    vm.write_text(CHECKING_VM)
+    vm.chmod(0o755)
+    command = ["--", "true"] if workload == "cmd" else []
+    r = subprocess.run([root / "workloads/run.sh", workload, "-l", "0,100", "-r", "1",
+                        "--vms", vms, "-o", tmp_path / "results", *command],
+                       capture_output=True, text=True,
+                       env={**os.environ, "LAB_VM": str(vm), "VM_ARGS": str(tmp_path / "args"),
+                            "LAB_BUILD": str(tmp_path / "build")}, timeout=120)
+    handed = (tmp_path / "args").read_text().split()
+    assert "--stage-from" not in handed
+    assert handed[-2:] == (command or handed[-2:])
+    assert "wants" not in r.stderr, r.stderr
+    # The stand-in made no sweep: run.sh says so.
+    assert r.returncode == 1 and f"no new {workload} sweep" in r.stderr

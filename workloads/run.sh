@@ -174,11 +174,33 @@ declare -A before
 for w in $workloads; do before[$w]=$(readlink "$results/latest-$w" || true); done
 status=0
 
+# count_points W: how many points sweep.sh runs for W.
+count_points() {
+	local npoints
+	npoints=$("$LAB_ROOT/workloads/sweep.sh" "$1" "${args[@]}" --dry-run "${wl_command[@]}" \
+		2>/dev/null | wc -l)
+	[ "$npoints" -gt 0 ] || die "$1: sweep.sh --dry-run lists no point"
+	echo "$npoints"
+}
+
 # --- Serial: one VM ---------------------------------------------------------
+# The VM's lines pass through progress.py, which adds the whole sweep's
+# progress in the host's time after each point (sweep.sh's own elapsed
+# and ETA are the guest's, on the virtual clock far from the host's).
 if [ "$vms" -eq 1 ] && [ -z "$loginfile" ]; then
+	total=0
+	for w in $workloads; do
+		npoints=$(count_points "$w")
+		total=$((total + npoints))
+	done
+	set +e
 	"$LAB_VM" -- "$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" "${stage_args[@]}" \
-		--no-analysis -o "$results" "${wl_command[@]}" ||
-		status=$?
+		--no-analysis -o "$results" "${wl_command[@]}" 2>&1 |
+		lab_python "$LAB_ROOT/workloads/progress.py" parts "$total"
+	pipe=("${PIPESTATUS[@]}")
+	set -e
+	status=${pipe[0]}
+	[ "${pipe[1]}" -eq 0 ] || [ "$status" -ne 0 ] || status=1
 fi
 
 # --- Split: N parts at once, merged --------------------------------------
@@ -189,9 +211,7 @@ split_sweep() {
 	local w npoints total=0 n=$vms id parts_dir cmd env_args=() k ks
 	command -v parallel >/dev/null || die "GNU parallel is not installed ('make deps')"
 	for w in $workloads; do
-		npoints=$("$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --dry-run "${wl_command[@]}" \
-			2>/dev/null | wc -l)
-		[ "$npoints" -gt 0 ] || die "$w: sweep.sh --dry-run lists no point to split"
+		npoints=$(count_points "$w")
 		total=$((total + npoints))
 		[ "$n" -le "$npoints" ] || n=$npoints
 	done

@@ -299,3 +299,28 @@ def test_progress_of_the_whole_sweep(root):
         "run.sh: the sweep: 2 of 5 points; elapsed 2m10s\n",
         "run.sh: the sweep: 3 of 5 points; elapsed 3m10s, ETA at least 1m00s\n",
         "run.sh: the sweep: 4 of 5 points; elapsed 3m20s, ETA 0m50s\n"]
+
+
+def test_progress_of_a_serial_sweep_of_two_workloads(root):
+    """One VM, its lines untagged; the second workload counts from 1 again."""
+    progress = load_script("workloads/progress.py")
+    lines = ["sweep.sh: [1/2] loops=0 (...); elapsed 0m05s, ETA 0m05s (guest time)\n",
+             "sweep.sh: [2/2] loops=750 (...); elapsed 0m10s, ETA 0m00s (guest time)\n",
+             "sweep.sh: calibrating\n",
+             "sweep.sh: [1/3] loops=0 (...); elapsed 0m04s, ETA 0m08s (guest time)\n"]
+    ticks = iter([0, 100, 160, 220])
+    out = []
+
+    class Out:
+        def write(self, s):
+            out.append(s)
+
+        def flush(self):
+            pass
+    progress.parts(5, lines, Out(), lambda: next(ticks))
+    totals = [s for s in out if s.startswith("run.sh: the sweep")]
+    # 60 s a point on the host after the first: two of the five left.
+    assert totals == [
+        "run.sh: the sweep: 1 of 5 points; elapsed 1m40s\n",
+        "run.sh: the sweep: 2 of 5 points; elapsed 2m40s, ETA 3m00s\n",
+        "run.sh: the sweep: 3 of 5 points; elapsed 3m40s, ETA 2m00s\n"]

@@ -272,15 +272,10 @@ def test_an_empty_login_file_is_refused(root, tmp_path, stub):
     assert r.returncode == 2 and "names no machine" in r.stderr
 
 
-def test_progress_of_the_whole_sweep(root):
-    """In the host's time: a part's own times are its guest's."""
+def sweep_progress(total, lines, ticks):
+    """All that progress.py's parts filter writes for these lines, the
+    host's time taken from ticks (the start, then each point's line)."""
     progress = load_script("workloads/progress.py")
-    lines = ["part 1/2\tsweep.sh: part 1/2: [1/2] loops=750 (...); elapsed 0m05s, ETA 0m05s\n",
-             "part 2/2\tvm.sh: booting\n",
-             "part 2/2\tsweep.sh: part 2/2: [1/3] loops=0 (...); elapsed 0m04s, ETA 0m08s\n",
-             "part 2/2\tsweep.sh: part 2/2: [2/3] loops=0 (...); elapsed 0m08s, ETA 0m04s\n",
-             "part 1/2\tsweep.sh: part 1/2: [2/2] loops=2250 (...); elapsed 0m10s, ETA 0m00s\n"]
-    ticks = iter([0, 100, 130, 190, 200])   # the start, then each point's line
     out = []
 
     class Out:
@@ -289,7 +284,20 @@ def test_progress_of_the_whole_sweep(root):
 
         def flush(self):
             pass
-    progress.parts(5, lines, Out(), lambda: next(ticks))
+    ticks = iter(ticks)
+    progress.parts(total, lines, Out(), lambda: next(ticks))
+    return out
+
+
+def test_progress_of_the_whole_sweep(root):
+    """In the host's time: a part's own times are its guest's."""
+    lines = ["part 1/2\tsweep.sh: part 1/2: [1/2] loops=750 (...); elapsed 0m05s, ETA 0m05s\n",
+             "part 2/2\tvm.sh: booting\n",
+             "part 2/2\tsweep.sh: part 2/2: [1/3] loops=0 (...); elapsed 0m04s, ETA 0m08s\n",
+             "part 2/2\tsweep.sh: part 2/2: [2/3] loops=0 (...); elapsed 0m08s, ETA 0m04s\n",
+             "part 1/2\tsweep.sh: part 1/2: [2/2] loops=2250 (...); elapsed 0m10s, ETA 0m00s\n"]
+    # The start, then each point's line.
+    out = sweep_progress(5, lines, [0, 100, 130, 190, 200])
     assert all(line in "".join(out) for line in lines)
     totals = [s for s in out if s.startswith("run.sh: the sweep")]
     # Part 2: 60 s a point on the host, one point left.  No estimate before
@@ -303,21 +311,11 @@ def test_progress_of_the_whole_sweep(root):
 
 def test_progress_of_a_serial_sweep_of_two_workloads(root):
     """One VM, its lines untagged; the second workload counts from 1 again."""
-    progress = load_script("workloads/progress.py")
     lines = ["sweep.sh: [1/2] loops=0 (...); elapsed 0m05s, ETA 0m05s (guest time)\n",
              "sweep.sh: [2/2] loops=750 (...); elapsed 0m10s, ETA 0m00s (guest time)\n",
              "sweep.sh: calibrating\n",
              "sweep.sh: [1/3] loops=0 (...); elapsed 0m04s, ETA 0m08s (guest time)\n"]
-    ticks = iter([0, 100, 160, 220])
-    out = []
-
-    class Out:
-        def write(self, s):
-            out.append(s)
-
-        def flush(self):
-            pass
-    progress.parts(5, lines, Out(), lambda: next(ticks))
+    out = sweep_progress(5, lines, [0, 100, 160, 220])
     totals = [s for s in out if s.startswith("run.sh: the sweep")]
     # 60 s a point on the host after the first: two of the five left.
     assert totals == [

@@ -38,8 +38,8 @@ Workloads (defaults: loop counts, repeats):
 
 The defaults reach, on the virtual clock in the VM, the delay per call that
 doubles a unit of work (base / calls, measured: about 31 us for kbuild,
-16 us for grep, 8 us for an Apache reply or a request at saturation), so that the
-whole curve shows.
+16 us for grep, 14.5 us for an Apache reply and 10 us for a request at
+saturation), so that the whole curve shows.
 
 Options:
   -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix

@@ -46,6 +46,16 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     assert "2 points of loops, 4 runs each, saturation steps of 3 s" in err
 
 
+def test_apache_refuses_an_mpm_it_does_not_configure(root, tmp_path):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("root=/dev/root lab.clock=virtual\n")
+    r = subprocess.run([root / "workloads/sweep.sh", "apache", "--dry-run"], capture_output=True,
+                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline),
+                                       "APACHE_MPM": "worker"})
+    assert r.returncode == 2
+    assert "APACHE_MPM wants event or prefork, not 'worker'" in r.stderr
+
+
 def test_module_settings_are_said(root, tmp_path):
     _, err = dry_run(root, tmp_path, "virtual", "grep", "--ns", "0,1000", "--set", "mode=sleep",
                      "--set", "delays=read:2000,futex:50000")

@@ -27,9 +27,9 @@
 # Each point starts a fresh Apache with an empty access log, so that a
 # point is the same measure whichever point ran before it (the parts of a
 # parallel sweep run other points before it than a serial sweep).
-# The reference reply makes 18 delayed calls and takes 146 us on the
-# virtual clock, d½ = 7.9 us (2,640 loops); saturation's request 30 calls,
-# 8.1 us (2026-11-26): 8000 loops (24 us) is 3 d½ of either.
+# The reference reply makes 7 delayed calls and takes 101.3 us on the
+# virtual clock, d½ = 14.5 us (4,800 loops); saturation's request 19
+# calls, 9.8 us (2026-11-28): 8000 loops (24 us) is 1.7 and 2.5 d½.
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
 # A point's runs agree to the instruction there, and a saturation step of
@@ -51,6 +51,18 @@ APACHE_MAX_REFINE_STEPS=8
 APACHE_REQUESTS=${APACHE_REQUESTS:-10}
 APACHE_INTERVAL_MS=${APACHE_INTERVAL_MS:-1000}
 APACHE_SATURATION=${APACHE_SATURATION:-1}
+# The MPM: prefork (APACHE_MPM=event for Apache's default).  A prefork
+# process accepts and serves a connection itself, so a reply is the same
+# 7 calls every time.  The event MPM hands each connection from a
+# listener thread to a worker, and whether the woken worker preempted the
+# listener before it went back to epoll_wait depended on the scheduler's
+# history: replies of 11, 12, 17 and 19 calls in one run at 8000 loops,
+# and two boots of the same sweep 3.5 % apart (2026-11-28).
+APACHE_MPM=${APACHE_MPM:-prefork}
+case $APACHE_MPM in
+event | prefork) ;;
+*) bad_arg "APACHE_MPM wants event or prefork, not '$APACHE_MPM'" ;;
+esac
 # The reference client's SCHED_FIFO priority (reqtime --fifo).
 REFERENCE_FIFO=10
 APACHE_DIR=
@@ -58,7 +70,7 @@ APACHE_DIR=
 wl_check() {
 	[ -x "$APACHE_BIN" ] || die "no Apache at $APACHE_BIN (install apache2-bin: 'make deps')"
 	local m
-	for m in mpm_event authz_core dir mime; do
+	for m in "mpm_$APACHE_MPM" authz_core dir mime; do
 		[ -f "$APACHE_MODULES/mod_$m.so" ] || die "Apache module mod_$m.so missing in $APACHE_MODULES"
 	done
 	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
@@ -81,7 +93,7 @@ wl_settings() {
 		"client_cpu=$CLIENT_CPU" "step_seconds=$STEP_SECONDS" \
 		"first_rate=$APACHE_FIRST_RATE" "rate_factor=$APACHE_RATE_FACTOR" "refine=$APACHE_REFINE" \
 		"reference=${APACHE_REQUESTS}conns@${APACHE_INTERVAL_MS}ms" "reference_fifo=$REFERENCE_FIFO" \
-		"saturation=$APACHE_SATURATION"
+		"saturation=$APACHE_SATURATION" "mpm=$APACHE_MPM"
 }
 
 wl_prepare() {
@@ -97,7 +109,7 @@ wl_prepare() {
 	chmod 755 "$parent" "$APACHE_DIR" "$APACHE_DIR/htdocs"
 	cp "$SWEEP_DIR/apache/index.html" "$APACHE_DIR/htdocs/"
 	sed -e "s|@DIR@|$APACHE_DIR|g" -e "s|@PORT@|$APACHE_PORT|g" \
-		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@USER@|$user|g" -e "s|@GROUP@|$group|g" \
+		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@MPM@|$APACHE_MPM|g" -e "s|@USER@|$user|g" -e "s|@GROUP@|$group|g" \
 		"$SWEEP_DIR/apache/httpd.conf.in" >"$APACHE_DIR/httpd.conf"
 	cp "$APACHE_DIR/httpd.conf" "$LAB_DIR/httpd.conf"
 	# The VM may come up with the loopback interface down.
@@ -137,10 +149,12 @@ apache_wait_up() {
 
 # Staging (in the VM): Apache from its start to its stop, with httperf
 # (and taskset) loading it meanwhile.  The recording's Apache runs in the
-# foreground, so that strace follows it and its servers until it stops.
+# foreground, so that strace follows it and its servers until it stops,
+# in a session of its own: prefork's parent stops its children with a
+# signal to its whole process group, which was sweep.sh's too.
 WL_STAGE_TREES=()
 wl_stage_record() {
-	stage_record_start apache taskset -c "$SERVER_CPU" "$APACHE_BIN" \
+	stage_record_start apache setsid taskset -c "$SERVER_CPU" "$APACHE_BIN" \
 		-f "$APACHE_DIR/httpd.conf" -DFOREGROUND
 	apache_wait_up
 	httperf_cmd 50 100

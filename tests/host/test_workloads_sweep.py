@@ -46,14 +46,19 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     assert "2 points of loops, 4 runs each, saturation steps of 3 s" in err
 
 
-def test_apache_refuses_an_mpm_it_does_not_configure(root, tmp_path):
+@pytest.mark.parametrize("var, value, said", [
+    ("APACHE_MPM", "worker", "APACHE_MPM wants event or prefork, not 'worker'"),
+    ("APACHE_KEEPUP", "1.5", "APACHE_KEEPUP wants a fraction in (0, 1], not '1.5'"),
+    ("APACHE_KEEPUP_VIRTUAL", "0", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not '0'"),
+    ("APACHE_KEEPUP_VIRTUAL", "x", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not 'x'"),
+])
+def test_apache_refuses_settings_it_cannot_use(root, tmp_path, var, value, said):
     cmdline = tmp_path / "cmdline"
     cmdline.write_text("root=/dev/root lab.clock=virtual\n")
     r = subprocess.run([root / "workloads/sweep.sh", "apache", "--dry-run"], capture_output=True,
-                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline),
-                                       "APACHE_MPM": "worker"})
+                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline), var: value})
     assert r.returncode == 2
-    assert "APACHE_MPM wants event or prefork, not 'worker'" in r.stderr
+    assert said in r.stderr
 
 
 def test_module_settings_are_said(root, tmp_path):

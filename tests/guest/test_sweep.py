@@ -231,6 +231,12 @@ def test_apache_sweep(tmp_path, calibration):
         assert int(r["syscalls"]) == sum(int(ln[2]) for ln in lines)
         assert abs(float(r["seconds"]) - sum(float(ln[1]) for ln in lines)) < 1e-6
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()
+    # What decided the knee and where the replies started are recorded: an
+    # interval of no whole second keeps reqtime's grid where it was.
+    wl = json.loads((d / "meta.json").read_text())["settings"]["workload_settings"]
+    virtual = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text()
+    assert wl["keepup"] == ("0.995" if virtual else "0.95"), wl
+    assert wl["reference_phase_ms"] == "0", wl
     # httpd was stopped and its cgroup removed.
     assert subprocess.run(["pgrep", "-f", "lab-sweep"], capture_output=True).returncode == 1
 

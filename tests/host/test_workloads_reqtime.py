@@ -118,6 +118,8 @@ def test_a_refused_connection_is_a_line_not_the_end(reqtime):
     (["--warmup", "101", "127.0.0.1", "80", "/"], "--warmup wants"),
     (["--fifo", "100", "127.0.0.1", "80", "/"], "--fifo wants"),
     (["127.0.0.1", "80"], "usage"),
+    (["-i", "100", "--phase", "100", "127.0.0.1", "80", "/"], "--phase wants less than the "
+                                                             "interval (100 ms), not 100"),
     (["--bogus", "127.0.0.1", "80", "/"], "bogus"),
 ])
 def test_bad_arguments_are_refused(reqtime, args, message):
@@ -127,18 +129,19 @@ def test_bad_arguments_are_refused(reqtime, args, message):
 
 def test_requests_start_on_the_grid_of_the_interval(reqtime, server):
     """Each request sleeps to the next whole multiple of the interval on
-    CLOCK_MONOTONIC (the tick's grid); with 0, none sleeps."""
-    for interval, sleeps in (("250", 3), ("0", 0)):
+    CLOCK_MONOTONIC (the tick's grid), moved --phase later; with 0, none
+    sleeps."""
+    for interval, phase, sleeps in ((250, 0, 3), (250, 100, 3), (0, 0, 0)):
         r = subprocess.run(["strace", "-e", "trace=clock_nanosleep", reqtime, "-n", "3", "-i",
-                            interval, "127.0.0.1", str(server), "/page"],
-                           capture_output=True, text=True, timeout=60)
+                            str(interval), "--phase", str(phase), "127.0.0.1", str(server),
+                            "/page"], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         calls = [ln for ln in r.stderr.splitlines() if ln.startswith("clock_nanosleep")]
         assert len(calls) == sleeps, r.stderr
         for ln in calls:
             assert "CLOCK_MONOTONIC, TIMER_ABSTIME" in ln, ln
             sec, nsec = map(int, re.search(r"tv_sec=(\d+), tv_nsec=(\d+)", ln).groups())
-            assert (sec * 10**9 + nsec) % (int(interval) * 10**6) == 0, ln
+            assert (sec * 10**9 + nsec) % (interval * 10**6) == phase * 10**6, ln
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")

@@ -64,6 +64,11 @@ done
 APACHE_MAX_REFINE_STEPS=8
 APACHE_REQUESTS=${APACHE_REQUESTS:-10}
 APACHE_INTERVAL_MS=${APACHE_INTERVAL_MS:-1000}
+# Where on the interval's grid a request starts (reqtime --phase): half a
+# second after the whole ones, where the kernel's timers rounded to whole
+# seconds are not (workloads/reqtime.c); 0 for an interval that is no
+# whole number of seconds (tailamp's 10 ms).
+APACHE_PHASE_MS=0
 APACHE_SATURATION=${APACHE_SATURATION:-1}
 # The MPM: prefork (APACHE_MPM=event for Apache's default).  A prefork
 # process accepts and serves a connection itself, so a reply is the same
@@ -93,6 +98,7 @@ wl_check() {
 	command -v chrt >/dev/null || die "chrt (util-linux) is not installed"
 	want_uint APACHE_REQUESTS "$APACHE_REQUESTS" 1
 	want_uint APACHE_INTERVAL_MS "$APACHE_INTERVAL_MS" 1
+	APACHE_PHASE_MS=$((APACHE_INTERVAL_MS % 1000 ? 0 : 500))
 	case $APACHE_SATURATION in 0 | 1) ;; *) bad_arg "APACHE_SATURATION wants 0 or 1, not '$APACHE_SATURATION'" ;; esac
 	if (exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
 		die "port $APACHE_PORT on 127.0.0.1 is taken; set APACHE_PORT"
@@ -110,7 +116,8 @@ wl_settings() {
 		"client_cpu=$CLIENT_CPU" "step_seconds=$STEP_SECONDS" \
 		"first_rate=$APACHE_FIRST_RATE" "rate_factor=$APACHE_RATE_FACTOR" "refine=$APACHE_REFINE" \
 		"keepup=$APACHE_KEEPUP" \
-		"reference=${APACHE_REQUESTS}conns@${APACHE_INTERVAL_MS}ms" "reference_fifo=$REFERENCE_FIFO" \
+		"reference=${APACHE_REQUESTS}conns@${APACHE_INTERVAL_MS}ms" "reference_phase_ms=$APACHE_PHASE_MS" \
+		"reference_fifo=$REFERENCE_FIFO" \
 		"saturation=$APACHE_SATURATION" "mpm=$APACHE_MPM"
 }
 
@@ -247,7 +254,8 @@ httperf_measured() {
 # serve it whole before the send returns.  A failed request is a line
 # "error ...": counted, not fatal.
 reference_cmd() {
-	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i "$APACHE_INTERVAL_MS" --warmup 1
+	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i "$APACHE_INTERVAL_MS"
+		--phase "$APACHE_PHASE_MS" --warmup 1
 		--calls-fd 3 --fifo "$REFERENCE_FIFO" 127.0.0.1 "$APACHE_PORT" /index.html)
 }
 

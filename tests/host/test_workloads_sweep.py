@@ -40,6 +40,20 @@ def test_kbuild_and_grep_keep_their_runs_on_both_clocks(root, tmp_path, workload
         assert f"{len(points)} points of loops, {runs} runs each" in err
 
 
+@pytest.mark.parametrize("workload, parts", [
+    # Apache's points get cheaper as the delay grows (a spin emulates
+    # faster than the server's code): the low delays share a part with
+    # the calibration, as many points as the other part's five high ones.
+    ("apache", [[0, 1000, 3000, 5000], [2000, 4000, 6000, 7000, 8000]]),
+    # grep's get dearer: its dearest points spread over both parts.
+    ("grep", [[2250, 3750, 4500, 6000], [0, 750, 1500, 3000, 5250]]),
+])
+def test_a_split_balances_the_points_by_their_cost(root, tmp_path, workload, parts):
+    got = [[int(v) for v in dry_run(root, tmp_path, "virtual", workload, "--part", f"{k}/2")[0]]
+           for k in (1, 2)]
+    assert got == parts
+
+
 def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     _, err = dry_run(root, tmp_path, "virtual", "apache", "-r", "4", "--step-seconds", "3",
                      "-l", "0,100")

@@ -36,6 +36,11 @@ WL_REPEATS=3
 # A point's runs agree to the instruction there, and a saturation step of
 # a second is 10^9 emulated instructions of httperf polling.
 WL_REPEATS_VIRTUAL=2
+# A point gets cheaper as its delay grows: under TCG a spin emulates
+# faster than Apache's own code.  The default sweep's points took 2.7 min
+# at 0 and 1000 loops down to 1.65 at 8000 (-r 1, 2026-11-28): for a split
+# sweep (sweep.sh part_points) a cost of 1 - 0.4 x loops / the last.
+WL_COST_SLOPE=-0.4
 APACHE_PORT=${APACHE_PORT:-18080}
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}

@@ -24,7 +24,7 @@
  * timers to whole seconds (round_jiffies), so that a request started on
  * one shared its tick with their work: on the virtual clock, replies of
  * the same point 0.3 % apart in two boots, as the previous points' work
- * had left those timers; half a second later, within 0.03 % (2026-11-28).
+ * had left those timers; half a second later, within 0.05 % (2026-11-28).
  *
  * --warmup W makes W requests first, on the same grid, timed by no one:
  * the first reply after other work (the saturation search's, or httperf's

@@ -279,8 +279,8 @@ reference_measured() {
 	[ "$WINDOW_STATUS" = 0 ] ||
 		die "the reference run failed (exit status $WINDOW_STATUS) at $POINT; see $1"
 	local n e
-	n=$(awk '$1 == 200 && NF == 3' "$1" | wc -l)
-	e=$(awk '$1 == "error"' "$1" | wc -l)
+	read -r n e < <(awk '$1 == 200 && NF == 3 { n++ } $1 == "error" { e++ }
+		END { print n + 0, e + 0 }' "$1")
 	echo "$n $(reply_median 2 "$1") $e $(reply_median 3 "$1") ${P9_COUNT:--}"
 }
 

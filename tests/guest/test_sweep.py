@@ -233,6 +233,14 @@ def test_apache_sweep(tmp_path, calibration):
         assert float(r["syscalls"]) == statistics.median(int(ln[2]) for ln in lines)
         assert abs(float(r["seconds"]) - statistics.median(float(ln[1]) for ln in lines)) < 1e-12
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()
+    # Each run's saturation search starts on the grid of rates, at the
+    # highest one at most 35 % of 1 / its own reply time: below the knee.
+    grid = [int(100 * 1.3 ** k + 0.5) for k in range(60)]
+    steps = list(csv.DictReader(open(d / "saturation.csv")))
+    for r in (r for r in raw if r["measure"] == "reply"):
+        first = next(s for s in steps if (s["loops"], s["repeat"]) == (r["loops"], r["repeat"]))
+        start = max([g for g in grid if g <= 0.35 / float(r["seconds"])] or [100])
+        assert int(first["offered"]) == start, (first, r)
     # What decided the knee and where the replies started are recorded: an
     # interval of no whole second keeps reqtime's grid where it was.
     wl = json.loads((d / "meta.json").read_text())["settings"]["workload_settings"]

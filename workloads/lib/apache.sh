@@ -18,9 +18,9 @@
 #               first that was not until they are within APACHE_REFINE
 #               (5 %, 0.5 % on the virtual clock) of each other: the
 #               knee.  Throughput is the highest reply rate of a step
-#               that kept up.  Each run starts at
-#               60 % of the rate its own reference replies would allow
-#               one after the other (1 / reply time).  Every step is in
+#               that kept up.  Each run starts on a grid of rates
+#               (APACHE_FIRST_RATE x APACHE_RATE_FACTOR^k) at most 35 %
+#               of 1 / its reference reply time.  Every step is in
 #               saturation.csv (phase ramp, down or refine).
 # APACHE_REQUESTS (10) and APACHE_INTERVAL_MS (1000) size the reference
 # method, and APACHE_SATURATION=0 leaves the saturation search out: what
@@ -305,11 +305,14 @@ wl_run() {
 	# then bisect between the last rate kept up with and the first not.
 	local rate step=0 best_rate=0 best="" ok_rate=0 over_rate=0 over="" phase=ramp
 	SATURATION_P9=0
-	# From this run's own reference: Apache serves at least 1 / reply time
-	# one request after another; 60 % of that was kept up with at every
-	# delay on the virtual clock (the knee: 72-80 % of it, 2026-11-26).
-	rate=$(awk -v n="$replies" -v s="$seconds" -v f="$APACHE_FIRST_RATE" \
-		'BEGIN { r = int(0.6 * n / s); print (r > f / 2 ? r : int(f / 2)) }')
+	# From this run's own reference reply: the knee was at 41-53 % of 1 /
+	# reply time from 0 to 8000 loops on the virtual clock (2026-11-29), so
+	# a run starts at the highest rate of the grid APACHE_FIRST_RATE x
+	# APACHE_RATE_FACTOR^k that is at most 35 % of it (APACHE_FIRST_RATE
+	# at least).  On a grid, two boots whose reply times differ in the last
+	# digit offer the same rates and take the same steps.
+	rate=$(awk -v s="$seconds" -v f="$APACHE_FIRST_RATE" -v g="$APACHE_RATE_FACTOR" \
+		'BEGIN { k = int(log(0.35 / s / f) / log(g)); if (k < 0) k = 0; print int(f * g ^ k + 0.5) }')
 	while [ "$step" -lt "$APACHE_MAX_STEPS" ]; do
 		step=$((step + 1))
 		saturation_step "$tag" "$rate" "$phase"

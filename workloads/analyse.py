@@ -35,6 +35,7 @@ MEASURES = {
     "cmd": (60, "runs/min", "run"),
     "reply": (1, "1/s (1/reply time)", "reply"),
     "saturation": (1, "requests/s", "request"),
+    "server": (1, "requests/s (Apache's CPU)", "request"),
 }
 # "ns" (the module's ns mode) came later: a raw.csv without it swept loops;
 # "p9_requests" later still: without it, the requests were not counted.
@@ -577,7 +578,7 @@ def summarise(d):
         raise ValueError(f"{d}/raw.csv: workload {workload!r} cannot name the plot file")
     cpus = cpus_of(meta)
     measures = {}
-    for name in MEASURES:   # a fixed order: apache's reply before saturation
+    for name in MEASURES:   # a fixed order: apache's reply, saturation, server
         sel = [r for r in runs if r["measure"] == name]
         if sel:
             rows = points(sel, name, ns_per_loop, measured, entry, results.on_virtual_clock(meta))

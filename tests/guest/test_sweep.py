@@ -210,7 +210,7 @@ def test_apache_sweep(tmp_path, calibration):
     sweep("apache", "-l", "0,1000", "-r", "1", "--step-seconds", "1", "--calibration",
           calibration, out=tmp_path, env=dict(os.environ, APACHE_INTERVAL_MS="200"))
     d = result_dir(tmp_path, "apache")
-    check_results(d, "apache", ["reply", "saturation"])
+    check_results(d, "apache", ["reply", "saturation", "server"])
     delay_reached_the_workload(d)
     # Apache, httperf and taskset run from memory: Apache recorded from
     # its start to its stop under a load (the server processes it starts
@@ -221,6 +221,14 @@ def test_apache_sweep(tmp_path, calibration):
     assert (d / "logs/stage-apache.txt").exists() and (d / "logs/stage-httperf.txt").exists()
     raw = list(csv.DictReader(open(d / "raw.csv")))
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
+    # The server row is the knee step's replies over Apache's CPU time for
+    # them: less than the step lasted, httperf sharing or not.
+    knee = {(r["loops"], r["repeat"]): r for r in raw if r["measure"] == "saturation"}
+    for r in (r for r in raw if r["measure"] == "server"):
+        k = knee.pop((r["loops"], r["repeat"]))
+        assert (r["units"], r["syscalls"]) == (k["units"], k["syscalls"]), (r, k)
+        assert 0 < float(r["seconds"]) < float(k["seconds"]), (r, k)
+    assert not knee, knee
     # The reference: reqtime's replies, each with the delayed calls made
     # while it was in flight; a run's row is its median reply, with the
     # median of their calls, not the window's.

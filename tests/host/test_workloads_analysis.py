@@ -117,13 +117,17 @@ def test_a_sweep_past_the_knee_finds_where_throughput_halved(root, tmp_path):
 def apache_rows():
     # Reply time 2 ms at loops 0 and 2.2 ms at 1000 loops; the server made
     # 2000 system calls per reply, so the model predicts 2 + 8 = 10 ms.
-    # The sustained rate falls from 500/s to 450/s where the model says 100/s.
+    # The sustained rate falls from 500/s to 450/s where the model says 100/s;
+    # Apache's CPU for the knee step's requests: 1.6, 1.8 and 2.0 ms each.
     rows = []
-    for loops, reply_s, rate in ((0, 0.0020, 500), (500, 0.0021, 480), (1000, 0.0022, 450)):
+    for loops, reply_s, rate, cpu_s in ((0, 0.0020, 500, 0.0016), (500, 0.0021, 480, 0.0018),
+                                        (1000, 0.0022, 450, 0.0020)):
         for repeat in (1, 2):
             rows.append(f"apache,reply,{loops},{repeat},10,{10 * reply_s:.6f},20000,0,")
             rows.append(f"apache,saturation,{loops},{repeat},{rate * 4},4.0,{rate * 4 * 2000},"
                         f"{repeat - 1},\"rate {rate}/s\"")
+            rows.append(f"apache,server,{loops},{repeat},{rate * 4},{rate * 4 * cpu_s:.6f},"
+                        f"{rate * 4 * 2000},{repeat - 1},\"Apache's CPU\"")
     return rows
 
 
@@ -133,7 +137,7 @@ def test_apache_far_below_the_model(root, tmp_path):
     out = report(root, tmp_path, d)
     assert out.returncode == 0, out.stderr
     s = json.loads((d / "summary.json").read_text())
-    assert list(s["measures"]) == ["reply", "saturation"]
+    assert list(s["measures"]) == ["reply", "saturation", "server"]
     reply = s["measures"]["reply"]
     assert reply["unit"] == "1/s (1/reply time)"
     assert reply["points"][0]["mean"] == pytest.approx(500)
@@ -153,10 +157,15 @@ def test_apache_far_below_the_model(root, tmp_path):
     assert "client" in sat["model"]["explanation"]
     assert "on 2 CPUs" in sat["model"]["explanation"]
 
+    server = s["measures"]["server"]
+    assert [p["mean"] for p in server["points"]] == pytest.approx([625, 1 / 0.0018, 500])
+    assert server["unit"] == "requests/s (Apache's CPU)"
+
     rows = list(csv.DictReader(open(d / "summary.csv")))
     assert [(r["measure"], r["loops"]) for r in rows] == [
         ("reply", "0"), ("reply", "500"), ("reply", "1000"),
-        ("saturation", "0"), ("saturation", "500"), ("saturation", "1000")]
+        ("saturation", "0"), ("saturation", "500"), ("saturation", "1000"),
+        ("server", "0"), ("server", "500"), ("server", "1000")]
     assert (d / "apache.png").read_bytes()[:4] == b"\x89PNG"
     text = (d / "report.txt").read_text()
     assert "reply: throughput in 1/s" in text and "saturation: throughput in requests/s" in text

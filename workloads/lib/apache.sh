@@ -22,6 +22,14 @@
 #               (APACHE_FIRST_RATE x APACHE_RATE_FACTOR^k) at most 35 %
 #               of 1 / its reference reply time.  Every step is in
 #               saturation.csv (phase ramp, down or refine).
+#   server      the same knee step's replies over the CPU time Apache
+#               took for them (its cgroup's cpu.stat): the rate Apache
+#               would sustain with a client that cost it nothing.  Where
+#               httperf shares Apache's CPU (one vCPU), the knee is set by
+#               both: httperf polls, taking what Apache leaves, and its
+#               share per request moved with the delay (74, 80 and 70 us
+#               at 0, 4000 and 8000 loops), where Apache's own time per
+#               request is its base plus its delayed calls.
 # APACHE_REQUESTS (10) and APACHE_INTERVAL_MS (1000) size the reference
 # method, and APACHE_SATURATION=0 leaves the saturation search out: what
 # userspace/tailamp sets to time thousands of replies at one delay.
@@ -344,21 +352,26 @@ wl_run() {
 	if [ "$over_rate" -gt 0 ]; then
 		over="overloaded at $over_rate/s offered (knee between $ok_rate and $over_rate/s)"
 	fi
-	read -r replies duration calls errors rate cpu <<<"$best"
+	read -r replies duration calls errors rate cpu server <<<"$best"
 	# The requests of every step: each one moved the knee.
 	P9_COUNT=$SATURATION_P9
 	record saturation "$replies" "$duration" "$calls" "$errors" \
 		"kept up with $ok_rate/s offered; ${over:-no overload within $APACHE_MAX_STEPS steps}"
+	record server "$replies" "$server" "$calls" "$errors" \
+		"Apache's CPU time for the $replies replies at $rate/s offered (its cgroup's cpu.stat; httperf took $cpu % of the CPU)"
 }
 
 # saturation_step TAG RATE PHASE: offer RATE/s for --step-seconds; STEP_OK
 # says whether the replies followed (APACHE_KEEPUP of it, no errors); the best
 # step kept up with so far is remembered in best and best_rate.
 saturation_step() {
-	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls p9 rr
+	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls p9 rr u0 u1
 	conns=$((rate * STEP_SECONDS))
+	u0=$(server_usec)
 	read -r replies duration reply errors cpu calls p9 < <(
 		httperf_measured "$LAB_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
+	u1=$(server_usec)
+	[ -n "$u0" ] && [ -n "$u1" ] || die "no CPU time of Apache's cgroup ($WORK_CG/cpu.stat) at $POINT"
 	if [ "$p9" = - ]; then SATURATION_P9=; elif [ -n "$SATURATION_P9" ]; then
 		SATURATION_P9=$((SATURATION_P9 + p9))
 	fi
@@ -368,8 +381,18 @@ saturation_step() {
 	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$LAB_DIR/saturation.csv"
 	if [ "$STEP_OK" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
 		best_rate=$rr
-		best="$replies $duration $calls $errors $rate $cpu"
+		best="$replies $duration $calls $errors $rate $cpu $(ns_to_s $(((u1 - u0) * 1000)))"
 	fi
+}
+
+# server_usec: the CPU time Apache's processes have taken (us), from the
+# work cgroup's cpu.stat, read by the shell itself: no program started.
+server_usec() {
+	local key value
+	while read -r key value; do
+		[ "$key" != usage_usec ] || { echo "$value"; return; }
+	done <"$WORK_CG/cpu.stat"
+	die "no usage_usec in $WORK_CG/cpu.stat"
 }
 
 wl_finish() {

@@ -58,10 +58,10 @@ def rt_compare(d, clock, kernels):
                        machine=machine(clock))
         write_csv(k / "skipped.csv", ("member", "reason"), [])
         if capture == "delay":
-            (k / "delay").mkdir()
+            (k / "delay" / "spin-entry").mkdir(parents=True)
             for ns in (0, 50000):
                 shutil.copy(DATA / f"rt-tests/delay/{name}-ns-{ns}.json",
-                            k / "delay" / f"ns-{ns}.json")
+                            k / "delay" / "spin-entry" / f"ns-{ns}.json")
         else:
             (k / "cyclictest").mkdir()
             for load in ("idle", "loaded"):
@@ -121,9 +121,9 @@ def test_side_by_side(built, tmp_path):
     assert loaded["virtual"] is None and loaded["virtual_over_host"] is None
     p999 = figs[("rt-compare", "rt cyclictest idle p99.9")]
     assert p999["host"]["value"] == host_k["rt"]["cyclictest"]["idle"]["pooled"]["p999"]
-    hold = figs[("rt-compare", "stock cyclictest max, 50 us hold")]
+    hold = figs[("rt-compare", "stock cyclictest max, 50 us hold (spin-entry)")]
     assert hold["host"] is None and hold["virtual"]["value"] == 51
-    assert figs[("rt-compare", "stock-preempt-full cyclictest max, 50 us hold")][
+    assert figs[("rt-compare", "stock-preempt-full cyclictest max, 50 us hold (spin-entry)")][
         "virtual"]["value"] == 4
 
     # sweep: the model check, the slowdowns (100,000 us of delay a run at 20000 ns
@@ -141,14 +141,14 @@ def test_side_by_side(built, tmp_path):
     line = next(ln for ln in text.splitlines() if ln.startswith("calibrate: close slope (p10"))
     assert line.split()[-5:] == ["4.000", "3.000", "0.75", "h1", "v1"], line
     line = next(ln for ln in text.splitlines()
-                if ln.startswith("rt-compare: stock cyclictest max, 50 us hold"))
+                if ln.startswith("rt-compare: stock cyclictest max, 50 us hold (spin-entry)"))
     assert line.split()[-5:] == ["us", "-", "51", "-", "v2"], line
     assert f"v1: {v_cal} (calibrate, virtual clock;" in text
     assert "virtual clock (icount shift=0)" in text
     rows = {(r["experiment"], r["figure"]): r
             for r in csv.DictReader(open(d / "clocks.csv"))}
     assert rows[("calibrate", "close slope (p10 fit)")]["host"] == str(slope["host"]["value"])
-    assert rows[("rt-compare", "stock cyclictest max, 50 us hold")]["host"] == ""
+    assert rows[("rt-compare", "stock cyclictest max, 50 us hold (spin-entry)")]["host"] == ""
     meta = json.loads((d / "meta.json").read_text())
     assert meta["experiment"] == "clocks" and len(meta["settings"]["folders"]) == 6
 

@@ -437,32 +437,56 @@ def test_findings_say_where_rt_wins_and_what_it_costs():
 def test_delay_member_of_a_real_run(tmp_path, monkeypatch):
     """The delay member (cyclictest against a hold of known length) of a
     real run under the virtual clock, stock against stock booted
-    preempt=full: the table has each kernel's max / p99.9 / mean per hold,
-    delay.png one line a kernel and figure and the hold itself."""
+    preempt=full, with two kinds of hold (the second a copy of the first,
+    as a run of --delay-holds spin@exit,spin@entry): a table a kind, in
+    the order the run gave them, with each kernel's max / p99.9 / mean per
+    hold; delay.png a panel a kind, one line a kernel and figure and the
+    hold itself."""
     d = tmp_path / "rt-compare-20261125-134120"
     write_meta(d, "rt-compare", {"variants": "stock,stock:preempt=full"})
     for k in ("stock", "stock-preempt-full"):
-        write_meta(d / k, "rt-compare", {"variant": "stock", "kernel": k})
+        write_meta(d / k, "rt-compare", {"variant": "stock", "kernel": k,
+                                         "delay_holds": "spin@exit,spin@entry"})
         write_csv(d / k / "skipped.csv", ("member", "reason"), [])
-        (d / k / "delay").mkdir(parents=True)
-        for ns in (0, 50000):
-            shutil.copy(DATA / f"rt-tests/delay/{k}-ns-{ns}.json",
-                        d / k / "delay" / f"ns-{ns}.json")
+        for kind in ("spin-entry", "spin-exit"):
+            (d / k / "delay" / kind).mkdir(parents=True)
+            for ns in (0, 50000):
+                shutil.copy(DATA / f"rt-tests/delay/{k}-ns-{ns}.json",
+                            d / k / "delay" / kind / f"ns-{ns}.json")
     figures = plotcheck.record(monkeypatch)
     assert cli.main("rt-compare", "x", analyse.add_args, analyse.work, [str(d)]) == 0
     comparison = json.loads((d / "comparison.json").read_text())
-    holds = {k: {h["ns"]: h for h in comparison["kernels"][k]["delay"]["holds"]}
+    assert list(comparison["kernels"]["stock"]["delay"]) == ["spin-exit", "spin-entry"]
+    holds = {k: {h["ns"]: h for h in comparison["kernels"][k]["delay"]["spin-entry"]["holds"]}
              for k in ("stock", "stock-preempt-full")}
     # The stock kernel cannot preempt the hold: its max follows it.
     assert holds["stock"][0]["max"] == 4 and holds["stock"][50000]["max"] == 51
     assert holds["stock-preempt-full"][50000]["max"] == 4
     text = (d / "report.txt").read_text()
-    assert "      50            51 / 51 / 23.7             4 / 3.7 / 2.9" in text
-    [ax] = figures["delay.png"]
-    plotcheck.assert_readable([ax])
-    assert ax["lines"] == 5 and ax["legend"][0] == "the hold itself"
-    assert ax["legend"][1:] == ["stock: max", "stock: p99.9", "stock-preempt-full: max",
-                                "stock-preempt-full: p99.9"]
+    exit_at, entry_at = (text.index(f"holds for a known time, spinning at {w}")
+                         for w in ("exit", "entry"))
+    assert exit_at < entry_at
+    row = "      50            51 / 51 / 23.7             4 / 3.7 / 2.9"
+    assert text.index(row, exit_at) < entry_at and text.index(row, entry_at)
+    axes = figures["delay.png"]
+    plotcheck.assert_readable(axes)
+    assert len(axes) == 2
+    for ax, where in zip(axes, ("exit", "entry")):
+        assert where in ax["title"]
+        assert ax["lines"] == 5 and ax["legend"][0] == "the hold itself"
+        assert ax["legend"][1:] == ["stock: max", "stock: p99.9", "stock-preempt-full: max",
+                                    "stock-preempt-full: p99.9"]
+
+
+def test_a_delay_member_of_one_kind_in_the_folder_itself(tmp_path):
+    """A run from before the kinds of hold kept its ns-*.json in delay/
+    itself, and said in meta.json how it held: read as that one kind."""
+    k = tmp_path / "stock"
+    write_meta(k, "rt-compare", {"variant": "stock", "delay_mode": "sleep"})
+    (k / "delay").mkdir()
+    shutil.copy(DATA / "rt-tests/delay/stock-ns-50000.json", k / "delay" / "ns-50000.json")
+    delay = rtcompare.read_kernel(k)["delay"]
+    assert list(delay) == ["sleep-entry"] and delay["sleep-entry"]["holds"][0]["max"] == 51
 
 
 def test_worst_line_says_whether_the_traced_worst_covers_the_measured_max():
@@ -523,10 +547,12 @@ RUNNER_BAD = [
     ("userspace/rtcompare/run.sh", ["--variants", "nohook"], {}, "--variants wants kernels"),
     ("userspace/rtcompare/guest.sh", ["-", "--check", "--ct-loops", "9"], {},
      "--ct-loops wants a whole number >= 10"),
-    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-mode", "nap"], {},
-     "--delay-mode wants spin or sleep"),
-    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-where", "mid"], {},
-     "--delay-where wants entry or exit"),
+    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-holds", "nap@entry"], {},
+     "--delay-holds wants MODE@WHERE items (spin or sleep @ entry or exit), not 'nap@entry'"),
+    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-holds", "spin@entry,spin@mid"],
+     {}, "not 'spin@mid'"),
+    ("userspace/rtcompare/guest.sh", ["-", "--check", "--delay-holds", "spin@exit,spin@exit"],
+     {}, "--delay-holds names spin@exit twice"),
 ]
 
 

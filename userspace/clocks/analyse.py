@@ -119,9 +119,10 @@ def read_rtcompare(d):
             if pooled:
                 out.append((f"{k} cyclictest {load} p99.9", "us", pooled.get("p999"), None))
                 out.append((f"{k} cyclictest {load} max", "us", pooled.get("max"), None))
-        for h in results.get(v, "delay", "holds") or []:
-            out.append((f"{k} cyclictest max, {h['ns'] / 1e3:g} us hold", "us", h.get("max"),
-                        None))
+        for kind, dm in (v.get("delay") or {}).items():
+            for h in dm.get("holds") or []:
+                out.append((f"{k} cyclictest max, {h['ns'] / 1e3:g} us hold ({kind})", "us",
+                            h.get("max"), None))
     return out
 
 

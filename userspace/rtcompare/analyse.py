@@ -95,51 +95,74 @@ def describe_worst(w):
 # --- cyclictest against a hold of known length -------------------------------
 
 
+HOLD_MODES = {"spin": "spinning", "sleep": "sleeping"}
+
+
+def hold_words(kind):
+    """spin-entry -> "spinning at entry": how a kind of hold reads."""
+    mode, _, where = kind.partition("-")
+    return f"{HOLD_MODES.get(mode, mode)} at {where}"
+
+
+def delay_kinds(kernels):
+    """{kind: {kernel: that kernel's delay member of that kind}}, the kinds
+    in the order the first kernel that has them ran them."""
+    out = {}
+    for v, k in kernels.items():
+        for kind, d in (k.get("delay") or {}).items():
+            if d.get("holds"):
+                out.setdefault(kind, {})[v] = d
+    return out
+
+
 def delay_lines(kernels):
-    """The delay member's table: per hold, each kernel's max and p99.9."""
-    have = {v: k["delay"] for v, k in kernels.items() if results.get(k, "delay", "holds")}
-    if not have:
-        return []
-    holds = sorted({h["ns"] for d in have.values() for h in d["holds"]})
-    lines = ["", "cyclictest on CPU 0 against a normal task whose getppid calls the delay "
-             "module holds for a known time (us; max / p99.9 / mean):",
-             f"{'hold us':>8}" + "".join(f"{v:>26}" for v in have)]
-    for ns in holds:
-        cells = []
-        for d in have.values():
-            c = next((h for h in d["holds"] if h["ns"] == ns), None)
-            cells.append("-" if not c else
-                         f"{num(c['max'])} / {num(c['p999'])} / {c['mean']:.1f}")
-        lines.append(f"{ns / 1e3:>8g}" + "".join(f"{c:>26}" for c in cells))
-    for v, d in have.items():
-        tr = d.get("traced")
-        if not tr:
-            continue
-        lines.append(f"  worst at a {num(tr['ns'] / 1e3 if tr['ns'] else None)} us hold on "
-                     f"{v}{worst_line(tr)}")
+    """The delay member's tables, one a kind of hold: per hold, each
+    kernel's max, p99.9 and mean."""
+    lines = []
+    for kind, have in delay_kinds(kernels).items():
+        holds = sorted({h["ns"] for d in have.values() for h in d["holds"]})
+        lines += ["", f"cyclictest on CPU 0 against a normal task whose getppid calls the "
+                  f"delay module holds for a known time, {hold_words(kind)} (us; max / "
+                  f"p99.9 / mean):",
+                  f"{'hold us':>8}" + "".join(f"{v:>26}" for v in have)]
+        for ns in holds:
+            cells = []
+            for d in have.values():
+                c = next((h for h in d["holds"] if h["ns"] == ns), None)
+                cells.append("-" if not c else
+                             f"{num(c['max'])} / {num(c['p999'])} / {c['mean']:.1f}")
+            lines.append(f"{ns / 1e3:>8g}" + "".join(f"{c:>26}" for c in cells))
+        for v, d in have.items():
+            tr = d.get("traced")
+            if tr:
+                lines.append(f"  worst at a {num(tr['ns'] / 1e3 if tr['ns'] else None)} us "
+                             f"hold on {v}{worst_line(tr)}")
     return lines
 
 
 def plot_delay(d, kernels):
-    """delay.png: each kernel's cyclictest maximum (and p99.9) against the
-    hold, with the line a kernel that cannot preempt the hold would follow."""
-    have = {v: k["delay"]["holds"] for v, k in kernels.items() if results.get(k, "delay", "holds")}
-    if not have:
+    """delay.png: a panel a kind of hold, each kernel's cyclictest maximum
+    (and p99.9) against the hold, with the line a kernel that cannot
+    preempt the hold would follow."""
+    kinds = delay_kinds(kernels)
+    if not kinds:
         return None
-    fig, ax = plot.figure()
-    top = max(c["ns"] for h in have.values() for c in h) / 1e3
-    ax.plot([0, top], [0, top], color="grey", linestyle=":", label="the hold itself")
-    for i, (v, h) in enumerate(have.items()):
-        xs = [c["ns"] / 1e3 for c in h]
-        ax.plot(xs, [c["max"] for c in h], marker="o", color=f"C{i}",
-                label=f"{v}: max")
-        ax.plot(xs, [c["p999"] for c in h], marker="x", linestyle="--",
-                color=f"C{i}", label=f"{v}: p99.9")
-    ax.set_xlabel("the delay module's hold of each getppid call (us)")
-    ax.set_ylabel("cyclictest wake-up latency (us)")
-    ax.set_title("a non-preemptible hold of known length, CPU 0")
-    ax.legend(fontsize=7)
-    plot.save(fig, ax, d / "delay.png")
+    fig, axes = plot.figure(len(kinds), width=1 + 5.2 * len(kinds), height=4.6)
+    axes = axes if len(kinds) > 1 else [axes]
+    for ax, (kind, have) in zip(axes, kinds.items()):
+        top = max(c["ns"] for dm in have.values() for c in dm["holds"]) / 1e3
+        ax.plot([0, top], [0, top], color="grey", linestyle=":", label="the hold itself")
+        for i, (v, dm) in enumerate(have.items()):
+            xs = [c["ns"] / 1e3 for c in dm["holds"]]
+            ax.plot(xs, [c["max"] for c in dm["holds"]], marker="o", color=f"C{i}",
+                    label=f"{v}: max")
+            ax.plot(xs, [c["p999"] for c in dm["holds"]], marker="x", linestyle="--",
+                    color=f"C{i}", label=f"{v}: p99.9")
+        ax.set_xlabel("the delay module's hold of each getppid call (us)")
+        ax.set_ylabel("cyclictest wake-up latency (us)")
+        ax.set_title(f"a hold of known length, {hold_words(kind)}, CPU 0")
+        ax.legend(fontsize=7)
+    plot.save(fig, axes[-1], d / "delay.png")
     return "delay.png"
 
 
@@ -438,8 +461,10 @@ def work(args):
     names = list(kernels)
     rows = compare(kernels[names[0]], kernels[names[1]]) if len(names) >= 2 else []
     for v, k in kernels.items():
-        for member, tr in (("cyclictest", results.get(k, "cyclictest", "traced")),
-                           ("delay", results.get(k, "delay", "traced"))):
+        traces = [("cyclictest", results.get(k, "cyclictest", "traced"))]
+        traces += [(f"delay/{kind}", dm.get("traced"))
+                   for kind, dm in (k.get("delay") or {}).items()]
+        for member, tr in traces:
             if tr and "excerpt" in tr:
                 results.write_text(d / v / member / "traced" / "worst.txt",
                                    tr.pop("excerpt"))

@@ -8,9 +8,11 @@
 #   perfstat/      perf stat of sortsum, unsorted and sorted, each repeat:
 #                  ORDER-rK.perf (perf stat -x,) and ORDER-rK.json (rusage)
 #   squarewave/    IMPL-LOAD/ (edges.csv, meta.json) for python, c-nanosleep, c-rt
-#   delay/         ns-NS.json (+ .txt): cyclictest on CPU 0 while a normal task
-#                  there makes getppid calls the delay module holds NS ns
-#                  each; traced/ (the largest NS again, the whole run traced)
+#   delay/HOLD/    per kind of hold (MODE-WHERE: spin-entry, sleep-entry,
+#                  spin-exit, sleep-exit): ns-NS.json (+ .txt), cyclictest on
+#                  CPU 0 while a normal task there makes getppid calls the
+#                  delay module holds NS ns each; traced/ (the largest NS
+#                  again, the whole run traced)
 #   lab/           calibrate/, irqhook/CELL/, smp/ (the lab's own experiments)
 #                  and unload.txt (delay cycled in and out under syscall load)
 #   meta.json, skipped.csv (member,reason of everything not measured)
@@ -22,8 +24,9 @@
 #   --catch-us N       caught/'s threshold, us (default 10)
 #   --delay-ns LIST    the delay member's holds, ns (default 0,20000,50000,100000,200000)
 #   --delay-loops N    its cyclictest loops per hold (default 5000)
-#   --delay-mode M     how the hold is spent: spin (default) or sleep
-#   --delay-where W    where: entry (default, before the call) or exit (after it)
+#   --delay-holds LIST the kinds of hold, each MODE@WHERE: MODE spin or
+#                      sleep (how the hold is spent), WHERE entry (before
+#                      the call) or exit (after its work); default spin@entry
 #   -r, --repeats N    perf stat repeats per order (default 5)
 #   --passes N         sortsum passes of a perf stat run (default 1000)
 #   --freqs LIST       square-wave frequencies, Hz (default 100,200,500,1000,2000,5000,10000,20000)
@@ -45,7 +48,7 @@ shift
 only=cyclictest,delay,perfstat,squarewave,lab
 ct_loops=20000 repeats=5 passes=1000 periods=200 n=300 unload_cycles=20
 delay_ns=0,20000,50000,100000,200000 delay_loops=5000 catch_us=10
-delay_mode=spin delay_where=entry
+delay_holds=spin@entry
 freqs=100,200,500,1000,2000,5000,10000,20000 check=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -55,8 +58,7 @@ while [ $# -gt 0 ]; do
 	--catch-us) want_value "$@"; want_uint --catch-us "$2" 1; catch_us=$2; shift ;;
 	--delay-ns) want_value "$@"; lab_list --delay-ns "$2" >/dev/null; delay_ns=$2; shift ;;
 	--delay-loops) want_value "$@"; want_uint --delay-loops "$2" 10; delay_loops=$2; shift ;;
-	--delay-mode) want_value "$@"; delay_mode=$2; shift ;;
-	--delay-where) want_value "$@"; delay_where=$2; shift ;;
+	--delay-holds) want_value "$@"; delay_holds=$2; shift ;;
 	-r | --repeats) want_value "$@"; want_uint --repeats "$2" 1; repeats=$2; shift ;;
 	--passes) want_value "$@"; want_uint --passes "$2" 1; passes=$2; shift ;;
 	--freqs) want_value "$@"; lab_list --freqs "$2" 1000000 >/dev/null; freqs=$2; shift ;;
@@ -75,8 +77,14 @@ for m in ${only//,/ }; do
 	*) bad_arg "--only wants members of cyclictest,delay,perfstat,squarewave,lab, not '$m'" ;;
 	esac
 done
-case $delay_mode in spin | sleep) ;; *) bad_arg "--delay-mode wants spin or sleep, not '$delay_mode'" ;; esac
-case $delay_where in entry | exit) ;; *) bad_arg "--delay-where wants entry or exit, not '$delay_where'" ;; esac
+seen=
+[ -n "$delay_holds" ] || bad_arg "--delay-holds wants a list like spin@entry,sleep@entry"
+for h in ${delay_holds//,/ }; do
+	[[ $h =~ ^(spin|sleep)@(entry|exit)$ ]] ||
+		bad_arg "--delay-holds wants MODE@WHERE items (spin or sleep @ entry or exit), not '$h'"
+	[[ ",$seen," != *",$h,"* ]] || bad_arg "--delay-holds names $h twice"
+	seen+=,$h
+done
 [ "$check" -eq 0 ] || exit 0
 runs() { [[ ",$only," == *",$1,"* ]]; }
 
@@ -102,8 +110,7 @@ ncpu=$(nproc)
 "$LAB_TOOL" meta "$dir" rt-compare variant="$variant" kernel="$kernel" \
 	preempt_model="${model:-unknown}" members="$only" cpus:="$ncpu" \
 	ct_loops:="$ct_loops" catch_us:="$catch_us" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
-	delay_ns="$delay_ns" delay_loops:="$delay_loops" delay_mode="$delay_mode" \
-	delay_where="$delay_where" \
+	delay_ns="$delay_ns" delay_loops:="$delay_loops" delay_holds="$delay_holds" \
 	periods:="$periods" n:="$n" unload_cycles:="$unload_cycles" \
 	perf="$(perf --version 2>/dev/null || echo none)" \
 	rt_tests="$(cyclictest --help 2>&1 | sed -n 's/^cyclictest V *//p' | head -1)" \
@@ -253,7 +260,7 @@ cyclic_cpu0() {
 	cyclictest -q -p 90 -m -t 1 -a 0 -i 1000 -l "$delay_loops" -h 20000 "$@"
 }
 run_delay() {
-	local dd=$dir/delay ko ns load nullcall=$LAB_ROOT/userspace/calibrate/nullcall
+	local dd=$dir/delay ko ns load hold mode where hd nullcall=$LAB_ROOT/userspace/calibrate/nullcall
 	if ! ko=$(lab_ko delay 2>/dev/null) || [ ! -x "$nullcall" ]; then
 		skip delay "the delay module or userspace/calibrate/nullcall is not built"
 		return 0
@@ -262,34 +269,35 @@ run_delay() {
 		skip delay "the delay module is loaded already"
 		return 0
 	fi
-	mkdir -p "$dd/traced"
 	insmod "$ko" syscalls=$GETPPID
 	delay_loaded=1
-	# A module without mode and where holds at entry, spinning; a kernel
-	# without RCU Tasks refuses to sleep in the hook (EOPNOTSUPP).
-	if [ "$delay_mode$delay_where" != spinentry ] &&
-		! { echo "$delay_mode" >/sys/module/delay/parameters/mode &&
-			echo "$delay_where" >/sys/module/delay/parameters/where; } 2>/dev/null; then
-		skip delay "the delay module here cannot hold with mode=$delay_mode where=$delay_where"
-		rmmod delay
-		delay_loaded=0
-		return 0
-	fi
 	taskset -c 0 "$nullcall" getppid 1000000 1000 >/dev/null &
 	load=$!
 	hammer_pids+=("$load")
-	for ns in $(lab_list --delay-ns "$delay_ns"); do
-		echo "$ns" >/sys/module/delay/parameters/ns
-		log "cyclictest on CPU 0, getppid held $ns ns: $delay_loops loops"
-		ct_run "$dd" "ns-$ns" cyclic_cpu0
+	for hold in ${delay_holds//,/ }; do
+		mode=${hold%@*} where=${hold#*@} hd=$dd/$mode-$where
+		# Switched under the load, with no hold between (ns 0): a kernel
+		# without RCU Tasks refuses to sleep in the hook (EOPNOTSUPP).
+		echo 0 >/sys/module/delay/parameters/ns
+		if ! { echo "$mode" >/sys/module/delay/parameters/mode &&
+			echo "$where" >/sys/module/delay/parameters/where; } 2>/dev/null; then
+			skip "delay-$mode-$where" "the delay module here cannot hold with mode=$mode where=$where"
+			continue
+		fi
+		mkdir -p "$hd"
+		for ns in $(lab_list --delay-ns "$delay_ns"); do
+			echo "$ns" >/sys/module/delay/parameters/ns
+			log "cyclictest on CPU 0, getppid held $ns ns ($mode at $where): $delay_loops loops"
+			ct_run "$hd" "ns-$ns" cyclic_cpu0
+		done
+		if have trace-cmd; then
+			log "the largest hold again, $ns ns ($mode at $where)"
+			traced "$hd/traced" "$delay_loops" -e delay:delay_syscall -- cyclic_cpu0
+			echo "$ns" >"$hd/traced/ns"
+		else
+			skip "delay-$mode-$where-trace" "trace-cmd is not installed (Debian: trace-cmd)"
+		fi
 	done
-	if have trace-cmd; then
-		log "the largest hold again, $ns ns"
-		traced "$dd/traced" "$delay_loops" -e delay:delay_syscall -- cyclic_cpu0
-		echo "$ns" >"$dd/traced/ns"
-	else
-		skip delay-trace "trace-cmd is not installed (Debian: trace-cmd)"
-	fi
 	kill "$load" 2>/dev/null || true
 	wait "$load" 2>/dev/null || true
 	hammer_pids=()

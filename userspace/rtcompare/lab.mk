@@ -16,8 +16,16 @@ rt-compare: setup
 	VM_CLOCK=$$clock VM_CPUS=$${VM_CPUS:-$$([ "$$clock" = virtual ] && echo 1 || echo 2)} \
 		$(call lab_run,userspace/rtcompare,$(RT_ARGS))
 
+## holds [HOLDS_ARGS=...]: spin against sleep as a latency source: rt-compare's delay member
+##   only, a hold spinning at entry, sleeping at entry and spinning at exit, on stock, stock
+##   booted preempt=full and rt (one boot a kernel; README: "Spin against sleep")
+HOLDS_ARGS ?= --variants stock,stock:preempt=full,rt -- --only delay \
+	--delay-holds spin@entry,sleep@entry,spin@exit
+holds:
+	$(MAKE) --no-print-directory rt-compare RT_ARGS='$(HOLDS_ARGS)'
+
 ## deb [VARIANT=stock|rt]: the lab kernel as installable .deb packages (bindeb-pkg) in build/deb/
 deb:
 	scripts/build-kernel.sh --deb
 
-.PHONY: rt-compare deb
+.PHONY: rt-compare holds deb

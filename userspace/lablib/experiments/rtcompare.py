@@ -94,6 +94,21 @@ def read_delay(folder):
     return out
 
 
+def read_delays(folder, settings):
+    """guest.sh's delay member: {kind: read_delay()} for each kind of hold
+    (MODE-WHERE: spin-entry, sleep-entry, spin-exit, ...), in the order the
+    run's delay_holds gave them.  A run from before the kinds has its
+    ns-*.json in the folder itself: the one kind its delay_mode and
+    delay_where named."""
+    if any(folder.glob("ns-*.json")):
+        kind = f"{settings.get('delay_mode', 'spin')}-{settings.get('delay_where', 'entry')}"
+        return {kind: read_delay(folder)}
+    order = [h.replace("@", "-") for h in str(settings.get("delay_holds", "")).split(",")]
+    kinds = [p for p in folder.iterdir() if p.is_dir() and any(p.glob("ns-*.json"))]
+    kinds.sort(key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
+    return {p.name: read_delay(p) for p in kinds}
+
+
 def read_perfstat(folder):
     """{order: {"runs": n, "unsupported": [...], FIGURE: summary, "values":
     {FIGURE: [one a repeat]}}}: perf stat's events (lablib.readers.perf) and
@@ -188,7 +203,7 @@ def read_kernel(folder):
     if (ct / "caught" / "cyclictest.json").exists():
         k["cyclictest"]["caught"] = read_caught(ct / "caught")
     if (folder / "delay").is_dir():
-        k["delay"] = read_delay(folder / "delay")
+        k["delay"] = read_delays(folder / "delay", results.settings(meta))
     if (folder / "perfstat").is_dir():
         k["perfstat"] = read_perfstat(folder / "perfstat")
     sq = folder / "squarewave"

@@ -238,6 +238,9 @@ def test_apache_sweep(tmp_path, calibration):
         assert len(lines) == 10 and all(ln[0] == "200" and len(ln) == 3 for ln in lines), lines
         assert all(int(ln[2]) > 0 for ln in lines), lines
         assert r["units"] == "1" and "the median of 10 replies" in r["detail"], r
+        # Each run began with its untimed burst of 512 connections.
+        warm = (d / f"logs/warm-l{r['loops']}-{r['repeat']}.txt").read_text()
+        assert "Total: connections 512 " in warm, warm
         assert float(r["syscalls"]) == statistics.median(int(ln[2]) for ln in lines)
         assert abs(float(r["seconds"]) - statistics.median(float(ln[1]) for ln in lines)) < 1e-12
     assert (d / "saturation.csv").exists() and (d / "httpd.conf").exists()

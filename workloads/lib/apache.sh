@@ -53,6 +53,12 @@ APACHE_PORT=${APACHE_PORT:-18080}
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
 APACHE_FIRST_RATE=100
+# Server processes (prefork) or threads (event): httpd.conf.in's 64.
+APACHE_SERVERS=64
+# The warm-up's rate (wl_run): a tenth of the knee on the virtual clock,
+# near it on the host's under TCG (438/s, 2026-11-22), where a step over
+# it only costs the warm-up a few failed connections.
+APACHE_WARM_RATE=500
 APACHE_RATE_FACTOR=1.3
 APACHE_MAX_STEPS=20
 # Bisect until the first overloaded rate is within this of the last one
@@ -301,6 +307,16 @@ reply_median() {
 
 wl_run() {
 	local tag=$TAG-$REPEAT replies duration reply errors cpu calls p9 best best_rate seconds
+	# A burst of load first, untimed: a point's first run replied 5.8-5.9
+	# us slower than its second, which came after the first's saturation
+	# search (101.6 against 95.8 us at loops 0, 270.3 against 264.6 at
+	# 8000), and so did a second with no search in between.  Not the
+	# server processes' first requests: 100 replies in a row, a process
+	# each and then some again, all took 101.5 us; nor 128 connections at
+	# 200/s first.  After 512 at 500/s both runs replied in 95.8 us
+	# (2026-11-29): every point's runs now measure that state.
+	httperf_run "$APACHE_WARM_RATE" $((8 * APACHE_SERVERS)) >"$LAB_DIR/logs/warm-$tag.txt" ||
+		die "Apache's warm-up failed at $POINT; see $LAB_DIR/logs/warm-$tag.txt"
 	# The reference method.
 	read -r replies seconds errors calls p9 < <(reference_measured "$LAB_DIR/logs/reply-$tag.txt")
 	P9_COUNT=${p9#-}
@@ -371,7 +387,9 @@ saturation_step() {
 	read -r replies duration reply errors cpu calls p9 < <(
 		httperf_measured "$LAB_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
 	u1=$(server_usec)
-	[ -n "$u0" ] && [ -n "$u1" ] || die "no CPU time of Apache's cgroup ($WORK_CG/cpu.stat) at $POINT"
+	if [ -z "$u0" ] || [ -z "$u1" ]; then
+		die "no CPU time of Apache's cgroup ($WORK_CG/cpu.stat) at $POINT"
+	fi
 	if [ "$p9" = - ]; then SATURATION_P9=; elif [ -n "$SATURATION_P9" ]; then
 		SATURATION_P9=$((SATURATION_P9 + p9))
 	fi

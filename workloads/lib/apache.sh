@@ -36,9 +36,10 @@
 # Each point starts a fresh Apache with an empty access log, so that a
 # point is the same measure whichever point ran before it (the parts of a
 # parallel sweep run other points before it than a serial sweep).
-# The reference reply makes 7 delayed calls and takes 101.3 us on the
-# virtual clock, d½ = 14.5 us (4,800 loops); saturation's request 19
-# calls, 9.8 us (2026-11-28): 8000 loops (24 us) is 1.7 and 2.5 d½.
+# The reference reply makes 7 delayed calls and takes 95.8 us on the
+# virtual clock after the warm-up burst (wl_run), d½ = 13.7 us (4,520
+# loops); saturation's request 19 calls, 10.0 us (2026-11-29): 8000
+# loops (24 us) is 1.8 and 2.4 d½.
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
 # A point's runs agree to the instruction there, and a saturation step of

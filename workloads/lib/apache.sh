@@ -21,7 +21,9 @@
 #               that kept up.  Each run starts on a grid of rates
 #               (APACHE_FIRST_RATE x APACHE_RATE_FACTOR^k) at most 35 %
 #               of 1 / its reference reply time.  Every step is in
-#               saturation.csv (phase ramp, down or refine).
+#               saturation.csv (phase ramp, down or refine), with the
+#               CPU time Apache took in it (server_s) and the wall time
+#               of the window that was read over (window_s).
 #   server      the same knee step's replies over the CPU time Apache
 #               took for them (its cgroup's cpu.stat): the rate Apache
 #               would sustain with a client that cost it nothing.  Where
@@ -163,7 +165,7 @@ wl_prepare() {
 	# that no server process reads the host's files during a window.
 	if stage_wanted; then stage_workload; fi
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; reqtime and httperf on CPU $CLIENT_CPU"
-	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained" >"$LAB_DIR/saturation.csv"
+	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained,server_s,window_s" >"$LAB_DIR/saturation.csv"
 }
 
 # A fresh Apache for each point (with the point's delay already set, as a
@@ -382,25 +384,32 @@ wl_run() {
 # says whether the replies followed (APACHE_KEEPUP of it, no errors); the best
 # step kept up with so far is remembered in best and best_rate.
 saturation_step() {
-	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls p9 rr u0 u1
+	local tag=$1 rate=$2 phase=$3 conns replies duration reply errors cpu calls p9 rr
+	local t0 t1 u0 u1 server
 	conns=$((rate * STEP_SECONDS))
+	# Apache's CPU time is read inside a wall-clock window (us, no
+	# program started): on its one CPU it cannot take more than that.
+	t0=${EPOCHREALTIME/[.,]/}
 	u0=$(server_usec)
 	read -r replies duration reply errors cpu calls p9 < <(
 		httperf_measured "$LAB_DIR/logs/saturation-$tag-$rate.txt" "$rate" "$conns")
 	u1=$(server_usec)
+	t1=${EPOCHREALTIME/[.,]/}
 	if [ -z "$u0" ] || [ -z "$u1" ]; then
 		die "no CPU time of Apache's cgroup ($WORK_CG/cpu.stat) at $POINT"
 	fi
+	server=$(ns_to_s $(((u1 - u0) * 1000)))
 	if [ "$p9" = - ]; then SATURATION_P9=; elif [ -n "$SATURATION_P9" ]; then
 		SATURATION_P9=$((SATURATION_P9 + p9))
 	fi
 	rr=$(awk -v n="$replies" -v d="$duration" 'BEGIN { printf "%.2f", (d > 0 ? n / d : 0) }')
 	STEP_OK=$(awk -v rr="$rr" -v r="$rate" -v e="$errors" -v f="$APACHE_KEEPUP" \
 		'BEGIN { print (e == 0 && rr >= f * r) ? 1 : 0 }')
-	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK" >>"$LAB_DIR/saturation.csv"
+	echo "$LOOPS,$NS,$REPEAT,$phase,$rate,$rr,$errors,$cpu,$STEP_OK,$server,$(ns_to_s $(((t1 - t0) * 1000)))" \
+		>>"$LAB_DIR/saturation.csv"
 	if [ "$STEP_OK" -eq 1 ] && awk -v a="$rr" -v b="$best_rate" 'BEGIN { exit !(a > b) }'; then
 		best_rate=$rr
-		best="$replies $duration $calls $errors $rate $cpu $(ns_to_s $(((u1 - u0) * 1000)))"
+		best="$replies $duration $calls $errors $rate $cpu $server"
 	fi
 }
 

@@ -305,7 +305,14 @@ def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
         assert [p["loops"] for p in points(d)] == want
         assert {row["loops"] for row in csv.DictReader(open(d / "raw.csv"))} == set(want)
         assert (d / "calibration").exists() == (k == 1)
-        assert f"part {k}/2: [{len(want)}/{len(want)}]" in r.stderr
+        last = f"part {k}/2: [{len(want)}/{len(want)}]"
+        assert last in r.stderr
+        # Part 1 calibrates after its points, which meet the boot as it was.
+        calibrating = r.stderr.find("calibrating the added latency")
+        assert (calibrating > r.stderr.index(last)) == (k == 1), r.stderr
+        assert ("calibrated after the points" in r.stderr) == (k == 1), r.stderr
+        assert settings["calibration_from"] == (
+            "calibrated by the sweep, after its points" if k == 1 else "part 1 of 2")
         assert not (d / "summary.json").exists()
 
 

@@ -65,6 +65,7 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     ("APACHE_KEEPUP", "1.5", "APACHE_KEEPUP wants a fraction in (0, 1], not '1.5'"),
     ("APACHE_KEEPUP_VIRTUAL", "0", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not '0'"),
     ("APACHE_KEEPUP_VIRTUAL", "x", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not 'x'"),
+    ("APACHE_TIME_WAIT", "none", "APACHE_TIME_WAIT wants a whole number, not 'none'"),
 ])
 def test_apache_refuses_settings_it_cannot_use(root, tmp_path, var, value, said):
     cmdline = tmp_path / "cmdline"
@@ -145,3 +146,25 @@ def test_run_sh_hands_a_workload_staged_in_the_vm_what_it_takes(root, tmp_path, 
     assert "wants" not in r.stderr, r.stderr
     # The stand-in made no sweep: run.sh says so.
     assert r.returncode == 1 and f"no new {workload} sweep" in r.stderr
+
+
+@pytest.mark.parametrize("log, said", [
+    # Three clean replies of 7 calls; two met other work (12 calls): the
+    # median of the clean ones, whatever the order.
+    ("200 0.000096 7\n200 0.000120 12\n200 0.000095 7\nerror connect\n"
+     "200 0.000119 12\n200 0.000097 7\n", "9.6e-05 7 3"),
+    # More replies met other work than did not: still the clean ones.
+    ("200 0.000265 12\n200 0.000180 7\n200 0.000266 12\n200 0.000181 7\n"
+     "200 0.000264 12\n", "0.0001805 7 2"),
+    ("error connect\n", "0 0 0"),
+])
+def test_a_reference_run_is_its_clean_replies(root, tmp_path, log, said):
+    """workloads/lib/apache.sh's reply_clean: a run's reply is the median
+    of the replies that made the fewest delayed calls; one that made more
+    met other work of the server in its span."""
+    (tmp_path / "reply.txt").write_text(log)
+    r = subprocess.run(["bash", "-c", f". {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; "
+                        f". {root}/workloads/lib/apache.sh; reply_clean {tmp_path}/reply.txt"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == said + "\n"

@@ -217,6 +217,22 @@ def test_analyser_compares_two_kernels(tmp_path):
     assert "rt against stock" in text and "not supported here: cycles" in text
 
 
+@pytest.mark.parametrize("variants, order", [
+    ("stock,stock:preempt=full,rt", ["stock", "stock-preempt-full", "rt"]),
+    ("rt,stock:preempt=full,stock", ["stock", "rt", "stock-preempt-full"]),
+    (None, ["stock", "rt", "stock-preempt-full"]),
+])
+def test_kernels_come_in_the_order_they_ran_stock_first(tmp_path, variants, order):
+    """Stock is the base the others are set against; the others keep the
+    order --variants gave them (it was alphabetical: rt before
+    stock-preempt-full whatever the run said), alphabetical without it."""
+    d = tmp_path / "rt-compare-20261129-100000"
+    write_meta(d, "rt-compare", {"variants": variants} if variants else {})
+    for k in ("rt", "stock-preempt-full", "stock"):
+        kernel_dir(d / k, k.split("-")[0], 100, 1000, 1.0)
+    assert list(rtcompare.kernels_of(d)) == order
+
+
 def test_analyser_says_what_is_wrong_with_a_folder(tmp_path):
     out = subprocess.run([sys.executable, ANALYSER, str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)

@@ -222,12 +222,35 @@ def read_kernel(folder):
     return k
 
 
+def run_order(d):
+    """The kernel folders' names in the order run.sh's --variants gave them
+    (its meta.json: "stock,stock:preempt=full,rt" names stock,
+    stock-preempt-full and rt, as guest.sh names a kernel as booted); []
+    for a folder without that setting."""
+    try:
+        variants = results.settings(results.read_meta(d)).get("variants")
+    except ValueError:
+        return []
+    if not isinstance(variants, str):
+        return []
+    names = []
+    for spec in variants.split(","):
+        variant, _, boot = spec.partition(":")
+        preempt = boot[len("preempt="):] if boot.startswith("preempt=") else ""
+        names.append(variant + (f"-preempt-{preempt}" if preempt else ""))
+    return names
+
+
 def kernels_of(d):
+    """{kernel: read_kernel(...)} of rt-compare folder @d: stock first, the
+    base every other kernel is set against, then the others in the order
+    they ran (run_order), any other alphabetically."""
     d = pathlib.Path(d)
     found = {p.name: p for p in sorted(d.iterdir())
              if p.is_dir() and (p / "meta.json").exists() and (p / "skipped.csv").exists()}
     if not found:
         raise ValueError(f"{d}: no kernel folders (DIR/<variant>/ with meta.json): "
                          f"not an rt-compare result, or nothing measured")
-    order = sorted(found, key=lambda v: (v != "stock", v != "rt", v))
+    ran = run_order(d)
+    order = sorted(found, key=lambda v: (v != "stock", ran.index(v) if v in ran else len(ran), v))
     return {v: read_kernel(found[v]) for v in order}

@@ -324,11 +324,13 @@ reference_measured() {
 # delayed calls a reply made, how many replies made just those (clean)
 # and the median of their times; "0 0 0" without a reply.
 #
-# A reply that made more calls met other work of the server in its span:
+# A reply that made more calls had more of the server's work in its span:
 # on the virtual clock 2 to 4 replies in a row, 20 s apart, made 12 calls
 # instead of 7 (+24 us at loops 0, +144 us at 8000, 2026-11-29), and in
-# one boot 6 of 10 did, so that the median of all replies was theirs.
-# Their calls are counted, so they are left out, not guessed at.  Of the
+# one boot 6 of 10 did, so that the median of all replies was theirs.  In
+# them (ftrace) the server's 5 calls after its writev of the reply came
+# before reqtime was woken, which happened only when the server blocked
+# in poll.  Their calls are counted, so they are left out, not guessed at.  Of the
 # clean ones the median: on the virtual clock one reply in ten 3 us longer
 # with no more calls put a point's mean 0.3 % from the same point's in
 # other boots, where its median stayed within 0.05 % (2026-11-28).

@@ -330,10 +330,11 @@ reference_measured() {
 # one boot 6 of 10 did, so that the median of all replies was theirs.  In
 # them (ftrace) the server's 5 calls after its writev of the reply came
 # before reqtime was woken, which happened only when the server blocked
-# in poll.  Their calls are counted, so they are left out, not guessed at.  Of the
-# clean ones the median: on the virtual clock one reply in ten 3 us longer
-# with no more calls put a point's mean 0.3 % from the same point's in
-# other boots, where its median stayed within 0.05 % (2026-11-28).
+# in poll.  Their calls are counted, so they are left out, not guessed
+# at.  Of the clean ones the median: on the virtual clock one reply in
+# ten 3 us longer with no more calls put a point's mean 0.3 % from the
+# same point's in other boots, where its median stayed within 0.05 %
+# (2026-11-28).
 reply_clean() {
 	awk '$1 == 200 && NF == 3 { print $3, $2 }' "$1" | sort -g -k1,1 -k2,2 | awk '
 	NR == 1 { calls = $1 }

@@ -7,7 +7,8 @@ analyse.py uses on the host, so that the two agree:
       cost of entering the delay (lablib.experiments.calibration)
   progress.py point RAW_CSV LOOPS NS
       the first measure of the rows of raw.csv at this point: mean and
-      standard deviation of the seconds a unit of work took (lablib.stats)
+      standard deviation of the seconds a unit of work took (raw.csv read
+      by lablib.experiments.workloads, as analyse.py reads it)
   progress.py clock RESULT_DIR
       the clock the result was measured on, from its meta.json: virtual or
       host (also where meta.json names none: hardware, an older lab)
@@ -20,14 +21,13 @@ analyse.py uses on the host, so that the two agree:
 
 A folder or file it cannot read is one line on stderr and exit status 1.
 """
-import csv
 import pathlib
 import re
 import sys
 import time
 
 from lablib import results, stats
-from lablib.experiments import calibration
+from lablib.experiments import calibration, workloads
 
 
 def fit(folder):
@@ -37,13 +37,15 @@ def fit(folder):
 
 
 def point(raw, loops, ns):
-    rows = [r for r in csv.DictReader(open(raw))
-            if r["loops"] == loops and r.get("ns", "") == ns]
+    loops, ns = (int(v) if v else None for v in (loops, ns))
+    rows = [r for r in workloads.read_raw(raw) if (r["loops"], r["ns"]) == (loops, ns)]
     if not rows:
         return "no runs"
     measure = rows[0]["measure"]
-    per_unit = [float(r["seconds"]) / float(r["units"])
-                for r in rows if r["measure"] == measure]
+    per_unit = [r["seconds"] / r["units"] for r in rows
+                if r["measure"] == measure and r["units"] > 0]
+    if not per_unit:
+        return f"{measure}: no unit of work done"
     s = stats.summary(per_unit)
     # In a unit that keeps four digits: an Apache reply is some 56 us on
     # the virtual clock, a build minutes on hardware.

@@ -398,3 +398,28 @@ def test_progress_line_keeps_four_digits_of_a_tiny_time(root, tmp_path):
                           raw, "0", ""], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("reply 56.55 us per unit +- 0.92 (n=2)"), out.stdout
+
+
+def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path):
+    """progress.py reads raw.csv as analyse.py does: a point in ns is named
+    by its ns, not by an empty loop count, and a point whose runs did no
+    unit of work says so instead of dividing by 0."""
+    raw = tmp_path / "raw.csv"
+    raw.write_text("workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,"
+                   "p9_requests,detail\n"
+                   "grep,grep,,0,1,1,2.0,10,0,0,x\n"
+                   "grep,grep,,5000,1,1,3.0,10,0,0,x\n"
+                   "grep,grep,,5000,2,1,5.0,10,0,0,x\n"
+                   "grep,grep,,9000,1,0,5.0,10,0,0,x\n")
+
+    def say(*point):
+        out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "point",
+                              raw, *point], capture_output=True, text=True)
+        return out.returncode, out.stdout.strip(), out.stderr.strip()
+
+    assert say("", "5000") == (0, "grep 4 s per unit +- 1.4 (n=2)", "")
+    assert say("", "9000") == (0, "grep: no unit of work done", "")
+    assert say("", "7000") == (0, "no runs", "")
+    raw.write_text(raw.read_text() + "grep,grep,,x,1,1,2.0,10,0,0,x\n")
+    code, out, err = say("", "5000")
+    assert code == 1 and out == "" and "line 6: ns is 'x', not an integer" in err

@@ -17,6 +17,7 @@ import pathlib
 import sys
 
 from lablib import cli, plot, results, stats, text
+from lablib.experiments import workloads
 
 COLUMNS = ("ppm", "requests", "calls_per_request", "delay_ns", "base_p50_us", "mean_us",
            "p50_us", "p99_us", "p999_us", "model_mean_us", "model_p50_us", "model_p99_us",
@@ -52,14 +53,9 @@ def read_point(folder, ns):
         raise ValueError(f"{folder}/meta.json: no settings.delay_settings.ppm")
     base = read_replies(folder / "logs/reply-ns0-1.txt")
     delayed = read_replies(folder / f"logs/reply-ns{ns}-1.txt")
-    measured = None
-    for row in results.read_csv(folder / "points.csv", ("ns", "measured_ns")):
-        if row["ns"] == str(ns) and row["measured_ns"]:
-            measured = float(row["measured_ns"])
-    p9 = 0
-    for row in results.read_csv(folder / "raw.csv", ("measure", "p9_requests")):
-        if row["measure"] == "reply" and row["p9_requests"]:
-            p9 += int(row["p9_requests"])
+    measured = workloads.read_points(folder / "points.csv").get((None, ns))
+    p9 = sum(r["p9_requests"] or 0 for r in workloads.read_raw(folder / "raw.csv")
+             if r["measure"] == "reply")
     return int(ppm), base, delayed, measured, p9
 
 

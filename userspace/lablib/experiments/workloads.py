@@ -1,0 +1,182 @@
+"""What a workloads sweep folder (workloads/sweep.sh) holds, read and
+checked: raw.csv (one row per timed run), points.csv (the delay module's
+own measure of each point), saturation.csv (Apache's offered-rate steps,
+read into each point's knee), its calibration/ subfolder (the added
+latency per loop) and the CPU count from meta.json.  Every reader raises
+ValueError naming the file and line it cannot read.  workloads/analyse.py
+models and reports what this reads; tailamp and sweep.sh's progress read
+the same files through it."""
+import pathlib
+import re
+
+from .. import results
+from . import calibration
+
+# measure: (throughput = factor x units / seconds, its unit, one unit of work)
+MEASURES = {
+    "build": (3600, "builds/hour", "build"),
+    "grep": (60, "greps/min", "grep"),
+    "cmd": (60, "runs/min", "run"),
+    "reply": (1, "1/s (1/reply time)", "reply"),
+    "saturation": (1, "requests/s", "request"),
+    "server": (1, "requests/s (Apache's CPU)", "request"),
+}
+# "ns" (the module's ns mode) came later: a raw.csv without it swept loops;
+# "p9_requests" later still: without it, the requests were not counted.
+RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
+               "errors", "detail"]
+UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
+
+
+def number(rec, key, kind, unknown_ok=False):
+    """One numeric field of a raw.csv row; None for an unknown one if allowed."""
+    text = (rec.get(key) or "").strip()
+    if unknown_ok and text.lower() in UNKNOWN:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{key} is {text!r}, not {'an integer' if kind is int else 'a number'}"
+                         ) from None
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"{key} is {text!r}, not a finite number >= 0")
+    return value
+
+
+def parse_run(rec):
+    measure = (rec.get("measure") or "").strip()
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r} (known: {', '.join(MEASURES)})")
+    r = {"workload": (rec.get("workload") or "").strip(), "measure": measure,
+         "loops": number(rec, "loops", int, unknown_ok=True),
+         "ns": number(rec, "ns", int, unknown_ok=True), "repeat": number(rec, "repeat", int),
+         "units": number(rec, "units", float), "seconds": number(rec, "seconds", float),
+         "syscalls": number(rec, "syscalls", float, unknown_ok=True),
+         "errors": number(rec, "errors", int, unknown_ok=True) or 0,
+         "p9_requests": number(rec, "p9_requests", int, unknown_ok=True)}
+    if r["units"] > 0 and r["seconds"] <= 0:
+        raise ValueError(f"{r['units']:g} units in {r['seconds']:g} s")
+    if (r["loops"] is None) == (r["ns"] is None):
+        raise ValueError("a run has a loop count or an ns delay, exactly one of them")
+    r["knob"] = "ns" if r["loops"] is None else "loops"
+    r["setting"] = r[r["knob"]]
+    return r
+
+
+def read_raw(path):
+    """The runs of a workload sweep's raw.csv, parsed and checked."""
+    try:
+        rows = results.read_csv(path, RAW_COLUMNS)
+    except ValueError as e:
+        if "no header" in str(e):
+            raise ValueError(f"{path}: empty file, no header and no runs") from None
+        raise
+    runs = []
+    for line, rec in enumerate(rows, 2):
+        try:
+            runs.append(parse_run(rec))
+        except ValueError as e:
+            raise ValueError(f"{path} line {line}: {e}") from None
+    if not runs:
+        raise ValueError(f"{path}: a header but no runs")
+    if len({r["knob"] for r in runs}) > 1:
+        raise ValueError(f"{path}: runs at loop counts and at ns delays mixed in one sweep")
+    return runs
+
+
+def read_points(path):
+    """{(loops, ns): measured ns per delayed call} from the sweep's
+    points.csv (the module's own account); {} without the file or the
+    module's figures."""
+    if not path.exists():
+        return {}
+    out = {}
+    for i, rec in enumerate(results.read_csv(path, ("loops", "ns", "measured_ns")), 2):
+        try:
+            key = (number(rec, "loops", int, True), number(rec, "ns", int, True))
+            out[key] = number(rec, "measured_ns", float, True)
+        except ValueError as e:
+            raise ValueError(f"{path} line {i}: {e}") from None
+    return out
+
+
+def read_calibration(folder):
+    """Mean ns per loop over the p50 fits of calibrate folder @folder, and
+    the fits' names."""
+    if not (pathlib.Path(folder) / "meta.json").exists():
+        raise ValueError(f"{folder} has no meta.json: the sweep has no calibration")
+    _, summary = calibration.load(folder)
+    slope, names = calibration.ns_per_loop(summary, where=str(folder))
+    return slope, names, summary["entry_ns"]
+
+
+def knees(path):
+    """{(loops, ns): (kept up, overloaded)} from apache's saturation.csv: per
+    point the mean over repeats of the highest offered rate the server kept
+    up with and of the lowest above it that it did not (None if no step
+    overloaded it).  {} without the file."""
+    if not path.exists():
+        return {}
+    per_run = {}
+    for i, row in enumerate(results.read_csv(path, ("loops", "repeat", "offered",
+                                                     "sustained")), 2):
+        try:
+            key = (number(row, "loops", int, True), number(row, "ns", int, True),
+                   int(row["repeat"]))
+            offered, ok = float(row["offered"]), row["sustained"].strip() == "1"
+        except ValueError:
+            raise ValueError(f"{path} line {i}: not a saturation step: {row}") from None
+        per_run.setdefault(key, []).append((offered, ok))
+    by_loops = {}
+    for (loops, ns, _), steps in per_run.items():
+        kept = max((o for o, ok in steps if ok), default=None)
+        over = min((o for o, ok in steps if not ok and (kept is None or o > kept)),
+                   default=None)
+        by_loops.setdefault((loops, ns), []).append((kept, over))
+    out = {}
+    for loops, pairs in by_loops.items():
+        kept = [k for k, _ in pairs if k is not None]
+        over = [o for _, o in pairs if o is not None]
+        out[loops] = (_mean(kept), _mean(over) if len(over) == len(pairs) else None)
+    return out
+
+
+def cpus_of(meta):
+    """The CPU count the sweep ran on: meta.json's machine, else its settings."""
+    for cpus in ((meta.get("machine") or {}).get("cpus"), results.settings(meta).get("cpus")):
+        if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0:
+            return cpus
+    return None
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
+def read_sweep(folder):
+    """Sweep folder @folder read whole, a dict: meta, settings, split (the
+    parts.json of a merged split sweep, else None), runs (read_raw),
+    workload, ns_per_loop, fit_names and entry_ns (its calibration; None,
+    [] and 0 for a sweep in ns), measured (read_points), knees and cpus."""
+    d = pathlib.Path(folder)
+    meta = results.read_meta(d)
+    settings = results.settings(meta)
+    split = None
+    if settings.get("part"):
+        if not (d / "parts.json").exists():
+            raise ValueError(f"{d} is part {settings['part']} of a split sweep: merge its "
+                             f"parts (workloads/merge.py) and analyse the merged folder")
+        split = results.read_json(d / "parts.json")
+    runs = read_raw(d / "raw.csv")
+    ns_per_loop, fit_names, entry = None, [], 0.0
+    if runs[0]["knob"] == "loops":
+        ns_per_loop, fit_names, entry = read_calibration(d / "calibration")
+    workloads = sorted({r["workload"] for r in runs})
+    if len(workloads) != 1:
+        raise ValueError(f"{d}/raw.csv: one workload expected, found {workloads}")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", workloads[0]):
+        raise ValueError(f"{d}/raw.csv: workload {workloads[0]!r} cannot name the plot file")
+    return {"meta": meta, "settings": settings, "split": split, "runs": runs,
+            "workload": workloads[0], "ns_per_loop": ns_per_loop, "fit_names": fit_names,
+            "entry_ns": entry, "measured": read_points(d / "points.csv"),
+            "knees": knees(d / "saturation.csv"), "cpus": cpus_of(meta)}

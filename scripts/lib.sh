@@ -169,7 +169,7 @@ lab_guest() {
 	local vm=$1
 	shift
 	if [ "$vm" = true ]; then
-		log "booting the ${VARIANT:-stock} kernel with ${VM_CPUS:-2} vCPUs${LAB_DIR:+: $LAB_DIR}"
+		log "booting the ${VARIANT:-stock} kernel${LAB_DIR:+: $LAB_DIR}"
 		"$LAB_ROOT/scripts/vm.sh" -- "$@"
 	else
 		log "measuring the running kernel $(uname -r)${LAB_DIR:+: $LAB_DIR}"

@@ -240,6 +240,9 @@ if [ -z "$VM_CPUS_GIVEN" ] && [ "$VM_CLOCK" = virtual ] && [ -n "${VM_VIRTUAL_CP
 	VM_CPUS=$VM_VIRTUAL_CPUS
 fi
 vng_base+=(--cpus "$VM_CPUS")
+# Said here, where the count is final (the runners' line said 2 where the
+# virtual clock then booted 1).
+log "guest: vCPUs $VM_CPUS, memory $VM_MEM"
 
 if [ "${1:-}" = -- ]; then
 	shift

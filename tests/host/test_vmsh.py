@@ -260,3 +260,19 @@ def test_the_root_and_a_venv_on_a_share_are_read_through_a_cache(root, tmp_path,
     bind, rest = r.stdout.split("; mount -t tmpfs -o mode=1777 lab-tmp /tmp && 'true'", 1)
     assert ("mount --bind / /run/lab-root && mount --bind "
             f"'/run/lab-root{shared_venv}' '{shared_venv}' ||") in bind
+
+
+@pytest.mark.parametrize("given, cpus", [({}, "1"), ({"VM_CPUS": "2"}, "2")])
+def test_the_vcpus_said_are_the_vcpus_booted(root, tmp_path, fake_vm, given, cpus):
+    """On the virtual clock VM_VIRTUAL_CPUS stands in for an unset VM_CPUS:
+    the line vm.sh says is the count it passes on (the runners said 2
+    where 1 booted)."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text('#!/bin/bash\nwhile [ "$1" != --cpus ]; do shift; done\necho "cpus=$2"\n')
+    env = {k: v for k, v in fake_vm.items() if k != "VM_CPUS"}
+    env.update(VM_CLOCK="virtual", VM_VIRTUAL_CPUS="1", VM_MEM="3G", **given)
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], env=env, text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"cpus={cpus}\n"
+    assert f"vm.sh: guest: vCPUs {cpus}, memory 3G" in r.stderr

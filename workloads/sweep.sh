@@ -377,7 +377,8 @@ fi
 if [ "$DRY_RUN" -eq 1 ]; then
 	printf '%s\n' "${VALUES[@]}"
 	step=
-	[ "$WORKLOAD" != apache ] || step=", saturation steps of $STEP_SECONDS s"
+	[ "$WORKLOAD" != apache ] ||
+		step=", saturation steps of $STEP_SECONDS s, $(apache_requests) replies a reference"
 	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}"
 	exit 0
 fi

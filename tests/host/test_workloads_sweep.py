@@ -21,15 +21,22 @@ def dry_run(root, tmp_path, clock, *args):
 
 @pytest.mark.parametrize("clock, says", [
     ("virtual", "apache on the virtual clock: 9 points of loops, 2 runs each, "
-                "saturation steps of 1 s"),
+                "saturation steps of 1 s, 100 replies a reference"),
     ("host", "apache on the host clock: 9 points of loops, 3 runs each, "
-             "saturation steps of 4 s"),
+             "saturation steps of 4 s, 10 replies a reference"),
     (None, "apache on the host clock: 9 points of loops, 3 runs each"),
 ])
 def test_apache_defaults_follow_the_clock(root, tmp_path, clock, says):
     points, err = dry_run(root, tmp_path, clock, "apache")
     assert points == [str(v) for v in range(0, 8001, 1000)]
     assert says in err
+
+
+def test_a_given_reference_size_wins_on_either_clock(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("APACHE_REQUESTS", "7")
+    for clock in ("virtual", "host"):
+        _, err = dry_run(root, tmp_path, clock, "apache")
+        assert ", 7 replies a reference" in err
 
 
 @pytest.mark.parametrize("workload, last, runs", [("kbuild", 12000, 3), ("grep", 6000, 5)])

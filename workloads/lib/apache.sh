@@ -89,10 +89,11 @@ APACHE_MAX_REFINE_STEPS=8
 # A reply's time is the serving process's: on the virtual clock the 10
 # replies of a run spread over 0.1-1.6 us, by which of the 64 processes
 # served them and what each had done before, and the medians of two boots
-# were up to 0.65 % apart at loops 0.  The median of 100 (two boots, 100 s
-# of the guest's idle time, which the virtual clock skips) agreed within
-# 0.045 % at 0, 4000 and 8000 loops (2026-11-29).  On the host's clock
-# each is a second of the machine's time.
+# were up to 0.65 % apart at loops 0.  The medians of 100 (100 s of the
+# guest's idle time, which the virtual clock skips) agreed within 0.045 %
+# in two 3-point boots, and within 0.21 % in two default sweeps (0.08 %
+# but at 0, 1000 and 2000 loops; workloads/README.md, 2026-11-29).  On
+# the host's clock each is a second of the machine's time.
 APACHE_REQUESTS_VIRTUAL=100
 apache_requests() {
 	if [ -n "${APACHE_REQUESTS:-}" ]; then

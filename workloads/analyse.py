@@ -36,10 +36,6 @@ COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_add
            "p9_requests", "exact", "knee_kept_up", "knee_overloaded"]
 
 
-def mean(values):
-    return sum(values) / len(values) if values else None
-
-
 def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=False):
     """One summary row per point (loop count or ns delay) of one measure;
     @measured: read_points(); @entry_ns: what a delayed call costs before
@@ -69,10 +65,10 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
             "measured_vs_added": got / added - 1 if got is not None and added else None,
             "n": t["n"], "mean": t["mean"], "stddev": t["stddev"], "min": t["min"],
             "max": t["max"], "unit": unit,
-            "seconds_per_unit": mean([r["seconds"] / r["units"] for r in done]),
+            "seconds_per_unit": stats.mean([r["seconds"] / r["units"] for r in done]),
             "median_seconds_per_unit": stats.summary([r["seconds"] / r["units"]
                                                       for r in done])["p50"],
-            "syscalls_per_unit": mean([r["syscalls"] / r["units"] for r in done
+            "syscalls_per_unit": stats.mean([r["syscalls"] / r["units"] for r in done
                                        if r["syscalls"] is not None]),
             "predicted_throughput": None, "checked_seconds_per_unit": None,
             "check_error": None,

@@ -35,6 +35,12 @@ def test_summary_unsorted_one_and_empty():
     assert all(empty[k] is None for k in stats.SUMMARY_KEYS if k != "n")
 
 
+def test_mean_of_values_and_of_none():
+    assert stats.mean([1, 2, 6]) == 3
+    assert stats.mean(x / 2 for x in (1, 3)) == 1
+    assert stats.mean([]) is None
+
+
 def test_percentile_bounds():
     assert stats.percentile([], 50) is None
     assert stats.percentile([1, 2], 0) == 1 and stats.percentile([1, 2], 100) == 2

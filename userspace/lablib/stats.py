@@ -22,6 +22,12 @@ def percentile(sorted_values, p):
     return sorted_values[lo] + (rank - lo) * (sorted_values[lo + 1] - sorted_values[lo])
 
 
+def mean(values):
+    """The mean of @values, None if there are none."""
+    v = list(values)
+    return sum(v) / len(v) if v else None
+
+
 def summary(values):
     """n, min, mean, stddev (sample, n-1; 0 for one value), p50, p90, p99,
     p999 and max of @values; n = 0 and None for the others if empty."""

@@ -9,7 +9,7 @@ the same files through it."""
 import pathlib
 import re
 
-from .. import results
+from .. import results, stats
 from . import calibration
 
 # measure: (throughput = factor x units / seconds, its unit, one unit of work)
@@ -137,7 +137,7 @@ def knees(path):
     for loops, pairs in by_loops.items():
         kept = [k for k, _ in pairs if k is not None]
         over = [o for _, o in pairs if o is not None]
-        out[loops] = (_mean(kept), _mean(over) if len(over) == len(pairs) else None)
+        out[loops] = (stats.mean(kept), stats.mean(over) if len(over) == len(pairs) else None)
     return out
 
 
@@ -147,10 +147,6 @@ def cpus_of(meta):
         if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0:
             return cpus
     return None
-
-
-def _mean(values):
-    return sum(values) / len(values) if values else None
 
 
 def read_sweep(folder):

@@ -98,6 +98,7 @@ def test_a_window_with_9p_requests_is_not_exact(root, tmp_path):
     (lambda d: (d / "runs/ppm-0/logs/reply-ns0-1.txt").write_text("error refused\n"),
      "no replies"),
     (lambda d: [p.rename(d / "gone") for p in [d / "runs"]], "no ppm-P folders"),
+    (lambda d: (d / "runs/ppm-10000/points.csv").unlink(), "ppm-10000: no points.csv"),
 ])
 def test_bad_input_is_one_line(root, tmp_path, spoil, message):
     d = tailamp_dir(tmp_path / "t")

@@ -53,6 +53,10 @@ def read_point(folder, ns):
         raise ValueError(f"{folder}/meta.json: no settings.delay_settings.ppm")
     base = read_replies(folder / "logs/reply-ns0-1.txt")
     delayed = read_replies(folder / f"logs/reply-ns{ns}-1.txt")
+    # Required: the reader's {} for a missing file would pass for a sweep
+    # whose module measured nothing.
+    if not (folder / "points.csv").is_file():
+        raise ValueError(f"{folder}: no points.csv (the sweep writes it)")
     measured = workloads.read_points(folder / "points.csv").get((None, ns))
     p9 = sum(r["p9_requests"] or 0 for r in workloads.read_raw(folder / "raw.csv")
              if r["measure"] == "reply")

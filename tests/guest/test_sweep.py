@@ -203,10 +203,17 @@ def test_unstaged_windows_are_counted(tmp_path, calibration):
     assert all(int(r["p9_requests"]) > 0 for r in raw), raw
 
 
+def fair_server_offs():
+    """How many times the kernel's log says a fair server was turned off."""
+    log = subprocess.run(["dmesg"], capture_output=True, text=True, check=True).stdout
+    return log.count("Fair server disabled in CPU")
+
+
 def test_apache_sweep(tmp_path, calibration):
     # Some 30 server calls a reply; the delay only has to reach them.  The
     # shortest steps and reference interval: what is tested is the sweep's
     # bookkeeping, and the saturation search keeps both vCPUs busy.
+    offs = fair_server_offs()
     sweep("apache", "-l", "0,1000", "-r", "1", "--step-seconds", "1", "--calibration",
           calibration, out=tmp_path, env=dict(os.environ, APACHE_INTERVAL_MS="200"))
     d = result_dir(tmp_path, "apache")
@@ -281,6 +288,14 @@ def test_apache_sweep(tmp_path, calibration):
     tw = pathlib.Path("/proc/sys/net/ipv4/tcp_max_tw_buckets")
     assert wl["time_wait_buckets"] == "0", wl
     assert tw.read_text().strip() == wl["time_wait_buckets_before"] != "0", wl
+    # The fair server (the lab kernel has one on each CPU) was off while
+    # Apache ran, the kernel says so once a CPU, and is back as it was.
+    runtimes = sorted(pathlib.Path("/sys/kernel/debug/sched/fair_server").glob("cpu*/runtime"))
+    assert len(runtimes) == os.cpu_count(), runtimes
+    assert wl["fair_server_runtime"] == "0", wl
+    assert ",".join(f.read_text().strip() for f in runtimes) == wl["fair_server_runtime_before"]
+    assert "0" not in wl["fair_server_runtime_before"].split(","), wl
+    assert fair_server_offs() == offs + os.cpu_count()
     # httpd was stopped and its cgroup removed.
     assert subprocess.run(["pgrep", "-f", "lab-sweep"], capture_output=True).returncode == 1
 

@@ -141,7 +141,55 @@ TIME_WAIT_SYSCTL=/proc/sys/net/ipv4/tcp_max_tw_buckets
 TIME_WAIT_BEFORE=
 TIME_WAIT_SET=0
 [ "$APACHE_TIME_WAIT" = keep ] || want_uint APACHE_TIME_WAIT "$APACHE_TIME_WAIT" 0
+# The fair server's runtime while Apache runs (ns a period; 0 turns it
+# off, "keep" leaves the machine's own).  Since 6.12 a deadline server
+# reserves time for the normal tasks (50 ms a second), charging it with
+# their run time whether it was needed or not, and starting a new period
+# when the charge ran out: in every reply, Apache's switch to the woken
+# reqtime took that path (an hrtimer cancelled and started again) or not,
+# as the server's state since its last period had it.  Its period is a
+# second, as the reference's interval is, so that a run kept what it met:
+# on the virtual clock a run's replies moved 0.49 us (0.5 %) together from
+# one request to the next and stayed there, and a point's medians were
+# 0.2-0.4 % apart between boots (ftrace's function_graph, 2026-11-29).
+# With the server off the kernel's real-time throttling
+# (kernel.sched_rt_runtime_us) still keeps reqtime, the one real-time
+# task, from starving the others.  Put back when the sweep ends; a kernel
+# without one (before 6.12) is recorded as "none".
+APACHE_FAIR_SERVER=${APACHE_FAIR_SERVER:-0}
+FAIR_SERVER_DIR=/sys/kernel/debug/sched/fair_server
+FAIR_SERVER_BEFORE=
+FAIR_SERVER_SET=0
+[ "$APACHE_FAIR_SERVER" = keep ] || want_uint APACHE_FAIR_SERVER "$APACHE_FAIR_SERVER" 0
 APACHE_DIR=
+
+# fair_server_read: FAIR_SERVER_BEFORE, each CPU's fair server runtime
+# (ns, comma-separated, in the order of FAIR_SERVER_DIR's listing), or
+# "none".  Mounts debugfs where it is not (the VM) unless only staging.
+fair_server_read() {
+	if [ -z "$STAGE_ONLY" ] && [ ! -d "$FAIR_SERVER_DIR" ] &&
+		! grep -qs ' /sys/kernel/debug debugfs ' /proc/mounts; then
+		mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+	fi
+	local f v values=()
+	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do
+		[ -f "$f" ] || break
+		read -r v <"$f" || die "cannot read $f"
+		values+=("$v")
+	done
+	FAIR_SERVER_BEFORE=$(IFS=,; echo "${values[*]:-none}")
+}
+
+# fair_server_write VALUES: each CPU's runtime, from one value for all or
+# a list as fair_server_read gives it.
+fair_server_write() {
+	local f i=0 values
+	IFS=, read -r -a values <<<"$1"
+	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do
+		echo "${values[i]:-${values[0]}}" >"$f" || return 1
+		i=$((i + 1))
+	done
+}
 
 wl_check() {
 	[ -x "$APACHE_BIN" ] || die "no Apache at $APACHE_BIN (install apache2-bin: 'make deps')"
@@ -159,6 +207,7 @@ wl_check() {
 	APACHE_PHASE_MS=$((APACHE_INTERVAL_MS % 1000 ? 0 : 500))
 	case $APACHE_SATURATION in 0 | 1) ;; *) bad_arg "APACHE_SATURATION wants 0 or 1, not '$APACHE_SATURATION'" ;; esac
 	TIME_WAIT_BEFORE=$(cat "$TIME_WAIT_SYSCTL") || die "cannot read $TIME_WAIT_SYSCTL"
+	fair_server_read
 	if (exec 3<>"/dev/tcp/127.0.0.1/$APACHE_PORT") 2>/dev/null; then
 		die "port $APACHE_PORT on 127.0.0.1 is taken; set APACHE_PORT"
 	fi
@@ -178,7 +227,8 @@ wl_settings() {
 		"reference=${APACHE_REQUESTS}conns@${APACHE_INTERVAL_MS}ms" "reference_phase_ms=$APACHE_PHASE_MS" \
 		"reference_fifo=$REFERENCE_FIFO" \
 		"saturation=$APACHE_SATURATION" "mpm=$APACHE_MPM" \
-		"time_wait_buckets=$APACHE_TIME_WAIT" "time_wait_buckets_before=$TIME_WAIT_BEFORE"
+		"time_wait_buckets=$APACHE_TIME_WAIT" "time_wait_buckets_before=$TIME_WAIT_BEFORE" \
+		"fair_server_runtime=$APACHE_FAIR_SERVER" "fair_server_runtime_before=$FAIR_SERVER_BEFORE"
 }
 
 wl_prepare() {
@@ -205,6 +255,11 @@ wl_prepare() {
 	if [ "$APACHE_TIME_WAIT" != keep ]; then
 		echo "$APACHE_TIME_WAIT" >"$TIME_WAIT_SYSCTL" || die "cannot write $TIME_WAIT_SYSCTL"
 		TIME_WAIT_SET=1
+	fi
+	if [ "$APACHE_FAIR_SERVER" != keep ] && [ "$FAIR_SERVER_BEFORE" != none ]; then
+		FAIR_SERVER_SET=1
+		fair_server_write "$APACHE_FAIR_SERVER" ||
+			die "cannot set the fair server's runtime to $APACHE_FAIR_SERVER ns ($FAIR_SERVER_DIR)"
 	fi
 	log "Apache $("$APACHE_BIN" -v | sed -n 's/^Server version: //p') on 127.0.0.1:$APACHE_PORT, CPU $SERVER_CPU; reqtime and httperf on CPU $CLIENT_CPU"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained,server_s,window_s" >"$LAB_DIR/saturation.csv"
@@ -485,6 +540,11 @@ wl_finish() {
 		echo "$TIME_WAIT_BEFORE" >"$TIME_WAIT_SYSCTL" ||
 			log "warning: could not put $TIME_WAIT_SYSCTL back to $TIME_WAIT_BEFORE"
 		TIME_WAIT_SET=0
+	fi
+	if [ "$FAIR_SERVER_SET" -eq 1 ]; then
+		fair_server_write "$FAIR_SERVER_BEFORE" ||
+			log "warning: could not put the fair server's runtime back to $FAIR_SERVER_BEFORE"
+		FAIR_SERVER_SET=0
 	fi
 	[ -z "$APACHE_DIR" ] || [ ! -f "$APACHE_DIR/error.log" ] ||
 		cp "$APACHE_DIR/error.log" "$LAB_DIR/logs/httpd-error.log" 2>/dev/null || true

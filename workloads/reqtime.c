@@ -12,6 +12,14 @@
  * (its log line, the close) or between requests: what the server does
  * while a reply is in flight is both timed and counted, the rest neither.
  *
+ * The span ends when the read that brought the reply's last byte returns
+ * (the counter is read there too), before reqtime looks at what it read:
+ * finding the header's end and its Content-Length took as many
+ * instructions as the reply's text made it, its Date header's digits
+ * among it, and on the virtual clock the replies at 13:30 took 256 more
+ * than at 12:30 (ftrace's syscall events, 2026-11-29): two boots' sweeps
+ * were that far apart.
+ *
  * Each request starts on the next whole multiple of the interval on
  * CLOCK_MONOTONIC, the grid the kernel's tick is on (1 s is a whole
  * number of ticks at any HZ): it starts just after a tick, and a reply
@@ -160,8 +168,8 @@ static void sleep_to_grid(uint64_t period_ns, uint64_t phase_ns)
 static void request(const struct sockaddr_in *addr, const char *req, int calls_fd, int print)
 {
 	static char reply[REPLY_MAX];
-	long long c0, c1;
-	uint64_t t0, t1;
+	long long c0, c1 = -1;
+	uint64_t t0, t1 = 0;
 	size_t len = 0;
 	ssize_t n = 0;
 	int fd, status = 0, whole = 0;
@@ -184,13 +192,13 @@ static void request(const struct sockaddr_in *addr, const char *req, int calls_f
 	}
 	while (!whole && len < sizeof(reply) - 1) {
 		n = read(fd, reply + len, sizeof(reply) - 1 - len);
+		t1 = lab_now_ns();
+		c1 = counter(calls_fd);
 		if (n <= 0)
 			break;
 		len += n;
 		whole = reply_whole(reply, len, &status);
 	}
-	t1 = lab_now_ns();
-	c1 = counter(calls_fd);
 	close(fd);
 	if (!whole && !memmem(reply, len, "\r\n\r\n", 4)) {
 		if (print)

@@ -162,7 +162,14 @@ def staged_and_exact(d, workload, archive, measures=None):
     raw = [r for r in csv.DictReader(open(d / "raw.csv"))
            if measures is None or r["measure"] in measures]
     requests = "".join(f.read_text() for f in sorted((d / "logs").glob("*-9p.txt")))
-    assert [r["p9_requests"] for r in raw] == ["0"] * len(raw), (raw, requests[:3000])
+    # A window's requests are kept in logs/ (none kept: every count 0).
+    # Only vm.sh's kernel-log forwarder (dmesg -w into VM_KLOG) may have
+    # made one: a kernel message in a window is its write, as "hrtimer:
+    # interrupt took 23829542 ns" was on the host's clock with three VMs
+    # on two cores (2026-11-29); the row counts it and is not exact.
+    lines = [ln for ln in requests.splitlines() if "9p_client_req" in ln]
+    assert all(ln.split()[0].startswith("dmesg-") for ln in lines), requests[:3000]
+    assert lines or [r["p9_requests"] for r in raw] == ["0"] * len(raw), raw
     return requests
 
 

@@ -399,7 +399,8 @@ reference_measured() {
 
 # reply_clean LOG: "seconds syscalls clean" of LOG's replies: the fewest
 # delayed calls a reply made, how many replies made just those (clean)
-# and the median of their times; "0 0 0" without a reply.
+# and the mean of their times but a tenth of them (rounded down) at
+# each end; "0 0 0" without a reply.
 #
 # A reply that made more calls had more of the server's work in its span:
 # on the virtual clock 2 to 4 replies in a row, 20 s apart, made 12 calls
@@ -408,17 +409,25 @@ reference_measured() {
 # them (ftrace) the server's 5 calls after its writev of the reply came
 # before reqtime was woken, which happened only when the server blocked
 # in poll.  Their calls are counted, so they are left out, not guessed
-# at.  Of the clean ones the median: on the virtual clock one reply in
-# ten 3 us longer with no more calls put a point's mean 0.3 % from the
-# same point's in other boots, where its median stayed within 0.05 %
-# (2026-11-28).
+# at.  Of the clean ones neither the mean nor the median: on the virtual
+# clock one reply in ten 3 us longer with no more calls put a point's mean
+# 0.3 % from the same point's in other boots (2026-11-28), and the clean
+# replies of a run sit on levels about 0.12 us apart, in stretches of a
+# few to a few tens of replies, so that the median of two runs of a point
+# picked different levels, 0.20 % apart at 1000 loops (113.26 and 113.02
+# us, 2026-11-29).  The trimmed mean drops the rare long reply and
+# weighs the levels by how many replies met each: four runs in two boots
+# within 0.040 % at loops 0, where their medians were 0.056 % apart and,
+# of 300 replies each, 0.126 % (workloads/README.md).
 reply_clean() {
 	awk '$1 == 200 && NF == 3 { print $3, $2 }' "$1" | sort -g -k1,1 -k2,2 | awk '
 	NR == 1 { calls = $1 }
 	$1 == calls { v[++n] = $2 }
 	END {
 		if (!n) { print "0 0 0"; exit }
-		printf "%.9g %s %d\n", n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2, calls, n
+		k = int(n / 10)
+		for (i = k + 1; i <= n - k; i++) sum += v[i]
+		printf "%.9g %s %d\n", sum / (n - 2 * k), calls, n
 	}'
 }
 
@@ -439,7 +448,7 @@ wl_run() {
 	P9_COUNT=${p9#-}
 	[ "$replies" -gt 0 ] || die "no replies from Apache at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
 	record reply 1 "$seconds" "$calls" "$errors" \
-		"the median of the $clean of $replies replies with the fewest delayed calls, $(awk -v s="$seconds" 'BEGIN { printf "%.6f", s * 1e3 }') ms (reqtime; each in logs/reply-$tag.txt)"
+		"the trimmed mean (a tenth off each end) of the $clean of $replies replies with the fewest delayed calls, $(awk -v s="$seconds" 'BEGIN { printf "%.6f", s * 1e3 }') ms (reqtime; each in logs/reply-$tag.txt)"
 	[ "$APACHE_SATURATION" -eq 1 ] || return 0
 
 	# Saturation: raise the offered rate until the replies stop following,

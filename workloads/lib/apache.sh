@@ -86,9 +86,10 @@ for v in APACHE_KEEPUP APACHE_KEEPUP_VIRTUAL; do
 		bad_arg "$v wants a fraction in (0, 1], not '${!v}'"
 done
 APACHE_MAX_REFINE_STEPS=8
-# A reply's time is the serving process's: on the virtual clock the 10
-# replies of a run spread over 0.1-1.6 us, by which of the 64 processes
-# served them and what each had done before, and the medians of two boots
+# A reply's time varies with the kernel's state: on the virtual clock the
+# 10 replies of a run spread over 0.1-1.6 us, by the fair server and by
+# where the slab allocator's per-CPU slabs stood (reply_clean), and the
+# medians of two boots
 # were up to 0.65 % apart at loops 0.  The medians of 100 (100 s of the
 # guest's idle time, which the virtual clock skips) agreed within 0.045 %
 # in two 3-point boots, and within 0.21 % in two default sweeps (0.08 %

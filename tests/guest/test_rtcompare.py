@@ -183,8 +183,8 @@ def test_a_hold_the_kernel_cannot_preempt_shows_in_the_maximum(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     d = variant_dir(tmp_path)
     meta = json.loads((d / "meta.json").read_text())
-    if meta["settings"]["preempt_model"] != "voluntary":
-        pytest.skip(f"this kernel preempts the hold ({meta['settings']['preempt_model']})")
+    if meta["kernel"]["preemption"] != "voluntary":
+        pytest.skip(f"this kernel preempts the hold ({meta['kernel']['preemption']})")
     k = rtcompare.read_delay(d / "delay" / "spin-entry")
     top = {h["ns"]: h for h in k["holds"]}
     assert top[50000]["max"] >= 45 > top[0]["max"], top

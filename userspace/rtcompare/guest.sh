@@ -95,10 +95,12 @@ lab_built "$LAB_TOOL" "$here/sortsum" "$here/squarewave"
 variant=$("$LAB_TOOL" variant)
 # One folder per kernel as booted: the variant, and the preemption model when
 # the command line chose one (stock booted preempt=full: stock-preempt-full).
-# The model in force, from debugfs where PREEMPT_DYNAMIC shows it: "(full)".
 preempt=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^preempt=//p' | tail -1)
 kernel=$variant${preempt:+-preempt-$preempt}
-model=$(sed -n 's/.*(\([a-z]*\)).*/\1/p' /sys/kernel/debug/sched/preempt 2>/dev/null || true)
+# meta.json's kernel.preemption is the model in force: PREEMPT_RT from the
+# kernel's version, the others from debugfs where PREEMPT_DYNAMIC shows
+# it ("none voluntary (full)"), which the VM does not mount.
+[ -e /sys/kernel/debug/sched ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
 dir=$top/$kernel
 [ ! -e "$dir" ] || die "$dir exists: one folder per kernel"
 mkdir -p "$dir"
@@ -108,7 +110,7 @@ have() { command -v "$1" >/dev/null; }
 ncpu=$(nproc)
 
 "$LAB_TOOL" meta "$dir" rt-compare variant="$variant" kernel="$kernel" \
-	preempt_model="${model:-unknown}" members="$only" cpus:="$ncpu" \
+	members="$only" cpus:="$ncpu" \
 	ct_loops:="$ct_loops" catch_us:="$catch_us" repeats:="$repeats" passes:="$passes" freqs="$freqs" \
 	delay_ns="$delay_ns" delay_loops:="$delay_loops" delay_holds="$delay_holds" \
 	periods:="$periods" n:="$n" unload_cycles:="$unload_cycles" \

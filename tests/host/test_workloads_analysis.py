@@ -200,6 +200,30 @@ def test_explanation_above_the_model_and_without_counts(root):
     assert "cannot be drawn" in m["explanation"]
 
 
+def test_check_adds_what_the_module_does_not_time(root):
+    from lablib.experiments import workloads
+    mod = load(root)
+    # The module's clock_ns (41) is in its own figure; the rest of the
+    # calibration's 107 ns entry is not.  Absent or unreadable: nothing.
+    meta = {"modules": {"delay": {"stats": {"clock_ns": "41"}}}}
+    assert workloads.untimed_ns(107.0, meta) == pytest.approx(66.0)
+    assert workloads.untimed_ns(30.0, meta) == 0.0
+    assert workloads.untimed_ns(107.0, {"modules": {}}) == 0.0
+    assert workloads.untimed_ns(107.0, {"modules": {"delay": {"stats": {"clock_ns": "x"}}}}) == 0.0
+    # 100 s + 1e7 calls x (1000 ns measured + 66 untimed) = 110.66 s, as measured.
+    rows = mod.points(build_runs((100.0, 110.66), (1e7, 1e7)), "build", 4.0,
+                      measured={(250, None): 1000.0}, entry_ns=107.0)
+    m = mod.model(rows, "build", 2, 4.0, 107.0, untimed_ns=66.0)
+    assert rows[1]["checked_seconds_per_unit"] == pytest.approx(110.66)
+    assert m["check"] == {"points": 1, "max_abs_error": pytest.approx(0, abs=1e-12),
+                          "untimed_ns": 66.0}
+    # Without it the same point is 0.6 % over the check.
+    rows = mod.points(build_runs((100.0, 110.66), (1e7, 1e7)), "build", 4.0,
+                      measured={(250, None): 1000.0}, entry_ns=107.0)
+    assert mod.model(rows, "build", 2, 4.0, 107.0)["check"]["max_abs_error"] == \
+        pytest.approx(110.66 / 110.0 - 1)
+
+
 def test_missing_raw_csv(root, tmp_path):
     d = make_dir(tmp_path / "d", grep_rows(), {"workload": "grep"})
     (d / "raw.csv").unlink()
@@ -318,7 +342,8 @@ def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_p
     assert pts[2]["checked_seconds_per_unit"] == pytest.approx(1.2035)
     assert pts[2]["check_error"] == pytest.approx(1.2015 / 1.2035 - 1)
     assert pts[1]["check_error"] == pytest.approx(1.0215 / 1.0221 - 1)
-    assert mod["check"] == {"points": 2, "max_abs_error": pytest.approx(0.002 / 1.2035)}
+    assert mod["check"] == {"points": 2, "max_abs_error": pytest.approx(0.002 / 1.2035),
+                            "untimed_ns": 0.0}
     text = (d / "report.txt").read_text()
     assert "within 0.17 % at all 2 delayed points" in text
     assert "requested in ns" in text and "at 10000 ns" in text

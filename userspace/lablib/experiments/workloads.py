@@ -101,13 +101,30 @@ def read_points(path):
 
 
 def read_calibration(folder):
-    """Mean ns per loop over the p50 fits of calibrate folder @folder, and
-    the fits' names."""
+    """Of calibrate folder @folder: the mean ns per loop over its fits, the
+    fits' names, what a delayed call costs before its first loop (entry
+    ns) and the part of that the module's own figure does not hold
+    (untimed ns, see untimed_ns)."""
     if not (pathlib.Path(folder) / "meta.json").exists():
         raise ValueError(f"{folder} has no meta.json: the sweep has no calibration")
-    _, summary = calibration.load(folder)
+    meta, summary = calibration.load(folder)
     slope, names = calibration.ns_per_loop(summary, where=str(folder))
-    return slope, names, summary["entry_ns"]
+    return slope, names, summary["entry_ns"], untimed_ns(summary["entry_ns"], meta)
+
+
+def untimed_ns(entry, meta):
+    """What a delayed call costs that the module's spun_ns does not count:
+    the module times its spin between two clock reads, so its figure holds
+    the spin and about one read (its clock_ns), and the rest of the entry
+    cost (the hook's checks, the other read, its statistics) is outside
+    it.  @entry: the calibration's entry ns; @meta: its meta.json, whose
+    module stats give clock_ns.  0 when meta.json has no clock_ns."""
+    stats = ((meta.get("modules") or {}).get("delay") or {}).get("stats") or {}
+    try:
+        clock = int(stats["clock_ns"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    return max(0.0, entry - clock)
 
 
 def knees(path):
@@ -152,8 +169,9 @@ def cpus_of(meta):
 def read_sweep(folder):
     """Sweep folder @folder read whole, a dict: meta, settings, split (the
     parts.json of a merged split sweep, else None), runs (read_raw),
-    workload, ns_per_loop, fit_names and entry_ns (its calibration; None,
-    [] and 0 for a sweep in ns), measured (read_points), knees and cpus."""
+    workload, ns_per_loop, fit_names, entry_ns and untimed_ns (its
+    calibration; None, [], 0 and 0 for a sweep in ns), measured
+    (read_points), knees and cpus."""
     d = pathlib.Path(folder)
     meta = results.read_meta(d)
     settings = results.settings(meta)
@@ -164,9 +182,9 @@ def read_sweep(folder):
                              f"parts (workloads/merge.py) and analyse the merged folder")
         split = results.read_json(d / "parts.json")
     runs = read_raw(d / "raw.csv")
-    ns_per_loop, fit_names, entry = None, [], 0.0
+    ns_per_loop, fit_names, entry, untimed = None, [], 0.0, 0.0
     if runs[0]["knob"] == "loops":
-        ns_per_loop, fit_names, entry = read_calibration(d / "calibration")
+        ns_per_loop, fit_names, entry, untimed = read_calibration(d / "calibration")
     workloads = sorted({r["workload"] for r in runs})
     if len(workloads) != 1:
         raise ValueError(f"{d}/raw.csv: one workload expected, found {workloads}")
@@ -174,5 +192,5 @@ def read_sweep(folder):
         raise ValueError(f"{d}/raw.csv: workload {workloads[0]!r} cannot name the plot file")
     return {"meta": meta, "settings": settings, "split": split, "runs": runs,
             "workload": workloads[0], "ns_per_loop": ns_per_loop, "fit_names": fit_names,
-            "entry_ns": entry, "measured": read_points(d / "points.csv"),
+            "entry_ns": entry, "untimed_ns": untimed, "measured": read_points(d / "points.csv"),
             "knees": knees(d / "saturation.csv"), "cpus": cpus_of(meta)}

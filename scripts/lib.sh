@@ -192,6 +192,13 @@ lab_analyse() {
 		log "analyse with: ${2#"$LAB_ROOT"/} $LAB_DIR"
 	fi
 }
+# lab_debugfs: mount debugfs on /sys/kernel/debug where it is not (the VM
+# does not mount it); nonzero if it is still not there, which a caller that
+# can do without it ignores.
+lab_debugfs() {
+	grep -qs ' /sys/kernel/debug debugfs ' /proc/mounts ||
+		mount -t debugfs none /sys/kernel/debug 2>/dev/null
+}
 # lab_skip CSV WHAT... REASON: say that WHAT is not measured and why, and
 # append the row WHAT...,"REASON" to CSV (its header is the caller's).
 # Example:  lab_skip "$dir/skipped.csv" perf-bench "perf is not installed"

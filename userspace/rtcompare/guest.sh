@@ -100,7 +100,7 @@ kernel=$variant${preempt:+-preempt-$preempt}
 # meta.json's kernel.preemption is the model in force: PREEMPT_RT from the
 # kernel's version, the others from debugfs where PREEMPT_DYNAMIC shows
 # it ("none voluntary (full)"), which the VM does not mount.
-[ -e /sys/kernel/debug/sched ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+lab_debugfs || true
 dir=$top/$kernel
 [ ! -e "$dir" ] || die "$dir exists: one folder per kernel"
 mkdir -p "$dir"

@@ -171,9 +171,8 @@ APACHE_DIR=
 # (ns, comma-separated, in the order of FAIR_SERVER_DIR's listing), or
 # "none".  Mounts debugfs where it is not (the VM) unless only staging.
 fair_server_read() {
-	if [ -z "$STAGE_ONLY" ] && [ ! -d "$FAIR_SERVER_DIR" ] &&
-		! grep -qs ' /sys/kernel/debug debugfs ' /proc/mounts; then
-		mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+	if [ -z "$STAGE_ONLY" ] && [ ! -d "$FAIR_SERVER_DIR" ]; then
+		lab_debugfs || true
 	fi
 	local f v values=()
 	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do

@@ -44,11 +44,11 @@
 # Each point starts a fresh Apache with an empty access log, so that a
 # point is the same measure whichever point ran before it (the parts of a
 # parallel sweep run other points before it than a serial sweep).
-# The reference reply makes 7 delayed calls and takes 95.6 us on the
-# virtual clock after the warm-up burst (wl_run; the median of 100),
-# d½ = 13.7 us (4,511 loops); saturation's request 19 calls,
-# 9.8 us with no TIME_WAIT (2026-11-29): 8000 loops (24 us) is 1.8 and
-# 2.5 d½.
+# The reference reply makes 7 delayed calls and takes 91.2 us on the
+# virtual clock after the warm-up burst (wl_run; the trimmed mean of
+# 100), d½ = 13.0 us (4,305 loops); saturation's request 19 calls,
+# d½ 9.8 us, and Apache's CPU a request d½ 6.0 us (2026-11-29): 8000
+# loops (24 us) is 1.85, 2.5 and 4.0 d½.
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
 # A point's runs agree to the instruction there, and a saturation step of

@@ -98,10 +98,10 @@ APACHE_MAX_REFINE_STEPS=8
 # of 100 (100 s of the guest's idle time, which the virtual clock skips)
 # agreed within 0.045 % in two 3-point boots, and within 0.21 % in two
 # default sweeps (0.08 % but at 0, 1000 and 2000 loops;
-# workloads/README.md, 2026-11-29): the
-# fair server (APACHE_FAIR_SERVER) and reqtime's look at the reply with
-# its Date header in the span moved them.  Without both, two boots with
-# their clocks an hour apart within 0.058 % at 0, 4000 and 8000 loops.
+# workloads/README.md, 2026-11-29): the fair server (APACHE_FAIR_SERVER)
+# and reqtime's look at the reply with its Date header in the span moved
+# them.  Without both, two boots with their clocks an hour apart within
+# 0.058 % at 0, 4000 and 8000 loops.
 # On the host's clock each is a second of the machine's time.
 APACHE_REQUESTS_VIRTUAL=100
 apache_requests() {

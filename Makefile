@@ -14,7 +14,7 @@ KERNEL_IMAGE := $(KOBJ)/arch/x86/boot/bzImage
 VM := scripts/vm.sh
 PY := $(VENV)/bin/python
 RESULTS := $(CURDIR)/results
-# Guest tests of every boot: a short boot of each extra variant runs these.
+# Guest tests of every variant: test-debug runs them in each boot but the fault walks'.
 VARIANT_TESTS := tests/guest/test_variants.py
 # The passes of 'make test-debug', one boot each (tests/README.md, "The
 # debug variants"), each file a checker's reports fail.  Not the timing tests:
@@ -123,19 +123,19 @@ vm-run: setup
 lab_run = $(1)/run.sh $(2)
 include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 
-## test: the host tests, the in-VM tests on stock, the timing ones on the virtual clock, and rt
+## test: the host tests, the in-VM tests on stock, the timing ones on the virtual clock
 # scripts/test.sh runs the stock guest pass with the host tests beside it,
-# and beside both the timing and rt passes followed by a second stock boot
-# of a few of the guest test files (each VM keeps about one host CPU
-# busy).  vm.sh's limit only stops a guest that hangs: the stock pass
-# takes 20 minutes on a quiet host, and once took more than the default
-# hour beside three other VMs and a kernel build (2026-11-26).  Each boot's
-# kernel log is kept in build/test-logs (a guest that dies leaves its last
-# words there; vm.sh shows them).
+# and beside both the timing pass followed by a second stock boot of a few
+# of the guest test files (each VM keeps about one host CPU busy).  The
+# other kernels, rt among them, boot in test-debug: a fresh machine builds
+# each from an empty ccache.  vm.sh's limit only stops a guest that hangs:
+# the stock pass takes 20 minutes on a quiet host, and once took more than
+# the default hour beside three other VMs and a kernel build (2026-11-26).
+# Each boot's kernel log is kept in build/test-logs (a guest that dies
+# leaves its last words there; vm.sh shows them).
 TEST_LOGS := $(CURDIR)/build/test-logs
 test: setup $(TEST_PREPARE)
-	PY=$(PY) VM=$(VM) TEST_LOGS=$(TEST_LOGS) TEST_CLOCK=$(TEST_CLOCK) \
-		VARIANT_TESTS='$(VARIANT_TESTS)' scripts/test.sh
+	PY=$(PY) VM=$(VM) TEST_LOGS=$(TEST_LOGS) TEST_CLOCK=$(TEST_CLOCK) scripts/test.sh
 
 ## test-timing [REPEAT=20]: the guest tests that assert a time, REPEAT times in one boot
 REPEAT ?= 20

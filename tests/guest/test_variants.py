@@ -1,8 +1,7 @@
 """The kernel variants (config/variants/): each boots as what it says it is,
 and the delay module loads, delays and unloads safely on it.  'make test'
-runs this file in the stock boot with the other guest tests, and again in
-a boot of the rt variant; 'make test-debug' in boots of the debug, kcsan,
-nopreempt and rt variants."""
+runs this file in the stock boot with the other guest tests; 'make
+test-debug' in boots of the debug, kcsan, nopreempt and rt variants."""
 import errno
 import os
 import pathlib

@@ -31,7 +31,8 @@
 #                          into FILE on the host (dmesg -w from boot until
 #                          the command ends, line by line, so what a guest
 #                          said before it hung or was stopped is there);
-#                          its folder is shared with the guest read-write
+#                          its folder is shared with the guest read-write;
+#                          an oops or panic also goes to FILE.console
 #   VM_UDEV=keep|stop      stop the guest's udevd before the command (make
 #                          test-debug): the lab's device nodes come from
 #                          devtmpfs, and on the debug kernel udevd's work on
@@ -278,6 +279,7 @@ esac
 if [ "$VM_UDEV" = stop ]; then
 	guest_cmd="pkill -x systemd-udevd; timeout 60 sh -c 'while pgrep -x systemd-udevd >/dev/null; do sleep 0.2; done'; $guest_cmd"
 fi
+klog_console=
 if [ -n "${VM_KLOG:-}" ]; then
 	mkdir -p "$(dirname "$VM_KLOG")"
 	VM_KLOG=$(cd "$(dirname "$VM_KLOG")" && pwd)/${VM_KLOG##*/}
@@ -289,6 +291,23 @@ if [ -n "${VM_KLOG:-}" ]; then
 	# dmesg's stdout to a file is block-buffered: one line at a time.
 	guest_cmd="stdbuf -oL dmesg -w >$(sh_quote "$VM_KLOG") 2>&1 & $guest_cmd"
 	log "the guest's kernel log goes to $VM_KLOG"
+	# A kernel that oopses or panics stops before dmesg -w can write it
+	# out: it also writes to a virtio console (hvc0; the serial driver
+	# serves one console only, virtme-ng's ttyS0), a file beside VM_KLOG.
+	# Only an oops or panic reaches it (virtme-ng boots with loglevel=1,
+	# which an oops lifts); console=ttyS0 last keeps virtme-ng's console
+	# the guest's /dev/console.  A stock guest of make test's died without
+	# a word, its kernel log ending mid-test (2026-11-29).  QEMU's options
+	# reach it through a shell, so a path it would split gets no console.
+	klog_console=$VM_KLOG.console
+	: >"$klog_console"
+	case $klog_console in
+	*[!A-Za-z0-9_.,/+=-]*)
+		log "no console file: QEMU's options could not carry the path $klog_console"
+		klog_console=
+		;;
+	*) vng_base+=(--qemu-opts="-device virtio-serial-pci,id=lab-klog -device virtconsole,bus=lab-klog.0,chardev=lab-klog -chardev file,id=lab-klog,path=$klog_console" --append "console=hvc0 console=ttyS0") ;;
+	esac
 fi
 # The command's exit status, also in a file on the share.  virtme-ng brings
 # it back over a virtio port that its init finds through udev's links; on
@@ -299,7 +318,8 @@ status_dir=${build_real:-$LAB_ROOT}
 mkdir -p "$status_dir"
 status_file=$(mktemp "$status_dir/.vm-status.XXXXXX")
 cmd_file=$(mktemp "$status_dir/.vm-cmd.XXXXXX")
-trap 'rm -f "$status_file" "$cmd_file"' EXIT
+# An empty console file (no oops, no panic) is not kept.
+trap 'rm -f "$status_file" "$cmd_file"; [ -z "$klog_console" ] || [ -s "$klog_console" ] || rm -f "$klog_console"' EXIT
 # sync: on the console fallback the guest powers off as soon as the
 # command ends, and a debug pass's 0 (172 tests, none failed) never
 # reached the host's copy of the file (2026-11-27).
@@ -406,6 +426,7 @@ boot_again() {
 	[ ! -s "$status_file" ] && [ -z "${LAB_VM_REBOOTED:-}" ] || return 0
 	log "$1: booting it once more"
 	[ ! -s "${VM_KLOG:-}" ] || mv "$VM_KLOG" "$VM_KLOG.first-boot"
+	[ ! -s "${klog_console:-}" ] || mv "$klog_console" "$klog_console.first-boot"
 	rm -f "$status_file" "$cmd_file"
 	LAB_VM_REBOOTED=1 exec "$0" "${command[@]}"
 }
@@ -437,6 +458,12 @@ if [ "$status" -eq 255 ]; then
 	if [ -s "${VM_KLOG:-}" ]; then
 		log "the end of its kernel log ($VM_KLOG):"
 		tail -n 40 "$VM_KLOG" >&2
+	fi
+	if [ -s "${klog_console:-}" ]; then
+		log "its console, where an oops or panic is written ($klog_console):"
+		tail -n 60 "$klog_console" >&2
+	elif [ -n "${klog_console:-}" ]; then
+		log "its console ($klog_console) holds no oops or panic: QEMU itself may have died"
 	fi
 fi
 exit "$status"

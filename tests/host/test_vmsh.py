@@ -160,6 +160,41 @@ def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fa
     assert "the guest ended before its command did" in r.stderr
     assert "Kernel panic - not syncing: a test" in r.stderr
     assert "a test" in (tmp_path / "logs/kernel.log.first-boot").read_text()
+    assert "holds no oops or panic: QEMU itself may have died" in r.stderr
+    # An empty console file is not kept.
+    assert not (tmp_path / "logs/kernel.log.console").exists()
+
+
+def test_a_guest_that_panics_leaves_its_console(root, tmp_path, fake_vm):
+    """The kernel writes an oops or panic to a virtio console, a file beside
+    the kernel log, which its streamed log never gets: vm.sh shows it when
+    the guest dies.  A path QEMU's options could not carry gets none."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text("#!/bin/bash\n"
+                   'echo "$*" >>"$FAKE_PIDS.args"\n'
+                   'for a; do case $a in *",path="*) con=${a##*,path=} ;; esac; done\n'
+                   '[ -z "${con:-}" ] || echo "Kernel panic - not syncing: Oops" >>"$con"\n'
+                   "exit 255\n")
+    klog = tmp_path / "logs/kernel.log"
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_KLOG": str(klog)}, timeout=120)
+    assert r.returncode == 255
+    args = pathlib.Path(fake_vm["FAKE_PIDS"] + ".args").read_text()
+    assert "-device virtconsole,bus=lab-klog.0,chardev=lab-klog " \
+        f"-chardev file,id=lab-klog,path={klog}.console" in args
+    # virtme-ng's console=ttyS0 stays the last, the guest's /dev/console.
+    assert "--append console=hvc0 console=ttyS0" in args
+    assert f"its console, where an oops or panic is written ({klog}.console)" in r.stderr
+    assert "Kernel panic - not syncing: Oops" in r.stderr
+    assert "Oops" in (tmp_path / "logs/kernel.log.console.first-boot").read_text()
+    assert "Oops" in (tmp_path / "logs/kernel.log.console").read_text()
+    spaced = tmp_path / "a folder/kernel.log"
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_KLOG": str(spaced)}, timeout=120)
+    assert r.returncode == 255
+    assert "no console file: QEMU's options could not carry the path" in r.stderr
+    assert "lab-klog" not in pathlib.Path(fake_vm["FAKE_PIDS"] + ".args").read_text() \
+        .splitlines()[-1]
 
 
 def test_a_guest_that_dies_booting_is_booted_once_more(root, tmp_path, fake_vm):

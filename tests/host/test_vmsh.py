@@ -143,17 +143,24 @@ def test_a_status_virtme_ng_lost_comes_from_the_share(root, tmp_path, fake_vm):
     assert not list(pathlib.Path(fake_vm["LAB_BUILD"]).glob(".vm-status.*"))
 
 
+def die(root, fake_vm, stand_in, klog):
+    """vm.sh -- true, its kernel log to KLOG, under a stand-in vng that runs
+    STAND_IN and then ends as a guest that died: 255, no status."""
+    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
+    vng.write_text("#!/bin/bash\n" + stand_in + "exit 255\n")
+    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
+                       env={**fake_vm, "VM_KLOG": str(klog)}, timeout=120)
+    assert r.returncode == 255, r.stderr
+    return r
+
+
 def test_a_guest_that_dies_is_said_with_its_last_kernel_lines(root, tmp_path, fake_vm):
     """virtme-ng's 255 (no exit status from the guest's command): vm.sh
     says the guest died and shows the end of the kernel log it kept."""
-    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
-    vng.write_text("#!/bin/bash\n" + GUEST_CMD +
-                   "log=$(sed -n \"s/.*dmesg -w >'\\([^']*\\)'.*/\\1/p\" <<<\"$cmd\")\n"
-                   "echo 'Kernel panic - not syncing: a test' >>\"$log\"\nexit 255\n")
-    klog = tmp_path / "logs/kernel.log"
-    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
-                       env={**fake_vm, "VM_KLOG": str(klog)}, timeout=120)
-    assert r.returncode == 255
+    r = die(root, fake_vm, GUEST_CMD +
+            "log=$(sed -n \"s/.*dmesg -w >'\\([^']*\\)'.*/\\1/p\" <<<\"$cmd\")\n"
+            "echo 'Kernel panic - not syncing: a test' >>\"$log\"\n",
+            tmp_path / "logs/kernel.log")
     # It never started the command: booted once more, and the first
     # boot's kernel log kept beside the second's.
     assert "ended before its command started" in r.stderr
@@ -169,16 +176,11 @@ def test_a_guest_that_panics_leaves_its_console(root, tmp_path, fake_vm):
     """The kernel writes an oops or panic to a virtio console, a file beside
     the kernel log, which its streamed log never gets: vm.sh shows it when
     the guest dies.  A path QEMU's options could not carry gets none."""
-    vng = pathlib.Path(fake_vm["LAB_VENV"]) / "bin/vng"
-    vng.write_text("#!/bin/bash\n"
-                   'echo "$*" >>"$FAKE_PIDS.args"\n'
-                   'for a; do case $a in *",path="*) con=${a##*,path=} ;; esac; done\n'
-                   '[ -z "${con:-}" ] || echo "Kernel panic - not syncing: Oops" >>"$con"\n'
-                   "exit 255\n")
+    stand_in = ('echo "$*" >>"$FAKE_PIDS.args"\n'
+                'for a; do case $a in *",path="*) con=${a##*,path=} ;; esac; done\n'
+                '[ -z "${con:-}" ] || echo "Kernel panic - not syncing: Oops" >>"$con"\n')
     klog = tmp_path / "logs/kernel.log"
-    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
-                       env={**fake_vm, "VM_KLOG": str(klog)}, timeout=120)
-    assert r.returncode == 255
+    r = die(root, fake_vm, stand_in, klog)
     args = pathlib.Path(fake_vm["FAKE_PIDS"] + ".args").read_text()
     assert "-device virtconsole,bus=lab-klog.0,chardev=lab-klog " \
         f"-chardev file,id=lab-klog,path={klog}.console" in args
@@ -188,10 +190,7 @@ def test_a_guest_that_panics_leaves_its_console(root, tmp_path, fake_vm):
     assert "Kernel panic - not syncing: Oops" in r.stderr
     assert "Oops" in (tmp_path / "logs/kernel.log.console.first-boot").read_text()
     assert "Oops" in (tmp_path / "logs/kernel.log.console").read_text()
-    spaced = tmp_path / "a folder/kernel.log"
-    r = subprocess.run([root / "scripts/vm.sh", "--", "true"], text=True, capture_output=True,
-                       env={**fake_vm, "VM_KLOG": str(spaced)}, timeout=120)
-    assert r.returncode == 255
+    r = die(root, fake_vm, stand_in, tmp_path / "a folder/kernel.log")
     assert "no console file: QEMU's options could not carry the path" in r.stderr
     assert "lab-klog" not in pathlib.Path(fake_vm["FAKE_PIDS"] + ".args").read_text() \
         .splitlines()[-1]

@@ -300,13 +300,15 @@ if [ -n "${VM_KLOG:-}" ]; then
 	# a word, its kernel log ending mid-test (2026-11-29).  QEMU's options
 	# reach it through a shell, so a path it would split gets no console.
 	klog_console=$VM_KLOG.console
-	: >"$klog_console"
 	case $klog_console in
 	*[!A-Za-z0-9_.,/+=-]*)
 		log "no console file: QEMU's options could not carry the path $klog_console"
 		klog_console=
 		;;
-	*) vng_base+=(--qemu-opts="-device virtio-serial-pci,id=lab-klog -device virtconsole,bus=lab-klog.0,chardev=lab-klog -chardev file,id=lab-klog,path=$klog_console" --append "console=hvc0 console=ttyS0") ;;
+	*)
+		: >"$klog_console"
+		vng_base+=(--qemu-opts="-device virtio-serial-pci,id=lab-klog -device virtconsole,bus=lab-klog.0,chardev=lab-klog -chardev file,id=lab-klog,path=$klog_console" --append "console=hvc0 console=ttyS0")
+		;;
 	esac
 fi
 # The command's exit status, also in a file on the share.  virtme-ng brings

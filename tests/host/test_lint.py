@@ -9,8 +9,9 @@ from pathlib import Path
 
 def shell_scripts(root):
     """The project's shell scripts.  The walk never enters build/, .venv or
-    results/: a kernel build beside the tests (make test's later lane) makes
-    and deletes files there while it runs."""
+    results/: the passes beside the host tests make and delete files there
+    while they run (a kernel build's temporary files once vanished under
+    the walk, 2026-11-29)."""
     scripts = []
     for top, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in (".git", ".venv", "build", "results")]

@@ -192,6 +192,7 @@ def test_a_guest_that_panics_leaves_its_console(root, tmp_path, fake_vm):
     assert "Oops" in (tmp_path / "logs/kernel.log.console").read_text()
     r = die(root, fake_vm, stand_in, tmp_path / "a folder/kernel.log")
     assert "no console file: QEMU's options could not carry the path" in r.stderr
+    assert not (tmp_path / "a folder/kernel.log.console").exists()
     assert "lab-klog" not in pathlib.Path(fake_vm["FAKE_PIDS"] + ".args").read_text() \
         .splitlines()[-1]
 

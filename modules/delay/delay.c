@@ -45,12 +45,18 @@
  *	digits, ',' and '-' (and one trailing newline) is refused with
  *	-EINVAL and the old set stays.  Reads back in canonical form: each
  *	number once, ascending, ranges expanded ("0,1,257"), or an empty
- *	line.  x32 calls share the 64-bit numbering and are matched by their
- *	number without __X32_SYSCALL_BIT (the x32-only numbers, 512 and up,
- *	can never be chosen).  32-bit compat calls (int $0x80, SYSENTER,
- *	SYSCALL from a 32-bit task) use another table: while a set is chosen
- *	they are never delayed nor counted; with none they are delayed like
- *	every other call.
+ *	line.  The kernel tells the hook which table dispatches each call
+ *	(<asm/syscall_hook.h>), at entry and at exit alike, so a call is
+ *	matched by what it is, even across an execve() that changes the
+ *	task's ABI.  An x32 call of a number the two tables share (abi
+ *	"common" in syscall_64.tbl) is matched by that number; the x32-only
+ *	numbers and the 64-bit-only ones, which are other calls or none for
+ *	an x32 task, are not.  32-bit compat calls (int $0x80, SYSENTER,
+ *	SYSCALL from a 32-bit task) use another table, and a call that no
+ *	table dispatches (entry work skipped it, or no table has its number:
+ *	ENOSYS) is no call of any table: while a set is chosen these are
+ *	never delayed nor counted; with none they are delayed like every
+ *	other call.
  *
  * /sys/module/delay/parameters/delays  (rw, root)
  *	Delays of their own, in nanoseconds, for some 64-bit system calls:
@@ -64,7 +70,9 @@
  *	twice, an unknown name, a bad number or an empty item is refused
  *	with -EINVAL and the old list stays.  Empty (the default) is none.
  *	Reads back by name, in the table's order: "read:2000,futex:50000".
- *	32-bit compat calls have other numbers and are not affected.
+ *	It applies to the calls the syscalls filter matches by number (the
+ *	64-bit ones and x32's shared ones); 32-bit compat calls have other
+ *	numbers and are not affected.
  *
  * /sys/module/delay/parameters/every, first, ppm, seed  (rw, root)
  *	Which of the calls to delay (targeted, with a nonzero delay) are
@@ -183,7 +191,6 @@
 #include <linux/srcu.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
-#include <linux/thread_info.h>
 #include <linux/timekeeping.h>
 #include <linux/workqueue.h>
 #include <asm/syscall_hook.h>
@@ -739,8 +746,17 @@ static const struct kernel_param_ops delay_syscalls_ops = {
 module_param_cb(syscalls, &delay_syscalls_ops, NULL, 0644);
 MODULE_PARM_DESC(syscalls, "Delay only these 64-bit system calls, e.g. 0,1,257 or 0-3 (empty: all)");
 
-/* The 64-bit system calls' names, from the kernel's own table (Kbuild). */
-static const char *const delay_names[NR_syscalls] = {
+/*
+ * The 64-bit system calls, from the kernel's own table (Kbuild): each
+ * one's name, and whether the x32 table has the same call at the same
+ * number (abi "common"; a "64" one is the 64-bit table's alone).
+ */
+struct delay_call {
+	const char *name;
+	bool shared;
+};
+
+static const struct delay_call delay_table[NR_syscalls] = {
 #include "delay_names.h"
 };
 
@@ -752,7 +768,7 @@ static int delay_parse_call(const char *s, unsigned int *nr)
 	if (!delay_parse_nr(s, nr))
 		return 0;
 	for (i = 0; i < NR_syscalls; i++) {
-		if (delay_names[i] && !strcmp(delay_names[i], s)) {
+		if (delay_table[i].name && !strcmp(delay_table[i].name, s)) {
 			*nr = i;
 			return 0;
 		}
@@ -799,8 +815,8 @@ static int delay_delays_get(char *buf, const struct kernel_param *kp)
 
 	for_each_set_bit(nr, cfg->own, NR_syscalls) {
 		len += sysfs_emit_at(buf, len, "%s", len ? "," : "");
-		if (delay_names[nr])
-			len += sysfs_emit_at(buf, len, "%s", delay_names[nr]);
+		if (delay_table[nr].name)
+			len += sysfs_emit_at(buf, len, "%s", delay_table[nr].name);
 		else
 			len += sysfs_emit_at(buf, len, "%u", nr);
 		len += sysfs_emit_at(buf, len, ":%u", cfg->own_ns[nr]);
@@ -859,7 +875,24 @@ static bool delay_choose(struct delay_config *cfg)
 	return chosen;
 }
 
-static u32 delay_target(int nr, bool at_exit, bool *sleep)
+/*
+ * Is the call @nr of table @abi one of the 64-bit table's numbering, the
+ * one syscalls= and delays= speak?  The 64-bit table's calls are, and the
+ * x32 calls of the numbers the two tables share.
+ */
+static bool delay_numbered(int nr, enum syscall_hook_abi abi)
+{
+	unsigned int unr = nr;
+
+	if (unr >= NR_syscalls)
+		return false;
+	unr = array_index_nospec(unr, NR_syscalls);
+	return abi == SYSCALL_HOOK_64 ||
+	       (abi == SYSCALL_HOOK_X32 && delay_table[unr].shared);
+}
+
+static u32 delay_target(int nr, enum syscall_hook_abi abi, bool at_exit,
+			bool *sleep)
 {
 	struct delay_config *cfg;
 	struct cgroup *cgrp;
@@ -885,14 +918,12 @@ static u32 delay_target(int nr, bool at_exit, bool *sleep)
 	}
 	if (ret || !cfg)
 		goto out;
-	/* x32 shares the 64-bit numbers; -1 (skipped) is none. */
-	unr = (unsigned int)nr & ~__X32_SYSCALL_BIT;
-	if (in_ia32_syscall() || unr >= NR_syscalls) {
+	if (!delay_numbered(nr, abi)) {
 		/* The 64-bit table's settings do not apply to the others. */
 		ret = cfg->filtered ? DELAY_NONE : cfg->setting;
 		goto out;
 	}
-	unr = array_index_nospec(unr, NR_syscalls);
+	unr = array_index_nospec((unsigned int)nr, NR_syscalls);
 	if (cfg->filtered && !test_bit(unr, cfg->targets))
 		ret = DELAY_NONE;
 	else if (test_bit(unr, cfg->own))
@@ -989,7 +1020,7 @@ static void delay_stop_delaying(void)
  * against preemption and migration, no lock, and schedule_work() (raw
  * spinlocks only) to let a removed cgroup go.
  */
-static void delay_run(int nr, bool at_exit)
+static void delay_run(int nr, enum syscall_hook_abi abi, bool at_exit)
 {
 	unsigned int loops, ns;
 	bool sleep = false;
@@ -998,7 +1029,7 @@ static void delay_run(int nr, bool at_exit)
 
 	if (READ_ONCE(delay_unloading))
 		return;
-	setting = delay_target(nr, at_exit, &sleep);
+	setting = delay_target(nr, abi, at_exit, &sleep);
 	if (setting == DELAY_NONE)
 		return;
 	this_cpu_inc(delay_calls);
@@ -1022,18 +1053,19 @@ static void delay_run(int nr, bool at_exit)
 	}
 	this_cpu_inc(delay_delayed);
 	this_cpu_add(delay_spun_ns, end - start);
-	trace_delay_syscall(nr, in_ia32_syscall(), loops, ns, end - start, sleep,
-			    at_exit);
+	trace_delay_syscall(nr, abi == SYSCALL_HOOK_IA32, loops, ns, end - start,
+			    sleep, at_exit);
 }
 
-static void delay_hook(struct pt_regs *regs, int nr)
+static void delay_hook(struct pt_regs *regs, int nr, enum syscall_hook_abi abi)
 {
-	delay_run(nr, false);
+	delay_run(nr, abi, false);
 }
 
-static void delay_exit_hook(struct pt_regs *regs, int nr)
+static void delay_exit_hook(struct pt_regs *regs, int nr,
+			    enum syscall_hook_abi abi)
 {
-	delay_run(nr, true);
+	delay_run(nr, abi, true);
 }
 
 static unsigned long delay_sum(unsigned long __percpu *counter)

@@ -3,9 +3,12 @@
  * The delay module's trace event, delay:delay_syscall: one record per
  * delayed system call, written after the delay.
  *
- *	nr		the system-call number the entry path dispatches, as
- *			the hook got it (x32 calls with __X32_SYSCALL_BIT)
- *	compat		true for a 32-bit compat call (its own numbering)
+ *	nr		the system-call number as the hook got it: the index
+ *			into the table that dispatches the call (an x32
+ *			call's without __X32_SYSCALL_BIT), or the number the
+ *			entry path got for a call that no table dispatches
+ *	compat		true for a call of the 32-bit compat table (its own
+ *			numbering), as the entry path chose it
  *	loops		loop iterations requested (0 in ns mode)
  *	ns		nanoseconds requested (0 in loops mode)
  *	measured_ns	nanoseconds the delay took on CLOCK_MONOTONIC, as

@@ -19,7 +19,8 @@ static bool exit_hook;
 module_param_named(exit, exit_hook, bool, 0444);
 MODULE_PARM_DESC(exit, "Register the exit hook instead of the entry hook");
 
-static void hooktest_hook(struct pt_regs *regs, int nr)
+static void hooktest_hook(struct pt_regs *regs, int nr,
+			  enum syscall_hook_abi abi)
 {
 }
 

@@ -1,9 +1,11 @@
 """The delay module on the patched kernel: loading, its parameters and
 counters, refusing bad values, the hook's registration rules, the ns mode
 and the module's own timing, the syscalls filter and the trace event."""
+import ctypes
 import errno
 import multiprocessing
 import os
+import pathlib
 import re
 import stat as stat_module
 import statistics
@@ -13,7 +15,8 @@ import time
 
 import pytest
 from conftest import GETPPID, LOOPS, MODDIR, NS, ROOT, STATS, SYSCALLS, TRACEFS, \
-    cycle_under_load, delay_stat, insmod, kernel_problems, read_int, rmmod, write_param
+    cgroup2_root, cycle_under_load, delay_stat, insmod, kernel_problems, read_int, rmmod, \
+    write_param
 
 
 def test_load_and_unload(clean_module):
@@ -710,4 +713,83 @@ def test_the_same_seed_chooses_the_same_calls(delay, only_this_process):
             pattern.append(delay_stat("delayed") - before)
         runs.append(pattern)
     write_param("0", NS)
-    assert runs[0] == runs[1] == [int(mix(7 + i) % 1000000 < 500000) for i in range(64)]
+    assert runs[0] == runs[1] == [int(d % 1000000 < 500000) for d in draws(7, 64)]
+
+
+# --- which table: the kernel says, at entry and at exit ---------------------------
+
+EXECVE_64, EXECVE_32 = 59, 11       # execve in the two tables; 11 is munmap in the 64-bit one
+X32_BIT = 0x40000000
+
+
+@pytest.fixture(scope="module")
+def abiexec(tmp_path_factory):
+    """abiexec.c built as a 64-bit and a 32-bit static program: (64, 32)."""
+    out = tmp_path_factory.mktemp("abiexec")
+    progs = (out / "abiexec64", out / "abiexec32")
+    for prog, flags in zip(progs, ([], ["-m32"])):
+        subprocess.run(["gcc", *flags, "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+                        prog, pathlib.Path(__file__).with_name("abiexec.c")], check=True)
+    return progs
+
+
+@pytest.fixture
+def chain_cgroup(delay):
+    """The module's target: a cgroup for the programs a test starts, left
+    empty by them and removed afterwards."""
+    path = cgroup2_root() / f"labtest-{os.getpid()}-chain"
+    path.mkdir()
+    try:
+        assert write_param("/" + path.name, MODDIR / "parameters/cgroup") == 0
+        yield path
+        write_param("\n", MODDIR / "parameters/cgroup")
+    finally:
+        path.rmdir()
+
+
+def calls_counted(argv, cgroup, **settings):
+    """stats/calls of one run of @argv in @cgroup, with @settings written first."""
+    for name, value in settings.items():
+        assert write_param(str(value), MODDIR / "parameters" / name) == 0, name
+    before = delay_stat("calls")
+    subprocess.run(argv, check=True,
+                   preexec_fn=lambda: (cgroup / "cgroup.procs").write_text("0"))
+    return delay_stat("calls") - before
+
+
+@pytest.mark.parametrize("nr", [EXECVE_64, EXECVE_32])
+def test_exit_counts_the_call_that_entry_did(abiexec, chain_cgroup, nr):
+    """400 execve() calls that alternate between a 64-bit and a 32-bit
+    program: 200 64-bit execve (59) that load a 32-bit program and 200
+    compat execve (11) that load a 64-bit one, after each of which the
+    task runs the other ABI.  syscalls=59 counts the 64-bit ones and the
+    first exec of the chain, 201, at exit as at entry; syscalls=11 (the
+    64-bit munmap) counts none of the compat ones at either point.  With
+    the exit hook guessing the table from the task's ABI after the call,
+    exit counted 1 and 200."""
+    argv = [abiexec[0], "400", abiexec[0], abiexec[1]]
+    entry = calls_counted(argv, chain_cgroup, syscalls=nr, where="entry")
+    exit_ = calls_counted(argv, chain_cgroup, where="exit")
+    assert (entry, exit_) == ((201, 201) if nr == EXECVE_64 else (0, 0))
+
+
+@pytest.mark.parametrize("where", ["entry", "exit"])
+def test_a_call_no_table_dispatches_is_none(delay, only_this_process, where):
+    """syscall(__X32_SYSCALL_BIT | 110): on a kernel without x32 (or with it
+    disabled) no table has it and the task gets ENOSYS, so syscalls=110 does
+    not count it as getppid; where x32 runs it, it is x32's getppid (a
+    number the tables share) and is counted.  Stripping the bit counted
+    all 200 as getppid either way."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    assert write_param(str(GETPPID), SYSCALLS) == 0
+    assert write_param(where, MODDIR / "parameters/where") == 0
+    before, results = delay_stat("calls"), set()
+    for _ in range(200):
+        results.add((libc.syscall(ctypes.c_long(X32_BIT | GETPPID)), ctypes.get_errno()))
+    counted = delay_stat("calls") - before
+    if results == {(-1, errno.ENOSYS)}:
+        assert counted == 0
+    else:
+        assert {r for r, _ in results} == {os.getppid()}, results
+        assert counted == 200

@@ -78,12 +78,18 @@
  *	Which of the calls to delay (targeted, with a nonzero delay) are
  *	delayed: every=N the 1st, the N+1st, the 2N+1st ... (0 or 1: each),
  *	first=K only the first K (0: no limit), ppm=P each with a chance of
- *	P in a million (0 to 1000000, the default), drawn from seed=S (0 to
- *	2^64 - 1) and the call's place in the sequence, so that one seed
+ *	P in a million (0 to 1000000, the default).  A call must pass all
+ *	three.  The sequence numbers the calls to delay from 0 and starts
+ *	again with every write of any of loops, ns, syscalls, delays, every,
+ *	first, ppm, seed, mode and where.  Call i of the sequence draws the
+ *	(i + 1)-th output of SplitMix64 seeded with seed=S (0 to 2^64 - 1)
+ *	and is delayed if that output modulo a million is below P: one seed
  *	delays the same calls on every run of a deterministic machine (the
- *	virtual clock).  A call must pass all three.  The sequence numbers
- *	the calls to delay from 0 and starts again with every write of any of
- *	loops, ns, syscalls, delays, every, first, ppm and seed.  Decimal
+ *	virtual clock), and each seed is a stream of its own: seeds S and
+ *	S + k walk one cycle of 2^64 states k times the inverse of the
+ *	generator's increment apart, at least 1.2 * 10^14 draws for every k
+ *	below 65,536, so repeating an experiment with seeds 1, 2, 3 ...
+ *	repeats it with draws that no run of calls sees overlap.  Decimal
  *	only; anything else is refused with -EINVAL and the old value stays.
  *	The calls not chosen are counted (stats/calls), not delayed.
  *
@@ -844,14 +850,20 @@ static bool delay_selective(const struct delay_config *cfg)
 	return cfg->every > 1 || cfg->first || cfg->ppm < DELAY_PPM;
 }
 
+/* SplitMix64's increment, 2^64 divided by the golden ratio, made odd. */
+#define DELAY_GAMMA 0x9e3779b97f4a7c15ULL
+
 /*
- * A 64-bit mix of @x whose every bit depends on every bit of @x
- * (SplitMix64's finalizer): the draw of ppm=, the same for the same seed
- * and place on every run.
+ * The draw of ppm= for call @i of a sequence: the (i + 1)-th output of
+ * SplitMix64 seeded with @seed, its state seed + (i + 1) * DELAY_GAMMA
+ * put through the generator's finalizer, whose every output bit depends
+ * on every bit of the state.  The same for the same seed and place on
+ * every run; another seed is another stream (see the header comment).
  */
-static u64 delay_mix(u64 x)
+static u64 delay_draw(u64 seed, u64 i)
 {
-	x += 0x9e3779b97f4a7c15ULL;
+	u64 x = seed + (i + 1) * DELAY_GAMMA;
+
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
 	return x ^ (x >> 31);
@@ -867,7 +879,7 @@ static bool delay_choose(struct delay_config *cfg)
 	bool chosen = (!cfg->first || seq < cfg->first) &&
 		      (cfg->every <= 1 || seq % cfg->every == 0) &&
 		      (cfg->ppm >= DELAY_PPM ||
-		       delay_mix(cfg->seed + seq) % DELAY_PPM < cfg->ppm);
+		       delay_draw(cfg->seed, seq) % DELAY_PPM < cfg->ppm);
 
 	this_cpu_inc(delay_considered);
 	if (chosen)

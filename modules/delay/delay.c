@@ -96,10 +96,12 @@
  * /sys/module/delay/parameters/mode  (rw, root)
  *	"spin" (the default) or "sleep": how a delay in nanoseconds (ns=,
  *	delays=) is spent.  spin keeps the CPU busy, as a call that computes
- *	would; sleep gives it away for that long (an hrtimer, on
- *	CLOCK_MONOTONIC, TASK_UNINTERRUPTIBLE), as a call that waits would,
- *	so the delay counts its wake-up latency too (see stats/slept_ns).  A
- *	delay in loops is always spun.  Anything else is refused with
+ *	would; sleep gives it away for that long (an absolute hrtimer, on
+ *	CLOCK_MONOTONIC), as a call that waits would, so the delay counts its
+ *	wake-up latency too (see stats/slept_ns).  A sleep never ends before
+ *	its time, even if something wakes the task early (see delay_sleep()),
+ *	but when the module is being unloaded.  A delay in loops is always
+ *	spun.  Anything else is refused with
  *	-EINVAL; sleep is refused with -EOPNOTSUPP on a kernel without RCU
  *	Tasks (no PREEMPTION), where the hook runs with preemption disabled.
  *
@@ -992,18 +994,33 @@ static __always_inline u64 delay_wait(u64 start, unsigned int ns)
 DEFINE_STATIC_SRCU(delay_srcu);
 static bool delay_unloading;
 
-/* Sleep until @ns have passed since @start; returns the clock after. */
-static u64 delay_sleep(u64 start, unsigned int ns)
+/*
+ * Sleep until @ns have passed since @start, the clock after in @end; false
+ * if unloading had begun and there was no sleep at all.
+ *
+ * The kernel allows any wake-up of a sleeping task, a stale wake_q entry
+ * of a futex or rwsem wake among them, and schedule_hrtimeout() returns
+ * -EINTR when one comes before the timer: the task sleeps again, to the
+ * same absolute time, until the timer has fired or unloading began.
+ * TASK_UNINTERRUPTIBLE, not TASK_IDLE: the sleeping call looks like a
+ * call that waits for a device or a lock, in state D and counted in the
+ * load average (README.md, "Spin or sleep").
+ */
+static bool delay_sleep(u64 start, unsigned int ns, u64 *end)
 {
 	ktime_t until = ns_to_ktime(start + ns);
 	int idx = srcu_read_lock(&delay_srcu);
+	bool slept = false;
 
-	if (!READ_ONCE(delay_unloading)) {
+	while (!READ_ONCE(delay_unloading)) {
+		slept = true;
 		set_current_state(TASK_UNINTERRUPTIBLE);
-		schedule_hrtimeout(&until, HRTIMER_MODE_ABS);
+		if (!schedule_hrtimeout(&until, HRTIMER_MODE_ABS))
+			break;
 	}
 	srcu_read_unlock(&delay_srcu, idx);
-	return ktime_get_ns();
+	*end = ktime_get_ns();
+	return slept;
 }
 
 /*
@@ -1057,7 +1074,9 @@ static void delay_run(int nr, enum syscall_hook_abi abi, bool at_exit)
 		end = ktime_get_ns();
 		this_cpu_add(delay_spun, loops);
 	} else if (sleep) {
-		end = delay_sleep(start, ns);
+		/* Unloading began: no delay, nothing to count. */
+		if (!delay_sleep(start, ns, &end))
+			return;
 		this_cpu_inc(delay_slept);
 		this_cpu_add(delay_slept_ns, end - start);
 	} else {

@@ -5,6 +5,7 @@ call racing a switch gets, and unloading while tasks sleep in the hook."""
 import errno
 import multiprocessing
 import os
+import pathlib
 import re
 import resource
 import subprocess
@@ -245,3 +246,86 @@ def test_unload_with_a_task_asleep_in_the_hook(only_this_process, where):
         child.kill()
         child.wait()
     assert kernel_problems() == []
+
+
+WAKER = pathlib.Path("/sys/module/waker/parameters")
+
+# A child's getppid calls, each timed: how many took less than argv[2] ns.
+TIMED_CALLS = """
+import os, sys, time
+n, ns, short = int(sys.argv[1]), int(sys.argv[2]), 0
+for _ in range(n):
+    t = time.monotonic_ns()
+    os.getppid()
+    short += time.monotonic_ns() - t < ns
+print(short)
+"""
+
+
+@pytest.fixture
+def waker(clean_module):
+    """The test helper module that wakes a task up on demand."""
+    insmod("waker")
+    try:
+        yield WAKER
+    finally:
+        rmmod("waker")
+
+
+@pytest.mark.parametrize("where", ["entry", "exit"])
+def test_a_sleep_outlasts_early_wake_ups(waker, only_this_process, where):
+    """A child sleeps 2 ms in each of 100 getppid calls while this process
+    wakes it up as often as it can (wake_up_process(), as a stale wake_q
+    entry of a futex wake would): the wake-ups land (woken counts those
+    that found it asleep), and still no call takes less than its 2 ms.
+    A single schedule_hrtimeout() returned at the first of them."""
+    ns, calls = 2000000, 100
+    assert write_param(str(GETPPID), SYSCALLS) == 0
+    assert write_param(where, WHERE) == 0
+    assert write_param("sleep", MODE) == 0
+    assert write_param(str(ns), NS) == 0
+    woken0 = int((waker / "woken").read_text())
+    child = subprocess.Popen([sys.executable, "-c", TIMED_CALLS, str(calls), str(ns)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        wait_asleep(child.pid, "[delay]")
+        while child.poll() is None:
+            assert write_param(str(child.pid), waker / "wake") in (0, errno.ESRCH)
+        short = int(child.communicate(timeout=600)[0])
+    finally:
+        child.kill()
+        child.wait()
+    woken = int((waker / "woken").read_text()) - woken0
+    assert woken > 0, "no wake-up found the child asleep: the test proved nothing"
+    assert short == 0, f"{short} of {calls} sleeps ended early ({woken} wake-ups landed)"
+
+
+def test_bad_wake_targets_refused(waker):
+    for value in ("0", "-1", "abc", "\n", "1.5", "0x10"):
+        assert write_param(value, waker / "wake") == errno.EINVAL, value
+    assert write_param(str(2 ** 22 + 1), waker / "wake") == errno.ESRCH
+
+
+def test_a_sleeping_call_is_in_state_d(only_this_process):
+    """TASK_UNINTERRUPTIBLE: a task asleep in the hook is in state D, as a
+    call that waits for a device or a lock is (and counts in the load
+    average as one does), not I (TASK_IDLE) or S."""
+    assert write_param(str(GETPPID), SYSCALLS) == 0
+    assert write_param("sleep", MODE) == 0
+    assert write_param("5000000", NS) == 0
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import os\nfor _ in range(100000): os.getppid()"])
+    seen = []
+    try:
+        wait_asleep(child.pid, "[delay]")
+        deadline = time.monotonic() + 60
+        # 20 looks at it asleep with the module on its stack (not running).
+        while len(seen) < 20 and time.monotonic() < deadline:
+            stat = pathlib.Path(f"/proc/{child.pid}/stat").read_text()
+            state = stat.rsplit(")", 1)[1].split()[0]
+            if state != "R" and "[delay]" in pathlib.Path(f"/proc/{child.pid}/stack").read_text():
+                seen.append(state)
+    finally:
+        child.kill()
+        child.wait()
+    assert len(seen) == 20 and set(seen) == {"D"}, seen

@@ -9,9 +9,10 @@
  * module times what it adds and says so in stats/ and in a trace event.
  *
  * /sys/module/delay/parameters/loops  (rw, root)
- *	Iterations spun per system call, 0 to DELAY_LOOPS_MAX.  A negative,
- *	non-numeric or too large value is refused with -EINVAL and the old
- *	value stays.  May also be given at load time: insmod delay.ko loops=N.
+ *	Iterations spun per system call, 0 to DELAY_LOOPS_MAX, decimal.  A
+ *	negative, non-decimal or too large value is refused with -EINVAL and
+ *	the old value stays.  May also be given at load time: insmod
+ *	delay.ko loops=N.
  *	Exactly one of loops and ns is in force: writing a nonzero value to
  *	one sets the other to 0; writing 0 to either sets only that one to 0.
  *	At load time the last nonzero one given wins.
@@ -119,37 +120,43 @@
  *	the configuration at entry and again at exit, so a call racing a
  *	write of where may be delayed at both points or at neither.
  *
- * /sys/module/delay/stats/calls  (ro)
+ * The files of stats/ are root's only (0400), as are /proc/PID/syscall and
+ * /proc/PID/io: they show how often and how long the tasks of the target,
+ * any user's, make system calls.
+ *
+ * /sys/module/delay/stats/calls  (ro, root)
  *	System calls of targeted tasks that went through the hook and passed
  *	the syscalls filter since the module was loaded, counted at any
  *	setting, 0 included.
  *
- * /sys/module/delay/stats/delayed  (ro)
+ * /sys/module/delay/stats/delayed  (ro, root)
  *	Of those, the calls that were delayed: loops or ns was nonzero.
  *
- * /sys/module/delay/stats/spun  (ro)
+ * /sys/module/delay/stats/spun  (ro, root)
  *	Loop iterations spun since the module was loaded, in loops mode only:
  *	the ns mode's wait loop does not add to it.
  *
- * /sys/module/delay/stats/spun_ns  (ro)
+ * /sys/module/delay/stats/spun_ns  (ro, root)
  *	Nanoseconds measured inside the delay, summed over the delayed calls
  *	(loops and ns mode alike, spun or slept).  Each call's figure is the
  *	difference of a clock read before the delay and one after it, so it
  *	includes about one clock_ns of clock reading besides the delay.
  *
- * /sys/module/delay/stats/slept, slept_ns  (ro)
+ * /sys/module/delay/stats/slept, slept_ns  (ro, root)
  *	Of the delayed calls, those that slept (mode=sleep), and the part of
  *	spun_ns they took: what the sleeps cost the tasks, wake-ups included.
+ *	A delay that unloading stopped before it began is none: not counted
+ *	as delayed or slept, and no trace event.
  *
- * /sys/module/delay/stats/mean_ns  (ro)
+ * /sys/module/delay/stats/mean_ns  (ro, root)
  *	spun_ns / delayed, rounded down; 0 while nothing was delayed.
  *
- * /sys/module/delay/stats/considered, chosen  (ro)
+ * /sys/module/delay/stats/considered, chosen  (ro, root)
  *	While every, first or ppm chooses: the calls to delay that were
  *	considered, and of those the ones chosen (delayed).  They do not move
  *	while every call to delay is delayed.
  *
- * /sys/module/delay/stats/clock_ns  (ro)
+ * /sys/module/delay/stats/clock_ns  (ro, root)
  *	The smallest of DELAY_CLOCK_TRIES differences between two back-to-back
  *	clock reads, measured once at load time: what one spin_ns figure
  *	costs, and what a spin of no length at all would report.
@@ -371,7 +378,7 @@ static int delay_loops_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int n;
 
-	if (kstrtouint(val, 0, &n) || n > DELAY_LOOPS_MAX)
+	if (kstrtouint(val, 10, &n) || n > DELAY_LOOPS_MAX)
 		return -EINVAL;
 	return delay_setting_store(0, n);
 }
@@ -395,7 +402,7 @@ static int delay_ns_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int n;
 
-	if (kstrtouint(val, 0, &n) || n > DELAY_NS_MAX)
+	if (kstrtouint(val, 10, &n) || n > DELAY_NS_MAX)
 		return -EINVAL;
 	return delay_setting_store(DELAY_NS_MODE, n);
 }
@@ -419,8 +426,8 @@ MODULE_PARM_DESC(ns, "Nanoseconds spun per system call (0-"
  * N+1st, ...), first=K (the first K) and ppm=P (each with a chance of P
  * in a million, drawn from seed=S and the call's place in the sequence),
  * all three at once; the sequence starts again with every write of the
- * configuration.  One set of ops for the 32-bit ones, each parameter
- * saying where its field is and how large it may be.
+ * configuration (delay_config_edit()).  One set of ops for the 32-bit
+ * ones, each parameter saying where its field is and how large it may be.
  */
 struct delay_field {
 	size_t offset;
@@ -563,7 +570,14 @@ static char *delay_cgroup_path;
 /* Removed: rmdir killed the cgroup's own reference count. */
 static bool delay_cgroup_dying(struct cgroup *cgrp)
 {
-	return percpu_ref_is_dying(&cgrp->self.refcnt);
+	/*
+	 * The flag is set once, by percpu_ref_kill() under a lock of the
+	 * percpu-refcount code that this module cannot take, and never
+	 * cleared: a read that races the kill and misses it sees the cgroup
+	 * alive, which it was a moment before, and a later read sees it
+	 * dead.  A benign race, marked as one for KCSAN.
+	 */
+	return data_race(percpu_ref_is_dying(&cgrp->self.refcnt));
 }
 
 /* Drop @cgrp, once no hook can be looking at it any more. */
@@ -578,7 +592,7 @@ static void delay_cgroup_put(struct cgroup *cgrp)
 /*
  * A removed cgroup has no task left, and none can join it, so it targets
  * nobody; but the reference the module holds keeps it from being freed.
- * The hook notices the removal (see delay_targets()) and has this work
+ * The hook notices the removal (see delay_target()) and has this work
  * swap the target for DELAY_CGROUP_GONE and drop the reference.
  */
 static void delay_cgroup_reap(struct work_struct *work)
@@ -1131,7 +1145,7 @@ static ssize_t delay_stat_show(struct module_attribute *attr,
 
 #define DELAY_STAT(_name)						\
 	static struct delay_stat delay_stat_##_name = {			\
-		.attr = __ATTR(_name, 0444, delay_stat_show, NULL),	\
+		.attr = __ATTR(_name, 0400, delay_stat_show, NULL),	\
 		.counter = &delay_##_name,				\
 	}
 
@@ -1160,8 +1174,8 @@ static ssize_t clock_ns_show(struct module_attribute *attr,
 	return sysfs_emit(buf, "%llu\n", delay_clock_ns);
 }
 
-static struct module_attribute mean_ns_attr = __ATTR_RO(mean_ns);
-static struct module_attribute clock_ns_attr = __ATTR_RO(clock_ns);
+static struct module_attribute mean_ns_attr = __ATTR_RO_MODE(mean_ns, 0400);
+static struct module_attribute clock_ns_attr = __ATTR_RO_MODE(clock_ns, 0400);
 
 static struct attribute *delay_stats_attrs[] = {
 	&delay_stat_calls.attr.attr,
@@ -1251,6 +1265,6 @@ static void __exit delay_exit(void)
 module_init(delay_init);
 module_exit(delay_exit);
 
-MODULE_DESCRIPTION("Spin a tunable delay loop on every system call");
+MODULE_DESCRIPTION("Delay system calls by a tunable spin or sleep, at entry or exit");
 MODULE_AUTHOR("Kernel Lab <lab@kernel-lab.invalid>");
 MODULE_LICENSE("GPL");

@@ -968,17 +968,23 @@ out:
 }
 
 /*
- * The empty asm makes the counter opaque to the compiler, so it can neither
- * drop the loop nor fold it into one subtraction, and each iteration costs
- * the same decrement and branch.  Inline, so that one loop costs one
- * iteration and not a call as well.
+ * The loop in assembly, so that an iteration is the same three
+ * instructions whatever the compiler makes of the code around it: a C
+ * loop's register allocation moved with unrelated changes to delay_run()
+ * (two more moves an iteration, 5 ns a loop instead of 3 on the virtual
+ * clock, 2026-12-01).  These are the three gcc made of the C loop before,
+ * so a loop costs what it did in every calibration until then.  Inline,
+ * so that one loop costs one iteration and not a call as well.
  */
 static __always_inline void delay_spin(unsigned int n)
 {
-	while (n) {
-		n--;
-		asm volatile("" : "+r" (n));
-	}
+	asm volatile("	test %0, %0\n"
+		     "	jz 2f\n"
+		     "1:	sub $1, %0\n"
+		     "	test %0, %0\n"
+		     "	jnz 1b\n"
+		     "2:\n"
+		     : "+r" (n) : : "cc");
 }
 
 /*

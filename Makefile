@@ -33,9 +33,11 @@ FAULTS_TESTS := $(wildcard tests/guest/test_*faultinject.py)
 # kcsan: data races.  test_variants.py last: its KCSAN check reads every
 # report since boot, so it must come after the pass that provokes them.
 KCSAN_TESTS := $(STRESS_TESTS) $(MODULE_TESTS) $(VARIANT_TESTS)
-# nopreempt: no kernel preemption (the long-spin unload), and rt: PREEMPT_RT.
+# nopreempt: no kernel preemption (the long-spin unload), and rt: PREEMPT_RT,
+# with the module tests too: the sleeping delay depends on the preemption
+# model more than anything else the lab adds.
 NOPREEMPT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS)
-RT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS)
+RT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS) $(MODULE_TESTS)
 # The passes, longest first, and the variant each boots (its own name but
 # for faults).  DEBUG_JOBS of them run at once: each VM keeps about one
 # host CPU busy (its tests are mostly one process at a time).

@@ -70,6 +70,21 @@ def test_the_rt_boot_runs_its_vcpus_on_one_host_thread(passes, monkeypatch):
     assert "VM_TCG_THREAD=[multi]" in (logs / "kcsan.log").read_text()
 
 
+def test_the_rt_pass_runs_the_module_tests(passes):
+    """PREEMPT_RT runs the module tests, the sleeping delay's among them,
+    beside the variant and stress files; nopreempt does not (it refuses
+    mode=sleep)."""
+    run, logs = passes
+    r = run(names="rt nopreempt")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rt = (logs / "rt.log").read_text()
+    nopreempt = (logs / "nopreempt.log").read_text()
+    for name in ("test_variants.py", "test_interfaces_stress.py", "test_delay_module.py",
+                 "test_delay_sleep_exit.py", "test_cgroup_target.py"):
+        assert f"tests/guest/{name}" in rt, name
+    assert "test_delay_sleep_exit.py" not in nopreempt
+
+
 def test_a_failed_pass_fails_the_run_and_the_others_still_run(passes):
     run, logs = passes
     r = run(fail="faults", jobs=1)

@@ -11,7 +11,9 @@
  *
  * /sys/module/waker/parameters/wake  (wo, root)
  *	A thread ID in the writer's PID namespace, decimal: anything else is
- *	refused with -EINVAL, an ID that names no task with -ESRCH.
+ *	refused with -EINVAL, an ID that names no task with -ESRCH, a kernel
+ *	thread with -EPERM (the tests wake their own children; a kernel
+ *	thread has no business being woken from userspace, even by root).
  *
  * /sys/module/waker/parameters/woken  (ro, root)
  *	How many of the wake-ups found their task asleep and woke it.
@@ -41,6 +43,10 @@ static int waker_wake_set(const char *val, const struct kernel_param *kp)
 	put_pid(pid);
 	if (!task)
 		return -ESRCH;
+	if (task->flags & PF_KTHREAD) {
+		put_task_struct(task);
+		return -EPERM;
+	}
 	if (wake_up_process(task))
 		atomic_long_inc(&waker_woken);
 	put_task_struct(task);

@@ -304,6 +304,7 @@ def test_bad_wake_targets_refused(waker):
     for value in ("0", "-1", "abc", "\n", "1.5", "0x10"):
         assert write_param(value, waker / "wake") == errno.EINVAL, value
     assert write_param(str(2 ** 22 + 1), waker / "wake") == errno.ESRCH
+    assert write_param("2", waker / "wake") == errno.EPERM      # kthreadd
 
 
 def test_a_sleeping_call_is_in_state_d(only_this_process):

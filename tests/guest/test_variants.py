@@ -169,8 +169,9 @@ def test_sleeping_delays_only_where_the_hook_may_sleep(clean_module):
 
 # A frame of the lab's code in a kernel report: the modules' functions
 # carry their module's name, the series' own are irqhook_* (patch 0002)
-# and syscall_hook_* (patch 0001).
-LAB_CODE = re.compile(r"\[(delay|msgq|hooktest)\]|\birqhook_|\bsyscall_hook_")
+# and syscall_hook_* and syscall_exit_hook_* (patches 0001 and 0003).
+LAB_CODE = re.compile(r"\[(delay|msgq|hooktest|waker)\]|\birqhook_|"
+                      r"\bsyscall_hook_|\bsyscall_exit_hook_")
 KCSAN_START = re.compile(r"BUG: KCSAN: ")
 REPORT_RULE = re.compile(r"={20,}")
 

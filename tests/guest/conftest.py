@@ -170,11 +170,16 @@ def delay_stat(name):
     return read_int(STATS / name)
 
 
+def task_state(tid):
+    """Task @tid's state letter from /proc/TID/stat (R, S, D, I ...)."""
+    return pathlib.Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 def kernel_stack(tid):
     """Task @tid's kernel stack (/proc/TID/stack: one function a line) while
     it sleeps, "" while it runs, None once it is gone."""
     try:
-        state = pathlib.Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = task_state(tid)
         return pathlib.Path(f"/proc/{tid}/stack").read_text() if state in "SD" else ""
     except (FileNotFoundError, ProcessLookupError):
         return None

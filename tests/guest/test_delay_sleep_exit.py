@@ -15,7 +15,7 @@ import time
 
 import pytest
 from conftest import GETPPID, MODDIR, NS, SYSCALLS, TRACEFS, WRITEV, cycle_under_load, \
-    delay_stat, insmod, kernel_problems, rmmod, wait_asleep, write_param
+    delay_stat, insmod, kernel_problems, rmmod, task_state, wait_asleep, write_param
 
 MODE = MODDIR / "parameters/mode"
 WHERE = MODDIR / "parameters/where"
@@ -322,8 +322,7 @@ def test_a_sleeping_call_is_in_state_d(only_this_process):
         deadline = time.monotonic() + 60
         # 20 looks at it asleep with the module on its stack (not running).
         while len(seen) < 20 and time.monotonic() < deadline:
-            stat = pathlib.Path(f"/proc/{child.pid}/stat").read_text()
-            state = stat.rsplit(")", 1)[1].split()[0]
+            state = task_state(child.pid)
             if state != "R" and "[delay]" in pathlib.Path(f"/proc/{child.pid}/stack").read_text():
                 seen.append(state)
     finally:

@@ -16,8 +16,14 @@ at loops 0, the calibrated latency the delay adds to one call.
 
 A point is exact when it ran on the virtual clock and none of its timed
 windows made a request to the host's files (raw.csv's p9_requests, all
-0): its times are then the guest's instructions alone, the same on every
-machine.  Any other point is a measurement of this machine on this day.
+0), and the staging found nothing that stops it being (lablib's
+workloads.stage_problems): its times are then the guest's instructions
+alone, the same on every machine.  Any other point is a measurement of
+this machine on this day.  A point the picture cannot vouch for is drawn
+hollow and grey, with a line above the panel saying how many and why
+(summary's 'doubt'): on the virtual clock one that is not exact; on the
+host's clock one whose spread is larger than the effect the model
+predicts there.
 """
 import math
 import pathlib
@@ -33,14 +39,16 @@ COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_add
            "stddev", "min", "max", "unit", "seconds_per_unit", "median_seconds_per_unit",
            "syscalls_per_unit",
            "predicted_throughput", "checked_seconds_per_unit", "check_error", "errors",
-           "p9_requests", "exact", "knee_kept_up", "knee_overloaded"]
+           "p9_requests", "exact", "not_exact", "doubt", "doubt_kind", "knee_kept_up", "knee_overloaded"]
 
 
-def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=False):
+def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=False,
+           problems=()):
     """One summary row per point (loop count or ns delay) of one measure;
     @measured: read_points(); @entry_ns: what a delayed call costs before
     its first loop (calibration.entry_ns); @virtual: the sweep ran on the
-    virtual clock (a point can be exact)."""
+    virtual clock (a point can be exact); @problems: the staging's reasons
+    that none is (workloads.stage_problems)."""
     factor, unit, _ = MEASURES[measure]
     by_setting = {}
     for r in runs:
@@ -59,6 +67,14 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
         t = stats.summary(thr)
         p9 = [r.get("p9_requests") for r in rs]
         p9_requests = None if None in p9 else sum(p9)
+        why = kind = None
+        if p9_requests is None:
+            why = kind = "requests to the host's files not counted"
+        elif p9_requests:
+            why = f"{p9_requests:,} requests to the host's files (9p) in its timed windows"
+            kind = "requests to the host's files (9p) in their timed windows"
+        elif problems:
+            why = kind = "; ".join(problems)
         rows.append({
             "measure": measure, "loops": loops, "ns": ns, "knob": rs[0]["knob"],
             "setting": setting, "added_ns": added, "measured_ns": got,
@@ -73,9 +89,31 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
             "predicted_throughput": None, "checked_seconds_per_unit": None,
             "check_error": None,
             "errors": sum(r["errors"] for r in rs),
-            "p9_requests": p9_requests, "exact": virtual and p9_requests == 0,
+            "p9_requests": p9_requests, "exact": virtual and why is None,
+            "doubt": why if virtual else None, "doubt_kind": kind if virtual else None,
+            "not_exact": why,
         })
     return rows
+
+
+def doubt_noise(rows):
+    """On the host's clock: a delayed point's doubt when its spread is
+    larger than the effect the model predicts there, that is, when the
+    predicted change of throughput from the undelayed point is less than
+    twice the standard error of the measured change (spread()), or
+    unknown (one run a point).  Needs the model's predicted_throughput."""
+    first = rows[0]
+    for p in rows[1:]:
+        if p["predicted_throughput"] is None or not first["predicted_throughput"]:
+            continue
+        effect = 1 - p["predicted_throughput"] / first["predicted_throughput"]
+        noise = spread(first, p)
+        if noise is None:
+            p["doubt"] = p["doubt_kind"] = "one run a point: the spread is unknown"
+        elif effect < 2 * noise:
+            p["doubt"] = (f"its spread (2 x {noise:.2g}) is larger than the effect the model "
+                          f"predicts ({effect:.2g})")
+            p["doubt_kind"] = "their spread is larger than the effect the model predicts"
 
 
 def model(rows, measure, cpus, ns_per_loop=None, entry_ns=0.0, untimed_ns=0.0):
@@ -276,9 +314,15 @@ def explain(measure, rows, m, cpus):
             text += (f"The system calls per {word} stayed within 10% ({count(calls)} at "
                      f"{knob} 0, {count(top)} at {setting}), so more calls do not explain it.")
         return text
-    return (f"The model explains the curve within 25%: measured slowdown {measured:.2f} "
-            f"against {predicted:.2f} predicted {at}, with {count(calls)} system calls per "
-            f"{word} ({share:.0%} of the predicted extra time shows up).")
+    text = (f"The model explains the curve: measured slowdown {measured:.3f} against "
+            f"{predicted:.3f} predicted {at}, with {count(calls)} system calls per {word} "
+            f"({share:.1%} of the predicted extra time shows up)")
+    c = m.get("check")
+    if c:
+        text += (f"; point by point the time per {word} is within "
+                 f"{100 * c['max_abs_error']:.2f} % of the model with the delay the module "
+                 f"measured (check)")
+    return text + "."
 
 
 def count(v):
@@ -361,16 +405,21 @@ def exact_note(rows, virtual):
                  "were not counted (a sweep from before they were)"] if virtual else [])
     total = sum(p["p9_requests"] for p in counted)
     if not virtual:
-        return [f"host's clock: every point measures this machine today; "
-                f"{total:,} requests to the host's files (9p) in the timed windows"]
+        out = [f"host's clock: every point measures this machine today; "
+               f"{total:,} requests to the host's files (9p) in the timed windows"]
+        doubted = [p for p in rows if p["doubt"]]
+        if doubted:
+            out += textwrap.wrap(
+                f"within the noise ({len(doubted)} of {len(rows)} points, drawn hollow): "
+                + "; ".join(f"{knob} {p['setting']}: {p['doubt']}" for p in doubted), 88)
+        return out
     if all(p["exact"] for p in rows):
         return ["exact: every point (the virtual clock, and no request to the host's files "
                 "in any timed window)"]
-    late = [f"{p['setting']} ({'not counted' if p['p9_requests'] is None else p['p9_requests']})"
-            for p in rows if not p["exact"]]
-    return textwrap.wrap(f"not exact: {knob} {', '.join(late)}: requests to the host's files "
-                         f"(9p) in their timed windows, each as long as the host took and "
-                         f"under the virtual clock until the next timer tick; "
+    late = [f"{p['setting']} ({p['not_exact']})" for p in rows if not p["exact"]]
+    return textwrap.wrap(f"not exact (drawn hollow): {knob} {', '.join(late)}; a request to "
+                         f"the host's files lasts as long as the host took, under the "
+                         f"virtual clock until the next timer tick; "
                          f"{sum(p['exact'] for p in rows)} of {len(rows)} points exact", 88)
 
 
@@ -394,8 +443,19 @@ def draw(workload, meta, ns_per_loop, measures, path):
         factor, unit, word = MEASURES[name]
         rows, mod = measures[name]["points"], measures[name]["model"]
         x = [p["added_ns"] for p in rows]
-        ax.errorbar(x, [p["mean"] for p in rows], yerr=[p["stddev"] for p in rows], fmt="o",
-                    ms=4, capsize=3, color="C0", label=f"{name}: mean \u00b1 sd over repeats")
+        good = [p for p in rows if not p["doubt"]]
+        bad = [p for p in rows if p["doubt"]]
+        if good:
+            ax.errorbar([p["added_ns"] for p in good], [p["mean"] for p in good],
+                        yerr=[p["stddev"] for p in good], fmt="o", ms=4, capsize=3,
+                        color="C0", label=f"{name}: mean \u00b1 sd over repeats")
+        if bad:
+            ax.errorbar([p["added_ns"] for p in bad], [p["mean"] for p in bad],
+                        yerr=[p["stddev"] for p in bad], fmt="o", ms=5, capsize=3,
+                        color="0.55", mfc="none",
+                        label=f"{name}: {doubt_label(bad)}, mean \u00b1 sd")
+            ax.set_title("\n".join(textwrap.wrap(doubt_banner(rows), 60)), fontsize=8,
+                         color="C3")
         calls, base = mod["syscalls_per_unit"], mod["base_seconds_per_unit"]
         if calls is not None:
             xs = [max(x) * i / 80 for i in range(81)]
@@ -425,6 +485,21 @@ def draw(workload, meta, ns_per_loop, measures, path):
     plot.save(fig, axes[-1], path)
 
 
+def doubt_label(bad):
+    """The legend's name of the hollow points."""
+    return "within the noise" if any(p["not_exact"] is None for p in bad) else "not exact"
+
+
+def doubt_banner(rows):
+    """The line above a panel with doubted points: how many, and why (the
+    first reason; report.txt has each point's)."""
+    bad = [p for p in rows if p["doubt"]]
+    kinds = [p["doubt_kind"] for p in bad]
+    why = sorted(set(kinds), key=lambda k: (-kinds.count(k), k))
+    return (f"{len(bad)} of {len(rows)} points {doubt_label(bad)}, drawn hollow: "
+            + "; ".join(why))
+
+
 def summarise(d):
     """(meta, summary dict, fit names) of workload sweep folder @d."""
     s = workloads.read_sweep(d)
@@ -432,8 +507,9 @@ def summarise(d):
     for name in MEASURES:   # a fixed order: apache's reply, saturation, server
         sel = [r for r in s["runs"] if r["measure"] == name]
         if sel:
+            virtual = results.on_virtual_clock(s["meta"])
             rows = points(sel, name, s["ns_per_loop"], s["measured"], s["entry_ns"],
-                          results.on_virtual_clock(s["meta"]))
+                          virtual, s["stage_problems"])
             if name == "saturation":
                 for p in rows:
                     p["knee_kept_up"], p["knee_overloaded"] = s["knees"].get(
@@ -441,6 +517,8 @@ def summarise(d):
             measures[name] = {"unit": MEASURES[name][1], "points": rows,
                               "model": model(rows, name, s["cpus"], s["ns_per_loop"],
                                              s["entry_ns"], s["untimed_ns"])}
+            if not virtual:
+                doubt_noise(rows)
     summary = {"experiment": s["meta"].get("experiment", s["workload"]),
                "workload": s["workload"], "ns_per_loop": s["ns_per_loop"],
                "entry_ns": s["entry_ns"], "untimed_ns": s["untimed_ns"],

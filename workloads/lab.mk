@@ -1,14 +1,15 @@
 # Workload sweeps against added system-call latency (workloads/).
 
-## sweep W=kbuild|grep|apache|cmd|all [JOBS=N] [SWEEP_ARGS='-l 0:700:100 -r 2']: workload
-##   against added syscall latency in the VM, analysed into results/<W>-<time>/;
-##   JOBS: VMs at once, each a part of the points (default: the free cores
-##   on the virtual clock; run.sh --vms)
+## sweep W=kbuild|grep|apache|cmd|all [JOBS=N] [SWEEP_ARGS='-l 0:700:100 -r 2'] [CMD='...']:
+##   workload against added syscall latency in the VM, analysed into
+##   results/<W>-<time>/; JOBS: VMs at once, each a part of the points
+##   (default: the free cores on the virtual clock; run.sh --vms); CMD:
+##   cmd's command, run in the lab's folder (W=cmd CMD='tar cf /dev/null /usr/include')
 W ?= apache
 # JOBS from the command line also reaches the kernel build of 'setup'
 # (scripts/build-kernel.sh reads it): the same cores either way.
 sweep: setup
-	$(call lab_run,workloads,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS))
+	$(call lab_run,workloads,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS) $(if $(CMD),-- $(CMD)))
 
 # The guest tests' small kbuild tree, configured on the host (fast here).
 workloads-test-tree: kernel

@@ -13,9 +13,10 @@
 #                         clock, 1 on the host's
 #   --sshloginfile FILE   run the parts on these machines too (GNU
 #                         parallel's format: one login a line, ':' for this
-#                         machine); each needs the lab at this same path,
-#                         with the same commit and kernel built (a part from
-#                         another is refused), and runs one part at a time.
+#                         machine); each needs the lab and this folder at
+#                         the same paths, with the same commit and kernel
+#                         built (a part from another is refused), and runs
+#                         one part at a time.
 #                         --vms defaults to the logins in FILE
 #
 # On the virtual clock each point is the same in any boot on any machine
@@ -26,9 +27,9 @@
 # and machines differ: there a sweep runs in one VM.
 #
 # The kbuild object tree is prepared here first, natively: in the TCG
-# guest configuring a kernel tree alone takes minutes.  kbuild and grep are
-# staged here too (sweep.sh --stage-only: recorded under strace and what
-# they touched written to build/stage/<workload>.tar), and the guest
+# guest configuring a kernel tree alone takes minutes.  kbuild, grep and
+# cmd are staged here too (sweep.sh --stage-only: recorded under strace and
+# what they touched written to build/stage/<workload>.tar), and the guest
 # unpacks that into memory (--stage-from) instead of copying it from the
 # host's files itself.  The analysis (summary, model, plot) also runs
 # here, where Python is fast.
@@ -64,7 +65,7 @@ while [ $# -gt 0 ]; do
 	-s | --scale) [ $# -lt 2 ] || scale=$2 ;;
 	--no-stage) staging=0 ;;
 	--stage-only | --stage-from)
-		bad_arg "$1 is for sweep.sh; ${0##*/} stages kbuild and grep itself" ;;
+		bad_arg "$1 is for sweep.sh; ${0##*/} stages kbuild, grep and cmd itself" ;;
 	--) wl_command=("$@"); break ;;
 	esac
 	args+=("$1")
@@ -72,10 +73,16 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$vms" ] || want_uint --vms "$vms" 1
 results=$(realpath -m "$results")
+LAB_VM=${LAB_VM:-$LAB_ROOT/scripts/vm.sh}
+# The lab's VM mounts a /tmp of its own (scripts/vm.sh): what the guest
+# wrote there would be gone with it.
+case $LAB_VM:$results/ in
+"$LAB_ROOT/scripts/vm.sh":/tmp/*)
+	bad_arg "-o $results: the VM has a /tmp of its own, and the results would stay in it; give a folder outside /tmp" ;;
+esac
 [ -z "$loginfile" ] || [ -r "$loginfile" ] ||
 	bad_arg "--sshloginfile wants a readable file, not '$loginfile'"
 [ -z "$part" ] || [ -z "$vms$loginfile" ] || bad_arg "--part is one part; --vms and --sshloginfile split a sweep"
-LAB_VM=${LAB_VM:-$LAB_ROOT/scripts/vm.sh}
 # sweep.sh's own checks, here before anything boots (status 2 on a bad
 # one).  What it says it would do is for the host's clock: not shown.
 err=$("$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" --dry-run "${wl_command[@]}" \
@@ -130,17 +137,18 @@ prepare() {
 		;;
 	esac
 	if [ "$staging" -eq 1 ]; then
-		for w in kbuild grep; do
+		for w in kbuild grep cmd; do
 			case $workload in "$w" | all)
-				"$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --stage-only "$LAB_BUILD/stage" ;;
+				"$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --stage-only "$LAB_BUILD/stage" \
+					"${wl_command[@]}" ;;
 			esac
 		done
 	fi
 }
-# Only kbuild and grep are staged here; Apache and cmd stage in the VM.
+# kbuild, grep and cmd are staged here; Apache stages in the VM.
 stage_args=()
 case $workload in
-kbuild | grep | all) [ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage") ;;
+kbuild | grep | cmd | all) [ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage") ;;
 esac
 # A part that a parallel sweep here started: the sweep has staged.  On
 # another machine a part stages there, one part at a time.
@@ -222,10 +230,11 @@ split_sweep() {
 	for v in VM_CLOCK VM_MEM VM_TIMEOUT VM_VIRTUAL_CPUS VARIANT LAB_VM; do
 		[ -z "${!v:-}" ] || env_args+=("$v=${!v}")
 	done
-	# The command of part {} on any machine: the lab at this path.
-	cmd="cd $(sh_quote "$LAB_ROOT") && env $(sh_quote "${env_args[@]}") \
+	# The command of part {} on any machine: the lab at this path, run
+	# from this folder (cmd's command runs in it).
+	cmd="cd $(sh_quote "$PWD") && env $(sh_quote "${env_args[@]}") \
 PART_OUTPUT=$(sh_quote "$parts_dir")/{} LAB_SWEEP_STAGED=\$([ \"\$PARALLEL_SSHLOGIN\" = : ] && echo 1 || echo 0) \
-workloads/run.sh $(sh_quote "$workload" "${args[@]}") --part {}/$n $(sh_quote "${wl_command[@]}")"
+$(sh_quote "$LAB_ROOT/workloads/run.sh" "$workload" "${args[@]}") --part {}/$n $(sh_quote "${wl_command[@]}")"
 	local par=(parallel --line-buffer --halt "now,fail=1" --tagstring "part {}/$n")
 	if [ -n "$loginfile" ]; then
 		par+=(--sshloginfile "$loginfile" --jobs 1 --workdir "$LAB_ROOT" --return "$parts_dir/{}"

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Copy what a workload touches into a root of its own (workloads/sweep.sh).
 
-  stage.py DEST --log STRACE_LOG... [--tree DIR]... [--program PATH]... [--json FILE]
+  stage.py DEST --log STRACE_LOG... [--tree DIR]... [--path PATH]... [--program PATH]...
+           [--output FILE] [--key KEY] [--json FILE]
+  stage.py --describe JSON [NAME=VALUE...]   JSON (a --json file) on one line, NAME=VALUE first
+  stage.py --field JSON NAME                 one field of JSON ('-': stdin), empty if none
 
 In the VM the root file system is the host's, over 9p, and a timed
 window that reads from it waits for the host.  sweep.sh runs the workload
@@ -13,7 +16,8 @@ DEST, a tmpfs, at the same paths:
 - each program the workload executed, with what the kernel reads to start
   it (a script's interpreter, the dynamic loader) and the libraries ldd
   names; and each --program so (what enters DEST: chroot, env);
-- each --tree whole (a tree the workload writes: kbuild's objects);
+- each --tree whole (a tree the workload writes: kbuild's objects), and
+  each --path as what it is (a folder alone: the command's own);
 - of a directory the workload listed (make reads every folder it looks
   in), the entries it did not touch by name, type and time only: an empty
   file, an empty folder, a link; the workload read no more of them.
@@ -21,9 +25,13 @@ DEST, a tmpfs, at the same paths:
 Files keep their modes and times, so that make sees the same tree.  /proc,
 /sys, /dev and DEST itself are not copied: sweep.sh mounts them.  Prints
 one line and, with --json, writes what was staged (files, bytes,
-directories, links, placeholders, seconds) for meta.json.
+directories, links, placeholders, seconds) for meta.json, with the
+addresses off this machine the workload connected to ("network"), the
+digest of the recorded run's --output ("output_sha256") and --key (what
+was staged: sweep.sh refuses an archive staged for another command).
 """
 import argparse
+import hashlib
 import json
 import os
 import pathlib
@@ -168,15 +176,48 @@ class Stage:
             os.utime(t, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
+def describe(argv):
+    """--describe JSON [NAME=VALUE...] and --field JSON NAME (module doc)."""
+    mode, rest = argv[0], argv[1:]
+    if not rest or (mode == "--field" and len(rest) != 2):
+        print(f"stage.py: error: {mode} wants JSON" + (" NAME" if mode == "--field" else
+                                                        " [NAME=VALUE...]"), file=sys.stderr)
+        return 2
+    try:
+        with (sys.stdin if rest[0] == "-" else open(rest[0])) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"stage.py: error: {rest[0]}: {e}", file=sys.stderr)
+        return 1
+    if mode == "--field":
+        print(d.get(rest[1], "") if isinstance(d, dict) else "")
+        return 0
+    extra = {}
+    for kv in rest[1:]:
+        name, sep, value = kv.partition("=")
+        if not sep:
+            print(f"stage.py: error: --describe wants NAME=VALUE, not '{kv}'", file=sys.stderr)
+            return 2
+        extra[name] = int(value) if value.isdigit() else value
+    print(json.dumps({**extra, **d}))
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dest", help="the root to copy into (an empty tmpfs)")
     p.add_argument("--log", action="append", default=[], help="an strace -f -y log")
     p.add_argument("--tree", action="append", default=[], help="a folder to copy whole")
+    p.add_argument("--path", action="append", default=[], help="a path to copy as it is")
     p.add_argument("--program", action="append", default=[],
                    help="a program to copy with its libraries")
+    p.add_argument("--output", help="the recorded run's output: its digest kept")
+    p.add_argument("--key", default="", help="what was staged, kept as 'key'")
     p.add_argument("--json", help="write what was staged here")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["--describe"], ["--field"]):
+        return describe(argv)
     args = p.parse_args(argv)
     try:
         if not os.path.isdir(args.dest):
@@ -184,9 +225,11 @@ def main(argv=None):
         start = time.monotonic()
         s = Stage(args.dest)
         calls = 0
+        network = set()
         for log in args.log:
             found = strace.read(log)
             calls += found.calls
+            network |= found.network
             for path in sorted(found.paths):
                 s.path(path)
             for path in sorted(found.dirs_read):
@@ -195,16 +238,27 @@ def main(argv=None):
                 s.program(path)
         for path in args.tree:
             s.tree(os.path.abspath(path))
+        for path in args.path:
+            s.path(os.path.abspath(path))
         for path in args.program:
             s.program(path)
         s.finish()
+        digest = None
+        if args.output:
+            with open(args.output, "rb") as f:
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
     except (OSError, ValueError) as e:
         print(f"stage.py: error: {e}", file=sys.stderr)
         return 1
     summary = {"files": s.files, "bytes": s.bytes, "directories": len(s.dirs),
                "links": s.links, "placeholders": s.placeholders, "traced_calls": calls,
                "trees": args.tree,
-               "programs": args.program, "seconds": round(time.monotonic() - start, 3)}
+               "programs": args.program, "network": sorted(network),
+               "seconds": round(time.monotonic() - start, 3)}
+    if digest:
+        summary["output_sha256"] = digest
+    if args.key:
+        summary["key"] = args.key
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)

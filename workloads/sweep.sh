@@ -32,8 +32,9 @@ Workloads (defaults: loop counts, repeats):
            then httperf raises the rate until the replies stop following
            it                                                 0:8000:1000, 3
            (on the virtual clock 2 runs and 1-s steps)
-  cmd      time COMMAND (run with bash -c if it is one word with spaces)
-                                                                0:500:100, 3
+  cmd      time COMMAND (run with bash -c if it is one word with spaces) in
+           the current folder, in the lab's fixed environment (PATH,
+           HOME=/root, LC_ALL=C)                                0:500:100, 3
   all      kbuild, grep and apache one after the other, each its own folder
 
 The defaults reach, on the virtual clock in the VM, the delay per call that
@@ -78,17 +79,11 @@ Options:
       --step-seconds S   apache: length of one httperf rate step (default 4;
                          1 on the virtual clock, where there is no noise
                          for a longer step to average out)
-      --in-memory        cmd: run the command's program from a tmpfs, with
-                         its libraries and the dynamic loader copied there
-                         (no ld.so.cache, LC_ALL=C): under the virtual clock
-                         a read from the host's files lasts until the next
-                         timer tick.  What the command reads is yours to
-                         put in memory (a tree in /dev/shm as its cwd)
       --no-stage         in the VM, run the workload from the host's files
                          (9p) as they are, not from a copy in memory of what
                          it touched (see below)
-      --stage-only DIR   (kbuild, grep; on the host, what 'make sweep' runs
-                         first) record the workload and write what it
+      --stage-only DIR   (kbuild, grep, cmd; on the host, what 'make sweep'
+                         runs first) record the workload and write what it
                          touched to DIR/<workload>.tar, then stop
       --stage-from DIR   in the VM, unpack DIR/<workload>.tar instead of
                          recording and copying in the guest (slow under TCG)
@@ -110,11 +105,14 @@ Example:
   ./workloads/sweep.sh apache --ns 0,1000,5000,20000 --syscalls futex,epoll_wait
   ./workloads/sweep.sh grep --ns 0,2000,8000 --set mode=sleep --set where=exit
 
-In the VM (the root file system is the host's, over 9p) kbuild, grep and
-apache first run once under strace, and what they touched is copied into
-a tmpfs (its size and the time it took in meta.json's "stage"); the timed
-runs run chrooted there.  Each timed run's requests to the host's files
-are counted in raw.csv (p9_requests); a point with any is not exact.
+In the VM (the root file system is the host's, over 9p) every workload
+first runs once under strace, and what it touched is copied into a tmpfs
+(its size and the time it took in meta.json's "stage"); the timed runs
+run chrooted there.  Each timed run's requests to the host's files are
+counted in raw.csv (p9_requests); a point with any is not exact.  A
+command that prints in the staged root what it did not print when it
+was recorded, or that reached for the network, leaves no point exact
+(meta.json's stage_check and stage.network).
 
 The delay module is loaded if it is not (and unloaded at the end); loops,
 ns, the system-call set and the cgroup target are put back however the
@@ -139,7 +137,6 @@ JOBS=$(nproc)
 WORKDIR=/tmp/lab-sweep
 STEP_SECONDS=
 ANALYSIS=1
-IN_MEMORY=0
 STAGING=1
 PART=
 DRY_RUN=0
@@ -162,7 +159,6 @@ while [ $# -gt 0 ]; do
 	--workdir) want_value "$@"; WORKDIR=$2; shift 2 ;;
 	--step-seconds) want_value "$@"; STEP_SECONDS=$2; shift 2 ;;
 	--no-analysis) ANALYSIS=0; shift ;;
-	--in-memory) IN_MEMORY=1; shift ;;
 	--no-stage) STAGING=0; shift ;;
 	--stage-only) want_value "$@"; STAGE_ONLY=$2; shift 2 ;;
 	--stage-from) want_value "$@"; STAGE_FROM=$2; shift 2 ;;
@@ -278,7 +274,6 @@ if [ "$WORKLOAD" = cmd ]; then
 elif [ ${#COMMAND[@]} -gt 0 ]; then
 	bad_arg "only the cmd workload takes a command after '--'"
 fi
-[ "$IN_MEMORY" -eq 0 ] || [ "$WORKLOAD" = cmd ] || bad_arg "--in-memory goes with the cmd workload"
 if [ -n "$STAGE_ONLY$STAGE_FROM" ]; then
 	[ "$STAGING" -eq 1 ] || bad_arg "--no-stage excludes --stage-only and --stage-from"
 	[ -z "$STAGE_ONLY" ] || [ -z "$STAGE_FROM" ] ||
@@ -286,8 +281,8 @@ if [ -n "$STAGE_ONLY$STAGE_FROM" ]; then
 fi
 if [ -n "$STAGE_ONLY" ]; then
 	case $WORKLOAD in
-	kbuild | grep) ;;
-	*) bad_arg "--stage-only goes with kbuild and grep (apache and cmd stage in the VM)" ;;
+	kbuild | grep | cmd) ;;
+	*) bad_arg "--stage-only goes with kbuild, grep and cmd (apache stages in the VM)" ;;
 	esac
 fi
 [ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
@@ -537,7 +532,8 @@ done
 # workload is staged, with what was.
 write_meta() {
 	"$LAB_TOOL" meta "$LAB_DIR" "$WORKLOAD" "${meta_args[@]}" staging:="$([ "$STAGING" -eq 1 ] && echo true || echo false)" \
-		stage:="$STAGE_INFO" -- "$0" "${ARGS[@]}" || die "cannot write $LAB_DIR/meta.json"
+		stage:="$STAGE_INFO" ${STAGE_CHECK:+stage_check="$STAGE_CHECK"} -- "$0" "${ARGS[@]}" ||
+		die "cannot write $LAB_DIR/meta.json"
 }
 write_meta
 

@@ -107,37 +107,10 @@ def syscalls_at_zero(d):
     return [float(r["syscalls"]) / float(r["units"]) for r in raw if r["loops"] == "0"]
 
 
-@pytest.fixture
-def dd(tmp_path):
-    """dd, run so that its runs read nothing from the host's files: the
-    binary, its libraries and the dynamic loader copied into a tmpfs, the
-    loader told to skip /etc/ld.so.cache and the locale left at C.  Under
-    the virtual clock a read over 9p lasts until the guest's next timer
-    tick, which made a baseline run of 0.1 s last 0.58 s."""
-    mem = tmp_path / "in-memory"
-    mem.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "lab-dd", mem], check=True)
-    try:
-        binaries = [shutil.which("env"), shutil.which("dd")]
-        libs = {ln.split()[-2] if "=>" in ln else ln.split()[0]
-                for b in binaries
-                for ln in subprocess.run(["ldd", b], capture_output=True, text=True,
-                                         check=True).stdout.splitlines()
-                if "/" in ln}
-        loader = next(lib for lib in libs if "ld-linux" in lib)
-        for f in [*binaries, *libs]:
-            shutil.copy(f, mem)
-        run = [str(mem / os.path.basename(loader)), "--inhibit-cache", "--library-path",
-               str(mem)]
-        yield [*run, str(mem / "env"), "LC_ALL=C", *run, str(mem / "dd")]
-    finally:
-        subprocess.run(["umount", mem], check=False)
-
-
 @pytest.mark.timing
-def test_cmd_sweep_calibrates_and_slows_down(tmp_path, dd):
+def test_cmd_sweep_calibrates_and_slows_down(tmp_path):
     # 40000 one-byte reads and writes; 20000 loops add tens of us to each.
-    sweep("cmd", "-l", "0,20000", "-r", "3", "--", *dd, "if=/dev/zero", "of=/dev/null",
+    sweep("cmd", "-l", "0,20000", "-r", "3", "--", "dd", "if=/dev/zero", "of=/dev/null",
           "bs=1", "count=20000", out=tmp_path)
     d = result_dir(tmp_path, "cmd")
     slower_at_max(check_results(d, "cmd", ["cmd"], statistic=min), "cmd")
@@ -326,6 +299,60 @@ def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):
     assert meta["settings"]["workload_settings"]["cwd"] == str(work)
 
 
+def test_a_command_is_staged_and_its_runs_agree(tmp_path, calibration):
+    """cmd in the guest, with no archive from the host: recorded and
+    staged there, run in the staged root from its own folder (where it
+    writes), no window asking the host's files for anything, and the
+    untimed staged run printed what the recorded one did."""
+    work = tmp_path / "work"
+    (work / "tree/sub").mkdir(parents=True)
+    for i in range(20):
+        (work / "tree/sub" / f"f{i}.txt").write_text(f"file {i}\n" * 50)
+    sweep("cmd", "-l", "0,1000", "-r", "2", "--calibration", calibration, "--",
+          "tar", "cf", "out.tar", "tree", out=tmp_path / "out", cwd=work)
+    d = result_dir(tmp_path / "out", "cmd")
+    staged_and_exact(d, "cmd", None)
+    settings = json.loads((d / "meta.json").read_text())["settings"]
+    assert settings["stage_check"] == "same output as recorded", settings
+    assert settings["stage"]["network"] == [], settings["stage"]
+    raw = list(csv.DictReader(open(d / "raw.csv")))
+    # The runs of a point made the same calls (the staged root is the
+    # same each time), the delayed point as many as the undelayed.
+    assert len({r["syscalls"] for r in raw}) == 1, raw
+
+
+def test_a_command_that_reads_what_it_did_not_when_recorded_is_not_exact(tmp_path,
+                                                                        calibration):
+    """A command that reads a file only on its second run (its first one
+    leaves a mark) prints in the staged root what it did not when it was
+    recorded: the sweep says so and records it, and no point is exact."""
+    work = tmp_path / "work"
+    work.mkdir()
+    r = sweep("cmd", "-l", "0,1000", "-r", "1", "--calibration", calibration, "--",
+              "[ -e seen ] && cat /etc/hostname; touch seen", out=tmp_path / "out", cwd=work)
+    assert "printed what it did not print when it was recorded" in r.stderr, r.stderr
+    d = result_dir(tmp_path / "out", "cmd")
+    settings = json.loads((d / "meta.json").read_text())["settings"]
+    assert settings["stage_check"] == "output differs from the recorded run", settings
+    analysed = subprocess.run([ROOT / ".venv/bin/python", ROOT / "workloads/analyse.py", d,
+                               "--no-plot"], capture_output=True, text=True)
+    assert analysed.returncode == 0, analysed.stderr
+    points_ = json.loads((d / "summary.json").read_text())["measures"]["cmd"]["points"]
+    assert [p["exact"] for p in points_] == [False, False], points_
+    assert "its output in the staged root differs" in points_[0]["not_exact"]
+
+
+def test_an_archive_staged_for_another_command_is_refused(tmp_path, calibration):
+    """--stage-from an archive that --stage-only made for another command:
+    refused before anything is timed."""
+    sweep("cmd", "--stage-only", tmp_path / "stage", "--", "true", out=tmp_path / "x",
+          cwd=tmp_path)
+    r = sweep("cmd", "-l", "0,1000", "-r", "1", "--calibration", calibration, "--stage-from",
+              tmp_path / "stage", "--", "false", out=tmp_path / "out", cwd=tmp_path,
+              check=False)
+    assert r.returncode == 1 and "was staged for another cmd" in r.stderr, r.stderr
+
+
 def points(d):
     return list(csv.DictReader(open(d / "points.csv")))
 
@@ -361,8 +388,8 @@ def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
 
 
 @pytest.mark.timing
-def test_ns_sweep_needs_no_calibration_and_measures_its_delay(tmp_path, dd):
-    sweep("cmd", "--ns", "0,20000", "-r", "3", "--", *dd, "if=/dev/zero", "of=/dev/null",
+def test_ns_sweep_needs_no_calibration_and_measures_its_delay(tmp_path):
+    sweep("cmd", "--ns", "0,20000", "-r", "3", "--", "dd", "if=/dev/zero", "of=/dev/null",
           "bs=1", "count=5000", out=tmp_path)
     d = result_dir(tmp_path, "cmd")
     assert not (d / "calibration").exists()

@@ -62,6 +62,14 @@ def describe(fig):
             d[f"{axis}ticks"] = [lb.get_text() for lb in labels]
             d[f"{axis}_overlaps"] = (_overlaps(labels, renderer, fig.dpi)
                                      if len(labels) <= 4 * MAX_TICKS else ["too many"])
+        # Points drawn with markers (not the error bars' caps), hollow (a
+        # point the plot cannot vouch for) or filled.
+        marked = [ln for ln in ax.lines
+                  if ln.get_marker() not in (None, "", "None", " ", "_", "|")]
+        d["hollow_points"] = sum(len(ln.get_xdata()) for ln in marked
+                                 if str(ln.get_markerfacecolor()) == "none")
+        d["solid_points"] = sum(len(ln.get_xdata()) for ln in marked
+                                if str(ln.get_markerfacecolor()) != "none")
         d["ylim"] = ax.get_ylim()
         ys = [y for ln in ax.lines for y in ln.get_ydata() if y == y]
         d["ydata_max"] = max(ys, default=None)

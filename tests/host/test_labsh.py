@@ -62,37 +62,6 @@ def test_in_work_cgroup_moves_the_command_itself(root, tmp_path):
     assert not (tmp_path / "bash-started").exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs")
-def test_in_memory_runs_the_program_from_a_tmpfs(root, tmp_path):
-    """sweep.sh cmd --in-memory (workloads/lib/cmd.sh): the program and its
-    libraries copied into a tmpfs, run there through the loader with no
-    ld.so.cache, and the tmpfs gone afterwards."""
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "f").write_text("abc\n")
-    (tmp_path / "cgroup.procs").write_text("")
-    (tmp_path / "calls").write_text("7\n")
-    # A timed run (workloads/lib/common.sh) writes its output into the
-    # scratch folder and moves it to the log after the clock stopped.
-    script = (f'set -euo pipefail; . {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; '
-              f'. {root}/workloads/lib/cmd.sh; LAB_DIR={tmp_path}; WORK_CG={tmp_path}; '
-              f'DELAY_CALLS={tmp_path}/calls; IN_MEMORY=1; COMMAND=(md5sum {tmp_path}/f); '
-              f'SCRATCH={tmp_path}/scratch; mkdir "$SCRATCH"; '
-              'wl_prepare; printf "%s\\n" "${COMMAND[@]}"; mem=$MEM_DIR; '
-              'findmnt -n -o FSTYPE "$mem"; WORKLOAD=cmd LOOPS=0 NS= REPEAT=1; '
-              'timed cmd "$LAB_DIR/logs/run.txt" "${COMMAND[@]}"; cat "$LAB_DIR/logs/run.txt"; '
-              '[ -z "$(ls -A "$SCRATCH")" ]; wl_finish; [ ! -e "$mem" ] && echo gone')
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    mem = lines[0].rsplit("/", 1)[0]
-    assert lines[0].startswith("/tmp/lab-sweep-mem.") and "ld-linux" in lines[0]
-    assert lines[1:5] == ["--inhibit-cache", "--library-path", mem, f"{mem}/md5sum"]
-    assert lines[5] == f"{tmp_path}/f" and lines[6] == "tmpfs"
-    assert lines[7].startswith("0bee89b07a248e27c83fc3d5951213c1 ") and lines[8] == "gone"
-    row = (tmp_path / "raw.csv").read_text().split(",")
-    assert row[:6] == ["cmd", "cmd", "0", "", "1", "1"] and row[7] == "0"
-
-
 WORKER = r"""
 set -euo pipefail
 . "$LAB_ROOT_UNDER_TEST/scripts/lib.sh"

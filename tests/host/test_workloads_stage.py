@@ -1,6 +1,7 @@
 """The sweep's staging (workloads/stage.py, lablib/strace.py): what a
 command touched, read from its strace log, and copied into a root where
 the command, chrooted, does and prints the same."""
+import hashlib
 import json
 import os
 import shutil
@@ -45,6 +46,23 @@ def test_paths_are_resolved_against_the_directory_each_process_was_in():
     assert log.dirs_read == {"/w/lib"}
     assert log.execs == {"/w/sub/tool"}
     assert log.calls == 11
+
+
+def test_the_addresses_off_this_machine_a_command_reached_for_are_kept():
+    """connect() and sendto() to another machine, tried whatever came of
+    it (a connection in progress, a refusal), are kept; to loopback or a
+    local socket they are not."""
+    inet = "{sa_family=AF_INET, sin_port=htons(%d), sin_addr=inet_addr(\"%s\")}, 16"
+    inet6 = ("{sa_family=AF_INET6, sin6_port=htons(%d), sin6_flowinfo=htonl(0), "
+             "inet_pton(AF_INET6, \"%s\", &sin6_addr), sin6_scope_id=0}, 28")
+    log = parse("\n".join([
+        f"10  connect(3<socket:[7]>, {inet % (80, '192.0.2.1')}) = -1 EINPROGRESS (...)",
+        f"10  connect(4<socket:[8]>, {inet % (8080, '127.0.0.1')}) = 0",
+        f"10  sendto(5<socket:[9]>, \"q\", 1, 0, {inet6 % (53, '2001:db8::53')}) = -1 "
+        "ENETUNREACH (Network is unreachable)",
+        f"10  connect(6<socket:[10]>, {inet6 % (22, '::1')}) = 0",
+        '10  connect(7<socket:[11]>, {sa_family=AF_UNIX, sun_path="/run/x.sock"}, 110) = 0']))
+    assert log.network == {"192.0.2.1:80", "[2001:db8::53]:53"}
 
 
 def stage(dest, *args):
@@ -133,3 +151,34 @@ def test_failed_stage_only_leaves_nothing_half_made(tmp_path):
                          capture_output=True, text=True, env=env)
     assert out.returncode == 1 and "the grep run under strace failed" in out.stderr, out.stderr
     assert list((tmp_path / "stage").iterdir()) == []
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_stage_only_records_a_command_in_its_folder(tmp_path):
+    """cmd --stage-only (what workloads/run.sh runs on the host): the
+    command recorded in the folder it was given in, its files and that
+    folder in the archive, with the digest of what it printed and the
+    key of what was staged, which another command or folder does not
+    share."""
+    work = tmp_path / "a folder"
+    work.mkdir()
+    (work / "in.txt").write_text("some input\n")
+
+    def stage_only(cwd, *command):
+        out = subprocess.run([ROOT / "workloads/sweep.sh", "cmd", "--stage-only",
+                              tmp_path / "stage", "--", *command],
+                             capture_output=True, text=True, cwd=cwd)
+        assert out.returncode == 0, out.stderr
+        return json.loads((tmp_path / "stage/cmd.json").read_text())
+
+    info = stage_only(work, "md5sum", "in.txt")
+    names = subprocess.run(["tar", "-tf", tmp_path / "stage/cmd.tar"], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    assert f".{work}/in.txt" in names and "./usr/bin/md5sum" in names, names
+    assert "./usr/sbin/chroot" in names and "./usr/bin/env" in names
+    printed = subprocess.run(["md5sum", "in.txt"], capture_output=True, cwd=work).stdout
+    assert info["output_sha256"] == hashlib.sha256(printed).hexdigest()
+    assert info["network"] == [] and len(info["key"]) == 64
+    assert stage_only(work, "md5sum", "./in.txt")["key"] != info["key"]
+    assert stage_only(tmp_path, "md5sum", "a folder/in.txt")["key"] != info["key"]
+    assert stage_only(work, "md5sum", "in.txt")["key"] == info["key"]

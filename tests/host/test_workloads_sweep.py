@@ -2,7 +2,9 @@
 the points and says (stderr) what else the sweep would do, and
 LAB_CMDLINE stands for the guest's /proc/cmdline, where vm.sh puts
 lab.clock=."""
+import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -110,7 +112,9 @@ RUNNER_BAD = [
     ("workloads/sweep.sh", ["grep", "--calibration", "/nonexistent"], {},
      "--calibration wants a calibrate result folder"),
     ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
-    ("workloads/sweep.sh", ["grep", "--in-memory"], {}, "--in-memory goes with the cmd workload"),
+    ("workloads/sweep.sh", ["apache", "--stage-only", "x"], {},
+     "--stage-only goes with kbuild, grep and cmd"),
+    ("workloads/run.sh", ["grep", "-o", "/tmp/x"], {}, "the VM has a /tmp of its own"),
     ("workloads/run.sh", [], {}, "usage: run.sh"),
 ]
 
@@ -132,12 +136,14 @@ exec "$1" "$2" --dry-run "${@:3}" >/dev/null
 '''
 
 
+@pytest.mark.skipif(not shutil.which("strace"), reason="cmd is staged with strace")
 @pytest.mark.parametrize("vms", ["1", "2"])
 @pytest.mark.parametrize("workload", ["apache", "cmd"])
-def test_run_sh_hands_a_workload_staged_in_the_vm_what_it_takes(root, tmp_path, workload, vms):
-    """Only kbuild and grep are staged on the host: on a fresh build folder
-    Apache's sweep reached the VM with a --stage-from folder that nobody
-    had made, and sweep.sh refused it; cmd's command got run.sh's options
+def test_run_sh_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
+    """Apache stages in the VM: on a fresh build folder its sweep reached
+    the VM with a --stage-from folder that nobody had made, and sweep.sh
+    refused it.  cmd is staged on the host, its command recorded there
+    and the archive handed on; its command once got run.sh's options
     after it (2026-11-28).  In one VM and in parts."""
     vm = tmp_path / "vm"
     vm.write_text(CHECKING_VM)
@@ -149,7 +155,11 @@ def test_run_sh_hands_a_workload_staged_in_the_vm_what_it_takes(root, tmp_path, 
                        env={**os.environ, "LAB_VM": str(vm), "VM_ARGS": str(tmp_path / "args"),
                             "LAB_BUILD": str(tmp_path / "build")}, timeout=120)
     handed = (tmp_path / "args").read_text().split()
-    assert "--stage-from" not in handed
+    if workload == "cmd":
+        assert handed[handed.index("--stage-from") + 1] == str(tmp_path / "build/stage")
+        assert json.loads((tmp_path / "build/stage/cmd.json").read_text())["files"] > 0
+    else:
+        assert "--stage-from" not in handed
     assert handed[-2:] == (command or handed[-2:])
     assert "wants" not in r.stderr, r.stderr
     # The stand-in made no sweep: run.sh says so.

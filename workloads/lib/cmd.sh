@@ -1,60 +1,65 @@
 # shellcheck shell=bash disable=SC2034  # variables for sweep.sh
 # cmd: time any command, once per repeat; sourced by sweep.sh.  A single
 # argument with a space in it is run with 'bash -c'.
+#
+# The command runs in the working directory the sweep was started in and
+# in the lab's fixed environment (common.sh's WL_ENV_VARS), the same when
+# it is recorded and when it is timed.  Where the root is the host's files
+# (the VM) it is staged as kbuild and grep are (common.sh, staging): run
+# once under strace, what it touched copied into memory, the timed runs
+# chrooted there.  One untimed run in the staged root must print what the
+# recorded run printed; one that does not (it reads a file it did not read
+# then, or prints something new each run) and one that talked to the
+# network are recorded in meta.json (stage_check, stage.network) and
+# analyse.py says each point is not exact, and why.
 WL_LOOPS=0:500:100
 WL_REPEATS=3
+CMD_CWD=
+# What the untimed run in the staged root found (meta.json's stage_check).
+STAGE_CHECK=
 
 wl_check() {
 	if [ ${#COMMAND[@]} -eq 1 ] && [[ ${COMMAND[0]} == *" "* ]]; then
 		COMMAND=(bash -c "${COMMAND[0]}")
 	fi
 	command -v "${COMMAND[0]}" >/dev/null || die "command not found: ${COMMAND[0]}"
+	CMD_CWD=$PWD
+	WL_ENV=(env -i -C "$CMD_CWD" "${WL_ENV_VARS[@]}")
+	WL_EXEC=("${WL_ENV[@]}")
+	# Its working directory is staged even if it names nothing in it, and
+	# the network calls are recorded with the files.
+	WL_STAGE_TREES=(--path "$CMD_CWD")
+	STAGE_TRACE=(-e 'trace=%file,%process,%network,chdir,fchdir')
+	WL_STAGE_KEY=$(printf '%s\0' "$CMD_CWD" "${COMMAND[@]}" | sha256sum)
+	WL_STAGE_KEY=${WL_STAGE_KEY%% *}
 }
 
-wl_settings() { printf '%s\n' "cwd=$PWD" "in_memory=$IN_MEMORY"; }
+wl_settings() { printf '%s\n' "cwd=$CMD_CWD"; }
 
-# --in-memory: the program, its libraries and the dynamic loader copied
-# into a tmpfs of its own, and the command run through that loader, told
-# to skip /etc/ld.so.cache; the C locale, so that no locale files are read.
-MEM_DIR=
-in_memory() {
-	local prog libs loader=
-	prog=$(command -v "${COMMAND[0]}")
-	[[ $prog == /* ]] || die "--in-memory needs a program, not the shell's '$prog'"
-	MEM_DIR=$(mktemp -d /tmp/lab-sweep-mem.XXXXXX)
-	mount -t tmpfs lab-sweep-mem "$MEM_DIR"
-	cp "$prog" "$MEM_DIR/"
-	# ldd: "name => /path (addr)", or "/path (addr)" for the loader.
-	libs=$(ldd "$prog" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
-	if [ -n "$libs" ]; then
-		# shellcheck disable=SC2086  # one path a word
-		cp $libs "$MEM_DIR/"
-		loader=$(printf '%s\n' "$libs" | grep '/ld-linux' | head -1)
-		[ -n "$loader" ] || die "--in-memory: no dynamic loader among ${prog}'s libraries"
-		COMMAND=("$MEM_DIR/${loader##*/}" --inhibit-cache --library-path "$MEM_DIR"
-			"$MEM_DIR/${prog##*/}" "${COMMAND[@]:1}")
-	else
-		COMMAND=("$MEM_DIR/${prog##*/}" "${COMMAND[@]:1}")
-	fi
-	export LC_ALL=C
-	log "running ${prog##*/} from $MEM_DIR (tmpfs)"
+wl_stage_record() {
+	stage_record cmd "${COMMAND[@]}"
+	STAGE_OUTPUT=$LAB_DIR/logs/stage-cmd.txt
 }
 
 # One untimed run, so that the first timed one does not read the
-# command's files from disk alone.
+# command's files alone; in the staged root, compared with the recorded one.
 wl_prepare() {
-	[ "$IN_MEMORY" -eq 0 ] || in_memory
-	"${COMMAND[@]}" >"$LAB_DIR/logs/cmd-warmup.txt" 2>&1 ||
-		die "the command fails; see $LAB_DIR/logs/cmd-warmup.txt"
+	local out=$LAB_DIR/logs/cmd-warmup.txt
+	if stage_wanted; then stage_workload; fi
+	"${WL_EXEC[@]}" "${COMMAND[@]}" >"$out" 2>&1 ||
+		die "the command fails${STAGE:+ in the staged root}; see $out"
+	[ -n "$STAGE" ] || return 0
+	if stage_output_matches "$out"; then
+		STAGE_CHECK="same output as recorded"
+	else
+		STAGE_CHECK="output differs from the recorded run"
+		log "warning: in the staged root the command printed what it did not print when it was recorded (compare $out with logs/stage-cmd.txt): it reads something it did not read then, or its output changes run to run; no point is exact"
+	fi
 }
 wl_point_begin() { :; }
 
 wl_run() {
-	timed cmd "$LAB_DIR/logs/cmd-$TAG-$REPEAT.txt" "${COMMAND[@]}"
+	timed cmd "$LAB_DIR/logs/cmd-$TAG-$REPEAT.txt" "${WL_EXEC[@]}" "${COMMAND[@]}"
 }
 
-wl_finish() {
-	[ -n "$MEM_DIR" ] || return 0
-	umount "$MEM_DIR" && rmdir "$MEM_DIR"
-	MEM_DIR=
-}
+wl_finish() { :; }

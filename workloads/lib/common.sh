@@ -91,12 +91,21 @@ STAGE=
 # staged tree; and kbuild writes the user's and the host's names into
 # include/generated/compile.h, which the guest then rewrote with a program
 # the host's build had not run (2026-11-26).
-WL_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
+WL_ENV=(env -i "${WL_ENV_VARS[@]}")
 WL_EXEC=("${WL_ENV[@]}")
 STAGE_INFO='"none"'
 STAGE_LOGS=()
 STAGE_TRACE=(-e 'trace=%file,%process,chdir,fchdir')
+# The recorded run's output, if the workload compares it with a staged
+# run's (stage.py --output: its digest in STAGE_INFO); STAGE_CHECK what
+# the comparison found (meta.json's stage_check).
+STAGE_OUTPUT=
+STAGE_CHECK=
+# What an archive was staged for, if a workload stages different things
+# (cmd: its command and folder); the guest refuses an archive of another.
+WL_STAGE_KEY=
 STAGE_ONLY=
 STAGE_FROM=
 
@@ -142,6 +151,7 @@ stage_copy() {
 	shift
 	lab_python "$SWEEP_DIR/stage.py" "$dest" "${STAGE_LOGS[@]}" "$@" \
 		--program /usr/sbin/chroot --program /usr/bin/env --program /usr/bin/bash \
+		${STAGE_OUTPUT:+--output "$STAGE_OUTPUT"} ${WL_STAGE_KEY:+--key "$WL_STAGE_KEY"} \
 		--json "$SCRATCH/stage.json" \
 		>"$LAB_DIR/logs/stage.txt" 2>&1 || {
 		cat "$LAB_DIR/logs/stage.txt" >&2
@@ -187,9 +197,13 @@ stage_workload() {
 		# each, and took minutes for kbuild's archive under TCG.
 		dd if="$archive" bs=4M status=none | tar -C "$STAGE" -xpf - ||
 			die "cannot unpack $archive"
-		STAGE_INFO=$(tr -d '\n' <"${archive%.tar}.json") ||
-			die "no ${archive%.tar}.json beside $archive"
-		STAGE_INFO="{\"archive\": \"$archive\", \"unpack_seconds\": $((SECONDS - t0)), ${STAGE_INFO#\{}"
+		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
+		[ "$(lab_python "$SWEEP_DIR/stage.py" --field "${archive%.tar}.json" key)" = \
+			"$WL_STAGE_KEY" ] ||
+			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (run.sh does)"
+		STAGE_INFO=$(lab_python "$SWEEP_DIR/stage.py" --describe "${archive%.tar}.json" \
+			archive="$archive" unpack_seconds=$((SECONDS - t0))) ||
+			die "cannot read ${archive%.tar}.json"
 	else
 		wl_stage_record
 		log "copying what it touched into $STAGE (tmpfs; 'make sweep' stages on the host)"
@@ -212,6 +226,17 @@ stage_workload() {
 		"$STAGE/usr/sbin/chroot" "$STAGE" "${WL_ENV[@]}")
 	WINDOW_BASH=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir"
 		"$STAGE/usr/bin/bash")
+}
+
+# stage_output_matches FILE: FILE, a run's output in the staged root, is
+# what the recorded run printed (STAGE_INFO's output_sha256).
+stage_output_matches() {
+	local want got
+	want=$(lab_python "$SWEEP_DIR/stage.py" --field - output_sha256 <<<"$STAGE_INFO") ||
+		die "the staging says nothing of the recorded run's output"
+	[ -n "$want" ] || die "the staging kept no digest of the recorded run's output (an archive of an older lab? stage again)"
+	got=$(sha256sum <"$1")
+	[ "$want" = "${got%% *}" ]
 }
 
 stage_remove() {

@@ -166,12 +166,29 @@ def cpus_of(meta):
     return None
 
 
+def stage_problems(settings):
+    """Why no point of a staged sweep is exact though its windows made no
+    request to the host's files: the command printed in the staged root
+    what it had not when it was recorded (sweep.sh's stage_check), or it
+    reached for other machines (stage.network).  [] if neither."""
+    out = []
+    if settings.get("stage_check") == "output differs from the recorded run":
+        out.append("its output in the staged root differs from the recorded run's (it reads "
+                   "what it did not read then, or prints something new each run)")
+    stage = settings.get("stage")
+    net = stage.get("network") if isinstance(stage, dict) else None
+    if net:
+        shown = ", ".join(net[:3]) + (f" and {len(net) - 3} more" if len(net) > 3 else "")
+        out.append(f"it reached for the network ({shown}): its runs wait for other machines")
+    return out
+
+
 def read_sweep(folder):
     """Sweep folder @folder read whole, a dict: meta, settings, split (the
     parts.json of a merged split sweep, else None), runs (read_raw),
     workload, ns_per_loop, fit_names, entry_ns and untimed_ns (its
     calibration; None, [], 0 and 0 for a sweep in ns), measured
-    (read_points), knees and cpus."""
+    (read_points), knees, cpus and stage_problems."""
     d = pathlib.Path(folder)
     meta = results.read_meta(d)
     settings = results.settings(meta)
@@ -193,4 +210,5 @@ def read_sweep(folder):
     return {"meta": meta, "settings": settings, "split": split, "runs": runs,
             "workload": workloads[0], "ns_per_loop": ns_per_loop, "fit_names": fit_names,
             "entry_ns": entry, "untimed_ns": untimed, "measured": read_points(d / "points.csv"),
-            "knees": knees(d / "saturation.csv"), "cpus": cpus_of(meta)}
+            "knees": knees(d / "saturation.csv"), "cpus": cpus_of(meta),
+            "stage_problems": stage_problems(settings)}

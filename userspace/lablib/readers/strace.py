@@ -10,6 +10,12 @@ after every file descriptor, AT_FDCWD (the working directory) included:
     1234  clone(...) = 1240
     1240  chdir("lib") = 0
 
+With %network traced too, the addresses a socket was connected or sent
+to are kept, those of this machine (loopback) left out:
+
+    1234  connect(3<socket:[77]>, {sa_family=AF_INET, sin_port=htons(80),
+          sin_addr=inet_addr("192.0.2.1")}, 16) = -1 EINPROGRESS (...)
+
 A call interrupted by another process's is split in two lines, its
 beginning ending in '<unfinished ...>' and its end starting '<... openat
 resumed>'.  Calls that failed ('= -1 ENOENT (...)') touched nothing that
@@ -18,6 +24,7 @@ relative path (execve, access, stat, readlink, chdir) are resolved
 against the working directory the process last showed, which a child
 takes from its parent.
 """
+import ipaddress
 import os
 import re
 
@@ -32,6 +39,10 @@ STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 RETURNED_FD = re.compile(r"^\d+<(?P<path>[^>]*)>")
 CWD = re.compile(r"AT_FDCWD<(?P<cwd>[^>]*)>")
 NEW_PROCESS = {"clone", "clone3", "fork", "vfork"}
+# The calls that name the address they reach, and how strace writes one.
+ADDRESSED = {"connect", "sendto", "sendmsg", "sendmmsg"}
+INET = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((?P<port>\d+)\).*?'
+                  r'(?:inet_addr\("(?P<v4>[^"]*)"\)|inet_pton\(AF_INET6, "(?P<v6>[^"]*)")')
 
 
 def unescape(s):
@@ -43,14 +54,16 @@ def unescape(s):
 
 class Log:
     """What one strace log says a command touched: every path a call that
-    succeeded named or returned, the directories it opened to list, and
-    the programs it executed (whose loader or script interpreter the
+    succeeded named or returned, the directories it opened to list, the
+    addresses off this machine it tried to reach, and the programs it
+    executed (whose loader or script interpreter the
     kernel opens without a system call of its own)."""
 
     def __init__(self):
         self.paths = set()
         self.dirs_read = set()
         self.execs = set()
+        self.network = set()
         self.cwd = {}
         self.pending = {}
         self.calls = 0
@@ -77,6 +90,13 @@ class Log:
     def call(self, pid, name, args, ret):
         for cwd in CWD.findall(args):
             self.cwd[pid] = cwd
+        if name in ADDRESSED:
+            # Tried, whatever came of it: on another machine it may reach.
+            for a in INET.finditer(args):
+                host = a["v4"] or a["v6"]
+                if not ipaddress.ip_address(host).is_loopback:
+                    self.network.add(f"{host}:{a['port']}" if a["v4"] else
+                                     f"[{host}]:{a['port']}")
         if ret.startswith("-1") or ret.startswith("?"):
             return
         if name in NEW_PROCESS:

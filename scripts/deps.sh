@@ -35,8 +35,9 @@ packages=(
 	# QEMU itself is installed below)
 	udev python3-venv trace-cmd
 	# workloads: the Apache binary and modules only (no system service),
-	# httperf (the saturation search; workloads/reqtime times the reference replies)
-	apache2-bin httperf
+	# httperf (the saturation search; workloads/reqtime times the reference
+	# replies); Redis's server and redis-benchmark without its service
+	apache2-bin httperf redis-tools
 	# sweeps split over VMs and machines (make sweep JOBS=N)
 	parallel
 	# userspace: 32-bit test program, lint

@@ -39,7 +39,8 @@ COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_add
            "stddev", "min", "max", "unit", "seconds_per_unit", "median_seconds_per_unit",
            "syscalls_per_unit",
            "predicted_throughput", "checked_seconds_per_unit", "check_error", "errors",
-           "p9_requests", "exact", "not_exact", "doubt", "doubt_kind", "knee_kept_up", "knee_overloaded"]
+           "p9_requests", "exact", "not_exact", "doubt", "doubt_kind", "knee_kept_up",
+           "knee_overloaded"]
 
 
 def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=False,
@@ -477,11 +478,8 @@ def draw(workload, meta, ns_per_loop, measures, path):
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-    # The machine's line wrapped: whole, it ran off both sides of a
-    # one-panel figure.
-    width = 75 * len(names)
-    fig.suptitle(f"{workload}: throughput under the system-call delay\n"
-                 + "\n".join(textwrap.wrap(results.describe(meta), width)), fontsize=9)
+    plot.headline(fig, f"{workload}: throughput under the system-call delay", meta,
+                  75 * len(names))
     plot.save(fig, axes[-1], path)
 
 

@@ -1,6 +1,6 @@
 # Workload sweeps against added system-call latency (workloads/).
 
-## sweep W=kbuild|grep|apache|cmd|all [JOBS=N] [SWEEP_ARGS='-l 0:700:100 -r 2'] [CMD='...']:
+## sweep W=kbuild|grep|apache|redis|cmd|all [JOBS=N] [SWEEP_ARGS='-l 0:700:100 -r 2'] [CMD='...']:
 ##   workload against added syscall latency in the VM, analysed into
 ##   results/<W>-<time>/; JOBS: VMs at once, each a part of the points
 ##   (default: the free cores on the virtual clock; run.sh --vms); CMD:

@@ -47,6 +47,13 @@
  * calls in a span of the same request, and two runs of a point 10 %
  * apart at 5000 loops on the virtual clock (2026-11-26).
  *
+ * With --redis it speaks Redis's protocol (RESP) instead: GET KEY on one
+ * connection kept open for every request, as Redis's clients do, each
+ * timed from its send to the reply's last byte.  A reply is whole when its
+ * type's terminator is in (a bulk string's length after it); its STATUS
+ * is 200, or 500 for an error reply, so that both servers' lines read
+ * alike.
+ *
  * Prints a line per request: "STATUS SECONDS CALLS" (CALLS "-" without
  * --calls-fd), or "error WHAT" for a request that failed (not fatal).
  * Its options: reqtime --help.
@@ -71,6 +78,7 @@
 #define NO_FD (~0ul)
 
 static unsigned long requests = 10, interval_ms = 1000, phase_ms, calls_fd = NO_FD, fifo, warmup;
+static int redis;
 
 static const struct lab_opt options[] = {
 	{ .name = "requests", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &requests,
@@ -89,6 +97,8 @@ static const struct lab_opt options[] = {
 	{ .name = "fifo", .kind = LAB_OPT_ULONG, .value = &fifo, .min = 1, .max = 99,
 	  .arg = "PRIO", .help = "run as SCHED_FIFO at PRIO, so that the reply wakes\n"
 				 "it at once (default: the normal policy)" },
+	{ .name = "redis", .kind = LAB_OPT_FLAG, .value = &redis,
+	  .help = "Redis's protocol: GET PATH (a key) on one connection" },
 	{ 0 }
 };
 
@@ -97,8 +107,9 @@ static const struct lab_tool tool = {
 	.about = "usage: " PROG " [options] HOST PORT PATH\n"
 		"\n"
 		"Times HTTP GETs of PATH at HOST (an IPv4 address):PORT, one connection\n"
-		"each, from the connection being up to the reply's last byte.  Prints a\n"
-		"line a request: STATUS SECONDS CALLS, or 'error WHAT'.",
+		"each, from the connection being up to the reply's last byte (with\n"
+		"--redis: Redis GETs of the key PATH on one connection, from the send).\n"
+		"Prints a line a request: STATUS SECONDS CALLS, or 'error WHAT'.",
 	.example = PROG " -n 10 --calls-fd 3 127.0.0.1 18080 /index.html"
 		" 3</sys/module/delay/stats/calls",
 	.opts = options,
@@ -147,6 +158,25 @@ static int reply_whole(const char *reply, size_t len, int *status)
 }
 
 /*
+ * Whether Redis reply @reply (@len bytes) is whole: a line ending in CRLF
+ * for a simple string, an error or an integer, and for a bulk string its
+ * length's bytes and CRLF after that line ($-1 is nil, no bytes).
+ */
+static int resp_whole(const char *reply, size_t len, int *status)
+{
+	const char *eol = memmem(reply, len, "\r\n", 2);
+	long body;
+
+	if (!eol)
+		return 0;
+	*status = reply[0] == '-' ? 500 : 200;
+	if (reply[0] != '$')
+		return 1;
+	body = strtol(reply + 1, NULL, 10);
+	return body < 0 || len >= (size_t)(eol + 2 - reply) + (size_t)body + 2;
+}
+
+/*
  * Sleep until the next whole multiple of @period_ns on CLOCK_MONOTONIC,
  * plus @phase_ns.
  */
@@ -164,17 +194,66 @@ static void sleep_to_grid(uint64_t period_ns, uint64_t phase_ns)
 		;
 }
 
-/* One request: prints its line if @print. */
-static void request(const struct sockaddr_in *addr, const char *req, int calls_fd, int print)
+/* Whether a reply read so far is whole; its status into @status. */
+typedef int (*whole_fn)(const char *reply, size_t len, int *status);
+
+/* Whether an HTTP reply's header is in: one that ended at the close is whole. */
+static int http_header(const char *reply, size_t len)
+{
+	return memmem(reply, len, "\r\n\r\n", 4) != NULL;
+}
+
+/*
+ * Send @req on connection @fd and read the reply until @whole says it is
+ * whole, or the server closes (whole then if @closed says so); prints its
+ * line if @print.  0, or -1 if the request failed (an error line printed
+ * if @print).
+ */
+static int exchange(int fd, const char *req, int calls_fd, int print, whole_fn whole,
+		    int (*closed)(const char *, size_t))
 {
 	static char reply[REPLY_MAX];
 	long long c0, c1 = -1;
 	uint64_t t0, t1 = 0;
 	size_t len = 0;
 	ssize_t n = 0;
-	int fd, status = 0, whole = 0;
+	int status = 0, done = 0;
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
+	c0 = counter(calls_fd);
+	t0 = lab_now_ns();
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		if (print)
+			printf("error send: %s\n", strerror(errno));
+		return -1;
+	}
+	while (!done && len < sizeof(reply) - 1) {
+		n = read(fd, reply + len, sizeof(reply) - 1 - len);
+		t1 = lab_now_ns();
+		c1 = counter(calls_fd);
+		if (n <= 0)
+			break;
+		len += n;
+		done = whole(reply, len, &status);
+	}
+	if (!done && !(closed && closed(reply, len))) {
+		if (print)
+			printf("error reply: %s\n", n < 0 ? strerror(errno) : "incomplete");
+		return -1;
+	}
+	if (!print)
+		return 0;
+	if (c0 < 0)
+		printf("%d %.9f -\n", status, (t1 - t0) / 1e9);
+	else
+		printf("%d %.9f %lld\n", status, (t1 - t0) / 1e9, c1 - c0);
+	return 0;
+}
+
+/* One HTTP request, on a connection of its own: prints its line if @print. */
+static void request(const struct sockaddr_in *addr, const char *req, int calls_fd, int print)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
 	if (fd < 0 || connect(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
 		if (print)
 			printf("error connect: %s\n", strerror(errno));
@@ -182,35 +261,36 @@ static void request(const struct sockaddr_in *addr, const char *req, int calls_f
 			close(fd);
 		return;
 	}
-	c0 = counter(calls_fd);
-	t0 = lab_now_ns();
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		if (print)
-			printf("error send: %s\n", strerror(errno));
-		close(fd);
-		return;
+	exchange(fd, req, calls_fd, print, reply_whole, http_header);
+	close(fd);
+}
+
+/*
+ * The Redis requests, on one connection: a lost one ends them (status 1),
+ * each request after it an error line.
+ */
+static int resp_requests(const struct sockaddr_in *addr, const char *req, int calls_fd)
+{
+	unsigned long i;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || connect(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
+		printf("error connect: %s\n", strerror(errno));
+		return 1;
 	}
-	while (!whole && len < sizeof(reply) - 1) {
-		n = read(fd, reply + len, sizeof(reply) - 1 - len);
-		t1 = lab_now_ns();
-		c1 = counter(calls_fd);
-		if (n <= 0)
-			break;
-		len += n;
-		whole = reply_whole(reply, len, &status);
+	for (i = 0; i < warmup + requests; i++) {
+		if (interval_ms)
+			sleep_to_grid(interval_ms * 1000000ull, phase_ms * 1000000ull);
+		if (exchange(fd, req, calls_fd, i >= warmup, resp_whole, NULL)) {
+			for (i++; i < warmup + requests; i++)
+				if (i >= warmup)
+					printf("error connection lost\n");
+			close(fd);
+			return 1;
+		}
 	}
 	close(fd);
-	if (!whole && !memmem(reply, len, "\r\n\r\n", 4)) {
-		if (print)
-			printf("error reply: %s\n", n < 0 ? strerror(errno) : "incomplete");
-		return;
-	}
-	if (!print)
-		return;
-	if (c0 < 0)
-		printf("%d %.9f -\n", status, (t1 - t0) / 1e9);
-	else
-		printf("%d %.9f %lld\n", status, (t1 - t0) / 1e9, c1 - c0);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -235,9 +315,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	addr.sin_port = htons(lab_opt_ulong(PROG, "PORT", argv[optind + 1], 1, 65535));
-	if (argv[optind + 2][0] != '/' ||
-	    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: " PROG
-		     "\r\nAccept: */*\r\n\r\n", argv[optind + 2], argv[optind]) >= (int)sizeof(req)) {
+	if (redis) {
+		const char *key = argv[optind + 2];
+
+		if (!*key || strpbrk(key, "\r\n") ||
+		    snprintf(req, sizeof(req), "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n",
+			     strlen(key), key) >= (int)sizeof(req)) {
+			fprintf(stderr, PROG ": PATH wants a short key of one line, not '%s'\n",
+				key);
+			return 2;
+		}
+	} else if (argv[optind + 2][0] != '/' ||
+		   snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: "
+			    PROG "\r\nAccept: */*\r\n\r\n", argv[optind + 2],
+			    argv[optind]) >= (int)sizeof(req)) {
 		fprintf(stderr, PROG ": PATH wants a short path from /, not '%s'\n",
 			argv[optind + 2]);
 		return 2;
@@ -255,6 +346,8 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (redis)
+		return resp_requests(&addr, req, fd);
 	for (i = 0; i < warmup + requests; i++) {
 		if (interval_ms)
 			sleep_to_grid(interval_ms * 1000000ull, phase_ms * 1000000ull);

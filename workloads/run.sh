@@ -44,7 +44,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 lab_help "$@"
 
-[ $# -ge 1 ] || bad_arg "usage: ${0##*/} kbuild|grep|apache|all|cmd [--vms N] [sweep.sh options]"
+[ $# -ge 1 ] || bad_arg "usage: ${0##*/} kbuild|grep|apache|redis|all|cmd [--vms N] [sweep.sh options]"
 workload=$1
 shift
 scale=vm
@@ -145,7 +145,7 @@ prepare() {
 		done
 	fi
 }
-# kbuild, grep and cmd are staged here; Apache stages in the VM.
+# kbuild, grep and cmd are staged here; the servers stage in the VM.
 stage_args=()
 case $workload in
 kbuild | grep | cmd | all) [ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage") ;;

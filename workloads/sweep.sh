@@ -32,6 +32,11 @@ Workloads (defaults: loop counts, repeats):
            then httperf raises the rate until the replies stop following
            it                                                 0:8000:1000, 3
            (on the virtual clock 2 runs and 1-s steps)
+  redis    a private Redis server on 127.0.0.1, placed as Apache is;
+           reqtime GETs one value on one connection (reply time), then
+           redis-benchmark's GETs from 8 connections as fast as it
+           answers                                           0:12000:1500, 3
+           (on the virtual clock 2 runs)
   cmd      time COMMAND (run with bash -c if it is one word with spaces) in
            the current folder, in the lab's fixed environment (PATH,
            HOME=/root, LC_ALL=C)                                0:500:100, 3
@@ -174,9 +179,9 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-[ -n "$WORKLOAD" ] || bad_arg "no workload given: kbuild, grep, apache, cmd or all (see --help)"
+[ -n "$WORKLOAD" ] || bad_arg "no workload given: kbuild, grep, apache, redis, cmd or all (see --help)"
 case $WORKLOAD in
-kbuild | grep | apache | cmd) ;;
+kbuild | grep | apache | redis | cmd) ;;
 all)
 	# Each workload its own sweep and folder, with the same options.
 	rest=()
@@ -186,7 +191,7 @@ all)
 	done
 	exit 0
 	;;
-*) bad_arg "WORKLOAD wants kbuild, grep, apache, cmd or all, not '$WORKLOAD'" ;;
+*) bad_arg "WORKLOAD wants kbuild, grep, apache, redis, cmd or all, not '$WORKLOAD'" ;;
 esac
 # From here on a worker does the sweep and this process takes the signals
 # (scripts/lib.sh says why).
@@ -282,7 +287,7 @@ fi
 if [ -n "$STAGE_ONLY" ]; then
 	case $WORKLOAD in
 	kbuild | grep | cmd) ;;
-	*) bad_arg "--stage-only goes with kbuild, grep and cmd (apache stages in the VM)" ;;
+	*) bad_arg "--stage-only goes with kbuild, grep and cmd (the servers stage in the VM)" ;;
 	esac
 fi
 [ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
@@ -372,8 +377,10 @@ fi
 if [ "$DRY_RUN" -eq 1 ]; then
 	printf '%s\n' "${VALUES[@]}"
 	step=
-	[ "$WORKLOAD" != apache ] ||
-		step=", saturation steps of $STEP_SECONDS s, $(apache_requests) replies a reference"
+	case $WORKLOAD in
+	apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
+	redis) step=", $(server_requests) replies a reference" ;;
+	esac
 	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}"
 	exit 0
 fi

@@ -189,24 +189,32 @@ def fair_server_offs():
     return log.count("Fair server disabled in CPU")
 
 
+def server_sweep(tmp_path, calibration, workload, load, *args, **env):
+    """A server's sweep at loops 0 and 1000, one run each, replies 200 ms
+    apart: its folder and raw.csv's rows, checked as every server's (the
+    three measures, the delay reached, staged and exact, the server and
+    its load generator @load recorded for staging)."""
+    sweep(workload, "-l", "0,1000", "-r", "1", *args, "--calibration", calibration,
+          out=tmp_path, env=dict(os.environ, SERVER_INTERVAL_MS="200", **env))
+    d = result_dir(tmp_path, workload)
+    check_results(d, workload, ["reply", "saturation", "server"])
+    delay_reached_the_workload(d)
+    staged_and_exact(d, workload, None)
+    assert (d / f"logs/stage-{workload}.txt").exists() and (d / f"logs/stage-{load}.txt").exists()
+    return d, list(csv.DictReader(open(d / "raw.csv")))
+
+
 def test_apache_sweep(tmp_path, calibration):
     # Some 30 server calls a reply; the delay only has to reach them.  The
     # shortest steps and reference interval: what is tested is the sweep's
     # bookkeeping, and the saturation search keeps both vCPUs busy.
     offs = fair_server_offs()
-    sweep("apache", "-l", "0,1000", "-r", "1", "--step-seconds", "1", "--calibration",
-          calibration, out=tmp_path, env=dict(os.environ, APACHE_INTERVAL_MS="200"))
-    d = result_dir(tmp_path, "apache")
-    check_results(d, "apache", ["reply", "saturation", "server"])
-    delay_reached_the_workload(d)
     # Apache, httperf and taskset run from memory: Apache recorded from
     # its start to its stop under a load (the server processes it starts
     # under the saturation search's load read the host's files before:
     # 38 requests in one run, 2026-11-26).  No window, reference or
     # saturation, makes a request.
-    staged_and_exact(d, "apache", None)
-    assert (d / "logs/stage-apache.txt").exists() and (d / "logs/stage-httperf.txt").exists()
-    raw = list(csv.DictReader(open(d / "raw.csv")))
+    d, raw = server_sweep(tmp_path, calibration, "apache", "httperf", "--step-seconds", "1")
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
     # Every step records Apache's CPU time and the wall time it was read
     # over: Apache has one CPU, so no more than that, give or take the tick
@@ -288,6 +296,32 @@ def test_apache_sweep(tmp_path, calibration):
     assert fair_server_offs() == offs + os.cpu_count()
     # httpd was stopped and its cgroup removed.
     assert subprocess.run(["pgrep", "-f", "lab-sweep"], capture_output=True).returncode == 1
+
+
+def test_redis_sweep(tmp_path, calibration):
+    """Redis, the server form's second instance: staged in the guest,
+    reqtime's Redis replies (each line a GET on one connection, with its
+    calls) and redis-benchmark's closed loop for the knee, with Redis's
+    CPU time; stopped and its settings put back at the end."""
+    d, raw = server_sweep(tmp_path, calibration, "redis", "redis-benchmark",
+                          REDIS_REQUESTS="2000")
+    virtual = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text()
+    replies = 100 if virtual else 10
+    for r in (r for r in raw if r["measure"] == "reply"):
+        lines = [ln.split() for ln in
+                 (d / f"logs/reply-l{r['loops']}-{r['repeat']}.txt").read_text().splitlines()]
+        assert len(lines) == replies and all(ln[0] == "200" and len(ln) == 3 for ln in lines)
+        assert int(r["syscalls"]) == min(int(ln[2]) for ln in lines) > 0
+    for r in (r for r in raw if r["measure"] in ("saturation", "server")):
+        assert r["units"] == "2000" and int(r["errors"]) == 0, r
+    # The knee's requests took more wall time than Redis's CPU time.
+    by = {(r["measure"], r["loops"]): float(r["seconds"]) for r in raw}
+    for loops in ("0", "1000"):
+        assert 0 < by["server", loops] <= by["saturation", loops] + 0.005, by
+    wl = json.loads((d / "meta.json").read_text())["settings"]["workload_settings"]
+    assert wl["requests"] == "2000" and wl["clients"] == "8" and wl["fair_server_runtime"] == "0"
+    assert (d / "redis.conf").exists()
+    assert subprocess.run(["pgrep", "-f", "redis-server"], capture_output=True).returncode == 1
 
 
 def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):

@@ -51,7 +51,9 @@ def describe(fig):
     renderer = fig.canvas.get_renderer()
     out = []
     for ax in fig.axes:
-        d = {"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+        head = fig._suptitle.get_text() if fig._suptitle else ""
+        d = {"title": ax.get_title(), "figure_title": head,
+             "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
              "lines": len(ax.lines), "patches": len(ax.patches)}
         for axis, a in (("x", ax.xaxis), ("y", ax.yaxis)):
             labels = _labels(ax, axis)

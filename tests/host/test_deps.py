@@ -7,7 +7,8 @@ import subprocess
 import pytest
 
 PACKAGES_NEEDED = ["linux-source-6.12", "quilt", "flex", "bison", "ccache", "trace-cmd",
-                   "apache2-bin", "httperf", "parallel", "gcc-multilib", "shellcheck",
+                   "apache2-bin", "httperf", "redis-tools", "parallel", "gcc-multilib",
+                   "shellcheck",
                    "udev", "python3-venv", "strace", "linux-perf", "rt-tests",
                    # make deb: the kernel's bindeb-pkg and its declared build dependency
                    "dpkg-dev", "rsync", "debhelper"]

@@ -287,3 +287,6 @@ def test_sweep_plot_is_readable(root, tmp_path, monkeypatch):
     for ax in axes:
         assert ax["xticks"] == ["0", "4", "16"] and ax["lines"] == 4
     assert axes[0]["legend"] == ["normal mean", "normal p99", "rt mean", "rt p99"]
+    # Where it was measured, as every experiment's picture says.
+    head = axes[0]["figure_title"]
+    assert head.startswith("irqhook: ") and "kernel " in head and " CPUs" in head, head

@@ -163,7 +163,7 @@ def test_apache_far_below_the_model(root, tmp_path):
 
     server = s["measures"]["server"]
     assert [p["mean"] for p in server["points"]] == pytest.approx([625, 1 / 0.0018, 500])
-    assert server["unit"] == "requests/s (Apache's CPU)"
+    assert server["unit"] == "requests/s (the server's CPU)"
 
     rows = list(csv.DictReader(open(d / "summary.csv")))
     assert [(r["measure"], r["loops"]) for r in rows] == [

@@ -50,6 +50,8 @@ def test_grep_and_apache_plots_are_readable(root, tmp_path, monkeypatch):
         axes = figures[f"{workload}.png"]
         plotcheck.assert_readable(axes)
         assert len(axes) == len(measures)
+        head = axes[0]["figure_title"]
+        assert head.startswith(f"{workload}: throughput") and " CPUs" in head, head
         for ax, name in zip(axes, measures):
             assert f"{name}: mean \u00b1 sd over repeats" in ax["legend"], ax["legend"]
             # The mean, the model, and d-half where the sweep went past it.

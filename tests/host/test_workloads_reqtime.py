@@ -166,3 +166,77 @@ def test_warmup_requests_are_made_but_not_printed(reqtime, server):
     assert len(r.stdout.splitlines()) == 3
     # The server saw five requests: the counter moved five times.
     assert Handler.counter.read_text() == f"{1000 + 5 * Handler.calls}\n"
+
+
+class Resp(threading.Thread):
+    """A Redis stand-in on one connection: GET answers a bulk string sent
+    in two pieces (a reply read in parts), nil for 'missing', an error
+    for 'bad'; it moves the counter by 3 a request and closes after
+    @close_after requests."""
+
+    def __init__(self, counter, close_after=None):
+        super().__init__(daemon=True)
+        self.counter, self.close_after = counter, close_after
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+
+    def run(self):
+        conn, _ = self.sock.accept()
+        self.connections += 1
+        served, buf = 0, b""
+        with conn:
+            while self.close_after is None or served < self.close_after:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                buf += data
+                while buf.count(b"\r\n") >= 5:          # *2 $3 GET $n KEY
+                    parts = buf.split(b"\r\n")
+                    key, buf = parts[4], b"\r\n".join(parts[5:])
+                    n = int(self.counter.read_text())
+                    self.counter.write_text(f"{n + 3}\n")
+                    served += 1
+                    if key == b"missing":
+                        conn.sendall(b"$-1\r\n")
+                    elif key == b"bad":
+                        conn.sendall(b"-ERR wrong kind\r\n")
+                    else:
+                        value = b"v" * 3000
+                        conn.sendall(b"$3000\r\n" + value[:1000])
+                        conn.sendall(value[1000:] + b"\r\n")
+
+
+@pytest.mark.parametrize("key, status", [("k", "200"), ("missing", "200"), ("bad", "500")])
+def test_redis_requests_share_one_connection(reqtime, tmp_path, key, status):
+    """--redis: GET KEY in Redis's protocol, every request on the one
+    connection, each reply read whole (a bulk string in pieces, nil, an
+    error reply) with the counter's change in its span."""
+    counter = tmp_path / "calls"
+    counter.write_text("50\n")
+    srv = Resp(counter)
+    srv.start()
+    r = run(reqtime, "--redis", "-n", "4", "--warmup", "1", "-i", "0", "127.0.0.1",
+            str(srv.port), key, counter=counter)
+    assert r.returncode == 0, r.stderr
+    lines = [ln.split() for ln in r.stdout.splitlines()]
+    assert [ln[0] for ln in lines] == [status] * 4 and all(ln[2] == "3" for ln in lines), lines
+    assert all(0 < float(ln[1]) < 5 for ln in lines)
+    assert srv.connections == 1 and counter.read_text() == "65\n"
+
+
+def test_a_lost_redis_connection_is_an_error_line_a_request(reqtime, tmp_path):
+    counter = tmp_path / "calls"
+    counter.write_text("0\n")
+    srv = Resp(counter, close_after=2)
+    srv.start()
+    r = run(reqtime, "--redis", "-n", "4", "-i", "0", "127.0.0.1", str(srv.port), "k")
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines[:2]] == ["200", "200"], lines
+    assert lines[2].startswith("error reply") and lines[3] == "error connection lost", lines
+
+
+def test_a_redis_key_of_two_lines_is_refused(reqtime):
+    r = run(reqtime, "--redis", "127.0.0.1", "6379", "a\r\nFLUSHALL")
+    assert r.returncode == 2 and "a short key of one line" in r.stderr

@@ -35,7 +35,7 @@ def test_apache_defaults_follow_the_clock(root, tmp_path, clock, says):
 
 
 def test_a_given_reference_size_wins_on_either_clock(root, tmp_path, monkeypatch):
-    monkeypatch.setenv("APACHE_REQUESTS", "7")
+    monkeypatch.setenv("SERVER_REQUESTS", "7")
     for clock in ("virtual", "host"):
         _, err = dry_run(root, tmp_path, clock, "apache")
         assert ", 7 replies a reference" in err
@@ -75,7 +75,7 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     ("APACHE_KEEPUP_VIRTUAL", "0", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not '0'"),
     ("APACHE_KEEPUP_VIRTUAL", "x", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not 'x'"),
     ("APACHE_TIME_WAIT", "none", "APACHE_TIME_WAIT wants a whole number, not 'none'"),
-    ("APACHE_FAIR_SERVER", "off", "APACHE_FAIR_SERVER wants a whole number, not 'off'"),
+    ("SERVER_FAIR_SERVER", "off", "SERVER_FAIR_SERVER wants a whole number, not 'off'"),
 ])
 def test_apache_refuses_settings_it_cannot_use(root, tmp_path, var, value, said):
     cmdline = tmp_path / "cmdline"
@@ -84,6 +84,25 @@ def test_apache_refuses_settings_it_cannot_use(root, tmp_path, var, value, said)
                        text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline), var: value})
     assert r.returncode == 2
     assert said in r.stderr
+
+
+@pytest.mark.parametrize("clock, runs", [("virtual", 2), ("host", 3)])
+def test_redis_is_a_server_with_the_defaults_of_its_own(root, tmp_path, clock, runs):
+    points, err = dry_run(root, tmp_path, clock, "redis")
+    assert points == [str(v) for v in range(0, 12001, 1500)]
+    replies = 100 if clock == "virtual" else 10
+    assert f"redis on the {clock} clock: 9 points of loops, {runs} runs each, {replies} " \
+        "replies a reference" in err, err
+
+
+@pytest.mark.parametrize("var, value", [("REDIS_CLIENTS", "0"), ("REDIS_REQUESTS", "x"),
+                                        ("REDIS_VALUE_BYTES", "-1")])
+def test_redis_refuses_settings_it_cannot_use(root, tmp_path, var, value):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("root=/dev/root lab.clock=virtual\n")
+    r = subprocess.run([root / "workloads/sweep.sh", "redis", "--dry-run"], capture_output=True,
+                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline), var: value})
+    assert r.returncode == 2 and f"{var} wants a whole number" in r.stderr, r.stderr
 
 
 def test_module_settings_are_said(root, tmp_path):
@@ -95,7 +114,8 @@ def test_module_settings_are_said(root, tmp_path):
 # --- the runner's conventions (tests/host/runners.py) ---------------------------
 
 RUNNER_BAD = [
-    ("workloads/sweep.sh", ["nosuch"], {}, "WORKLOAD wants kbuild, grep, apache, cmd or all"),
+    ("workloads/sweep.sh", ["nosuch"], {},
+     "WORKLOAD wants kbuild, grep, apache, redis, cmd or all"),
     ("workloads/sweep.sh", ["grep", "-l", "0:abc"], {}, "--loops wants a list"),
     ("workloads/sweep.sh", ["grep", "-l", "0,100,50"], {}, "--loops wants loop counts in "
                                                           "increasing order"),
@@ -181,13 +201,13 @@ def test_run_sh_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
     ("error connect\n", "0 0 0"),
 ])
 def test_a_reference_run_is_its_clean_replies(root, tmp_path, log, said):
-    """workloads/lib/apache.sh's reply_clean: a run's reply is the mean of
+    """workloads/lib/server.sh's reply_clean: a run's reply is the mean of
     the replies that made the fewest delayed calls, a tenth of them off
     each end; one that made more met other work of the server in its
     span."""
     (tmp_path / "reply.txt").write_text(log)
     r = subprocess.run(["bash", "-c", f". {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; "
-                        f". {root}/workloads/lib/apache.sh; reply_clean {tmp_path}/reply.txt"],
+                        f". {root}/workloads/lib/server.sh; reply_clean {tmp_path}/reply.txt"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout == said + "\n"

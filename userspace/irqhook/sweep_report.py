@@ -78,8 +78,8 @@ def table(meta, rows):
     return "\n".join(out) + "\n"
 
 
-def draw(rows, path):
-    fig, axes = plot.figure(2, width=10, height=4.2, sharey=True)
+def draw(meta, rows, path):
+    fig, axes = plot.figure(2, width=10, height=4.6, sharey=True)
     for ax, key, title in ((axes[0], "switching", "switching: write() -> read() returns"),
                            (axes[1], "wakeup", "wake-up: driver write -> reader runs")):
         for cls, color in (("normal", "C0"), ("rt", "C3")):
@@ -102,6 +102,7 @@ def draw(rows, path):
     if shown:
         plot.log_axis(axes[0], "y", min(shown), max(shown))    # both: sharey
     axes[0].set_ylabel("us (log)")
+    plot.headline(fig, "irqhook: /dev/irqhook's reader against load tasks", meta, 120)
     plot.save(fig, axes[0], path)
 
 
@@ -118,7 +119,7 @@ def work(args):
     results.write_csv(d / "table.csv", COLUMNS, rows)
     results.write_json(d / "sweep.json", rows)
     if not args.no_plot:
-        draw(rows, d / "sweep.png")
+        draw(meta, rows, d / "sweep.png")
     cli.show(args, rows, text, d, ["table.txt", "table.csv", "sweep.json"], "sweep.png")
 
 

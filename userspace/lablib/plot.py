@@ -31,6 +31,17 @@ def figure(ncols=1, width=7.0, height=4.5, **kwargs):
     return fig, axes[0] if ncols == 1 else axes
 
 
+def headline(fig, title, meta, width=75):
+    """@title over the whole figure with, under it, where the result was
+    measured (results.describe of @meta: kernel, CPUs, clock), wrapped at
+    @width characters: the subtitle every experiment's picture carries."""
+    import textwrap
+
+    from . import results
+    fig.suptitle(title + "\n" + "\n".join(textwrap.wrap(results.describe(meta), width)),
+                 fontsize=9)
+
+
 def log_bins(lo, hi, n=60):
     """@n + 1 histogram bin edges evenly spaced on a log scale from @lo to
     @hi (both > 0; one bin around @lo if @hi is not above it): for times

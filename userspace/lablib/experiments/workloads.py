@@ -19,7 +19,7 @@ MEASURES = {
     "cmd": (60, "runs/min", "run"),
     "reply": (1, "1/s (1/reply time)", "reply"),
     "saturation": (1, "requests/s", "request"),
-    "server": (1, "requests/s (Apache's CPU)", "request"),
+    "server": (1, "requests/s (the server's CPU)", "request"),
 }
 # "ns" (the module's ns mode) came later: a raw.csv without it swept loops;
 # "p9_requests" later still: without it, the requests were not counted.

@@ -1,0 +1,282 @@
+# shellcheck shell=bash disable=SC2034  # variables for sweep.sh
+# The server form: what a server workload (apache.sh, redis.sh) shares;
+# sourced by it.  The server runs in the work cgroup, the only one the
+# delay module delays, pinned to the last CPU; its clients run outside it
+# on CPU 0, so that no client is delayed.  Each repeat measures:
+#   reply       the reference client (workloads/reqtime: one request at a
+#               time, SERVER_REQUESTS of them on a grid of
+#               SERVER_INTERVAL_MS, each timed to the ns with the delayed
+#               calls made in its span); a run's reply is the trimmed mean
+#               of the replies that made the fewest calls (reply_clean)
+#   saturation  the load generator's knee (the server file's srv_saturate)
+#   server      the knee's replies over the CPU time the server took for
+#               them (its cgroup's cpu.stat, server_usec)
+# Before each run an untimed burst of load (srv_load burst); each point
+# starts a fresh server.  Why each is so: NOTES.md, "Apache", where each
+# was found.
+#
+# A server file sets WL_LOOPS, WL_REPEATS (WL_REPEATS_VIRTUAL), SRV_PORT,
+# SRV_NAME (its name in messages), SRV_PIDFILE (its pid file's name in
+# SRV_DIR) and defines:
+#   srv_check       its programs are there (die if not)
+#   srv_settings    its own meta.json settings, one NAME=VALUE a line
+#   srv_prepare     write its configuration into SRV_DIR (a fresh folder),
+#                   before staging
+#   srv_setup       after staging: the machine settings it changes, and
+#                   its own files in LAB_DIR
+#   srv_start       start it in the background, as a daemon, with its pid
+#                   in SRV_DIR/SRV_PIDFILE; run through "$@" (the cgroup,
+#                   the staged root, the CPU), returns when it is started
+#   srv_foreground  SRV_FG: the command that runs it in the foreground
+#                   (what staging records)
+#   srv_reference   REFERENCE_ARGS: reqtime's protocol and target
+#   srv_load small|burst
+#                   LOAD_CMD: the load generator (SRV_LOAD: its name) for
+#                   a small untimed load (a new server's first, and what
+#                   staging records) or the burst before each run
+#   srv_saturate    the saturation measure of a run: records its
+#                   saturation and server rows (record)
+#   srv_finish      put back what it changed (may be empty)
+# and the sweep calls the wl_* steps below.  Settings every server takes:
+#   SERVER_REQUESTS     reference requests a run (10; 100 on the virtual clock)
+#   SERVER_INTERVAL_MS  their grid (1000)
+#   SERVER_SATURATION   0 leaves the saturation measure out (tailamp)
+#   SERVER_FAIR_SERVER  the fair server's runtime while it runs (0: off;
+#                       "keep": the machine's own)
+
+SERVER_REQUESTS_VIRTUAL=100
+server_requests() {
+	if [ -n "${SERVER_REQUESTS:-}" ]; then
+		echo "$SERVER_REQUESTS"
+	elif [ "$RUN_CLOCK" = virtual ]; then
+		echo "$SERVER_REQUESTS_VIRTUAL"
+	else
+		echo 10
+	fi
+}
+SERVER_INTERVAL_MS=${SERVER_INTERVAL_MS:-1000}
+# Where on the interval's grid a request starts (reqtime --phase): half a
+# second after the whole seconds for an interval of whole seconds, else 0.
+SERVER_PHASE_MS=0
+SERVER_SATURATION=${SERVER_SATURATION:-1}
+# The reference client's SCHED_FIFO priority (reqtime --fifo).
+REFERENCE_FIFO=10
+SERVER_FAIR_SERVER=${SERVER_FAIR_SERVER:-0}
+FAIR_SERVER_DIR=/sys/kernel/debug/sched/fair_server
+FAIR_SERVER_BEFORE=
+FAIR_SERVER_SET=0
+[ "$SERVER_FAIR_SERVER" = keep ] || want_uint SERVER_FAIR_SERVER "$SERVER_FAIR_SERVER" 0
+SRV_DIR=
+
+# fair_server_read: FAIR_SERVER_BEFORE, each CPU's fair server runtime
+# (ns, comma-separated, in the order of FAIR_SERVER_DIR's listing), or
+# "none".  Mounts debugfs where it is not (the VM) unless only staging.
+fair_server_read() {
+	if [ -z "$STAGE_ONLY" ] && [ ! -d "$FAIR_SERVER_DIR" ]; then
+		lab_debugfs || true
+	fi
+	local f v values=()
+	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do
+		[ -f "$f" ] || break
+		read -r v <"$f" || die "cannot read $f"
+		values+=("$v")
+	done
+	FAIR_SERVER_BEFORE=$(IFS=,; echo "${values[*]:-none}")
+}
+
+# fair_server_write VALUES: each CPU's runtime, from one value for all or
+# a list as fair_server_read gives it.
+fair_server_write() {
+	local f i=0 values
+	IFS=, read -r -a values <<<"$1"
+	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do
+		echo "${values[i]:-${values[0]}}" >"$f" || return 1
+		i=$((i + 1))
+	done
+}
+
+wl_check() {
+	srv_check
+	[ -x "$SWEEP_DIR/reqtime" ] || die "workloads/reqtime is not built ('make userspace')"
+	command -v taskset >/dev/null || die "taskset (util-linux) is not installed"
+	command -v chrt >/dev/null || die "chrt (util-linux) is not installed"
+	SERVER_REQUESTS=$(server_requests)
+	want_uint SERVER_REQUESTS "$SERVER_REQUESTS" 1
+	want_uint SERVER_INTERVAL_MS "$SERVER_INTERVAL_MS" 1
+	SERVER_PHASE_MS=$((SERVER_INTERVAL_MS % 1000 ? 0 : 500))
+	case $SERVER_SATURATION in 0 | 1) ;; *) bad_arg "SERVER_SATURATION wants 0 or 1, not '$SERVER_SATURATION'" ;; esac
+	fair_server_read
+	if (exec 3<>"/dev/tcp/127.0.0.1/$SRV_PORT") 2>/dev/null; then
+		die "port $SRV_PORT on 127.0.0.1 is taken; set ${WORKLOAD^^}_PORT"
+	fi
+	SERVER_CPU=$(($(nproc) - 1))
+	CLIENT_CPU=0
+}
+
+wl_settings() {
+	printf '%s\n' "port=$SRV_PORT" "server_cpu=$SERVER_CPU" "client_cpu=$CLIENT_CPU" \
+		"reference=${SERVER_REQUESTS}conns@${SERVER_INTERVAL_MS}ms" \
+		"reference_phase_ms=$SERVER_PHASE_MS" "reference_fifo=$REFERENCE_FIFO" \
+		"saturation=$SERVER_SATURATION" \
+		"fair_server_runtime=$SERVER_FAIR_SERVER" "fair_server_runtime_before=$FAIR_SERVER_BEFORE"
+	srv_settings
+}
+
+wl_prepare() {
+	# In memory when the rest is (staging): the server's files too.
+	local parent=$WORKDIR
+	! stage_wanted || parent=$SCRATCH
+	SRV_DIR=$parent/$WORKLOAD
+	rm -rf "$SRV_DIR"
+	mkdir -p "$SRV_DIR"
+	chmod 755 "$parent" "$SRV_DIR"
+	srv_prepare
+	# The VM may come up with the loopback interface down.
+	ip link set lo up 2>/dev/null || true
+	# In the VM the server and its clients run from memory (staging), so
+	# that no server process reads the host's files during a window.
+	if stage_wanted; then stage_workload; fi
+	if [ "$SERVER_FAIR_SERVER" != keep ] && [ "$FAIR_SERVER_BEFORE" != none ]; then
+		FAIR_SERVER_SET=1
+		fair_server_write "$SERVER_FAIR_SERVER" ||
+			die "cannot set the fair server's runtime to $SERVER_FAIR_SERVER ns ($FAIR_SERVER_DIR)"
+	fi
+	srv_setup
+	log "$SRV_NAME on 127.0.0.1:$SRV_PORT, CPU $SERVER_CPU; its clients on CPU $CLIENT_CPU"
+}
+
+# load_run small|burst: the load generator once (in the staged root if
+# there is one); prints what it printed.
+load_run() {
+	srv_load "$1"
+	"${WL_EXEC[@]}" "${LOAD_CMD[@]}" 2>&1
+}
+
+# A fresh server for each point (with the point's delay already set).
+wl_point_begin() {
+	server_stop
+	srv_start in_work_cgroup "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" ||
+		die "$SRV_NAME did not start at $POINT; see $SRV_DIR"
+	server_wait_up
+	# One untimed load so that the first run does not pay for cold caches.
+	load_run small >/dev/null
+}
+
+# Up: it answers on its port and has written its pid file (server_stop's).
+server_wait_up() {
+	local i
+	for i in $(seq 300); do
+		if [ -s "$SRV_DIR/$SRV_PIDFILE" ] &&
+			(exec 3<>"/dev/tcp/127.0.0.1/$SRV_PORT") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "$SRV_NAME does not answer on port $SRV_PORT; see $SRV_DIR"
+}
+
+# Staging (in the VM): the server from its start to its stop, in the
+# foreground so that strace follows it until it stops, in a session of its
+# own (a server may signal its whole process group), with its load and the
+# reference client meanwhile.
+WL_STAGE_TREES=()
+wl_stage_record() {
+	srv_foreground
+	stage_record_start "$WORKLOAD" setsid taskset -c "$SERVER_CPU" "${SRV_FG[@]}"
+	server_wait_up
+	srv_load small
+	stage_record "$SRV_LOAD" "${LOAD_CMD[@]}"
+	reference_cmd 2
+	stage_record reference "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS"
+	server_stop
+	stage_record_end "$WORKLOAD"
+}
+
+# reference_cmd REQUESTS: REFERENCE_CMD, the reference client on the
+# client CPU, as a real-time task, on the interval's grid, after one
+# untimed request (workloads/reqtime.c says why each).
+reference_cmd() {
+	srv_reference
+	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i "$SERVER_INTERVAL_MS"
+		--phase "$SERVER_PHASE_MS" --warmup 1
+		--calls-fd 3 --fifo "$REFERENCE_FIFO" "${REFERENCE_ARGS[@]}")
+}
+
+# reference_measured LOG: run the reference client, keep reqtime's lines
+# in LOG and print "replies seconds errors syscalls clean p9_requests"
+# (reply_clean: seconds, syscalls and clean).
+reference_measured() {
+	reference_cmd "$SERVER_REQUESTS"
+	measured_window "" "$1" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
+		die "the reference window at $POINT said nothing"
+	[ "$WINDOW_STATUS" = 0 ] ||
+		die "the reference run failed (exit status $WINDOW_STATUS) at $POINT; see $1"
+	local n e seconds calls clean
+	read -r n e < <(awk '$1 == 200 && NF == 3 { n++ } $1 == "error" { e++ }
+		END { print n + 0, e + 0 }' "$1")
+	read -r seconds calls clean < <(reply_clean "$1")
+	echo "$n $seconds $e $calls $clean ${P9_COUNT:--}"
+}
+
+# reply_clean LOG: "seconds syscalls clean" of LOG's replies: the fewest
+# delayed calls a reply made, how many replies made just those (clean)
+# and the mean of their times but a tenth of them (rounded down) at
+# each end; "0 0 0" without a reply.  A reply that made more calls had
+# more of the server's work in its span (NOTES.md, "Apache", reply_clean).
+reply_clean() {
+	awk '$1 == 200 && NF == 3 { print $3, $2 }' "$1" | sort -g -k1,1 -k2,2 | awk '
+	NR == 1 { calls = $1 }
+	$1 == calls { v[++n] = $2 }
+	END {
+		if (!n) { print "0 0 0"; exit }
+		k = int(n / 10)
+		for (i = k + 1; i <= n - k; i++) sum += v[i]
+		printf "%.9g %s %d\n", sum / (n - 2 * k), calls, n
+	}'
+}
+
+wl_run() {
+	local tag=$TAG-$REPEAT replies seconds errors calls clean p9
+	load_run burst >"$LAB_DIR/logs/warm-$tag.txt" ||
+		die "$SRV_NAME's warm-up failed at $POINT; see $LAB_DIR/logs/warm-$tag.txt"
+	read -r replies seconds errors calls clean p9 < <(reference_measured "$LAB_DIR/logs/reply-$tag.txt")
+	P9_COUNT=${p9#-}
+	[ "$replies" -gt 0 ] || die "no replies from $SRV_NAME at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
+	record reply 1 "$seconds" "$calls" "$errors" \
+		"the trimmed mean (a tenth off each end) of the $clean of $replies replies with the fewest delayed calls, $(awk -v s="$seconds" 'BEGIN { printf "%.6f", s * 1e3 }') ms (reqtime; each in logs/reply-$tag.txt)"
+	[ "$SERVER_SATURATION" -eq 1 ] || return 0
+	srv_saturate "$tag" "$seconds"
+}
+
+# server_usec: the CPU time the server's processes have taken (us), from
+# the work cgroup's cpu.stat, read by the shell itself: no program started.
+# Prints nothing without it.
+server_usec() {
+	local key value
+	while read -r key value; do
+		[ "$key" != usage_usec ] || { echo "$value"; return; }
+	done <"$WORK_CG/cpu.stat"
+}
+
+wl_finish() {
+	server_stop
+	srv_finish
+	if [ "$FAIR_SERVER_SET" -eq 1 ]; then
+		fair_server_write "$FAIR_SERVER_BEFORE" ||
+			log "warning: could not put the fair server's runtime back to $FAIR_SERVER_BEFORE"
+		FAIR_SERVER_SET=0
+	fi
+}
+
+# Stop the server by its pid file (SIGTERM) and wait up to 5 s for it to go.
+server_stop() {
+	[ -n "$SRV_DIR" ] && [ -f "$SRV_DIR/$SRV_PIDFILE" ] || return 0
+	local pid i
+	pid=$(cat "$SRV_DIR/$SRV_PIDFILE")
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	rm -f "$SRV_DIR/$SRV_PIDFILE"
+}

@@ -444,17 +444,16 @@ def draw(workload, meta, ns_per_loop, measures, path):
         factor, unit, word = MEASURES[name]
         rows, mod = measures[name]["points"], measures[name]["model"]
         x = [p["added_ns"] for p in rows]
-        good = [p for p in rows if not p["doubt"]]
         bad = [p for p in rows if p["doubt"]]
-        if good:
-            ax.errorbar([p["added_ns"] for p in good], [p["mean"] for p in good],
-                        yerr=[p["stddev"] for p in good], fmt="o", ms=4, capsize=3,
-                        color="C0", label=f"{name}: mean \u00b1 sd over repeats")
+        good = [p for p in rows if not p["doubt"]]
+        for sel, style in ((good, {"ms": 4, "color": "C0",
+                                   "label": f"{name}: mean \u00b1 sd over repeats"}),
+                           (bad, {"ms": 5, "color": "0.55", "mfc": "none",
+                                  "label": f"{name}: {doubt_label(bad)}, mean \u00b1 sd"})):
+            if sel:
+                ax.errorbar([p["added_ns"] for p in sel], [p["mean"] for p in sel],
+                            yerr=[p["stddev"] for p in sel], fmt="o", capsize=3, **style)
         if bad:
-            ax.errorbar([p["added_ns"] for p in bad], [p["mean"] for p in bad],
-                        yerr=[p["stddev"] for p in bad], fmt="o", ms=5, capsize=3,
-                        color="0.55", mfc="none",
-                        label=f"{name}: {doubt_label(bad)}, mean \u00b1 sd")
             ax.set_title("\n".join(textwrap.wrap(doubt_banner(rows), 60)), fontsize=8,
                          color="C3")
         calls, base = mod["syscalls_per_unit"], mod["base_seconds_per_unit"]
@@ -484,13 +483,16 @@ def draw(workload, meta, ns_per_loop, measures, path):
 
 
 def doubt_label(bad):
-    """The legend's name of the hollow points."""
-    return "within the noise" if any(p["not_exact"] is None for p in bad) else "not exact"
+    """The legend's name of the hollow points: not exact where each one's
+    doubt is its reason for that (the virtual clock), else within the
+    noise (the host's, whatever its 9p counts)."""
+    return "not exact" if all(p["doubt"] == p["not_exact"] for p in bad) else \
+        "within the noise"
 
 
 def doubt_banner(rows):
-    """The line above a panel with doubted points: how many, and why (the
-    first reason; report.txt has each point's)."""
+    """The line above a panel with doubted points: how many, and why (each
+    kind of reason, the commonest first; report.txt has each point's)."""
     bad = [p for p in rows if p["doubt"]]
     kinds = [p["doubt_kind"] for p in bad]
     why = sorted(set(kinds), key=lambda k: (-kinds.count(k), k))

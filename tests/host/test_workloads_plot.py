@@ -96,6 +96,10 @@ def p9_rows(requests, noise=0.0, rng=None):
     ("noise", "host", (0, 0, 0), 0.05, {}, 2,
      "2 of 3 points within the noise, drawn hollow: their spread is larger than the effect "
      "the model predicts"),
+    # On the host's clock a point's 9p requests do not make its doubt.
+    ("noise with requests", "host", (0, 3, 3), 0.05, {}, 2,
+     "2 of 3 points within the noise, drawn hollow: their spread is larger than the effect "
+     "the model predicts"),
 ])
 def test_points_the_plot_cannot_vouch_for_are_drawn_hollow(root, tmp_path, monkeypatch, case,
                                                            clock, requests, noise, settings,

@@ -129,6 +129,9 @@ if [ -z "$part" ]; then
 fi
 
 # --- Prepare and stage (here, once) -----------------------------------------
+# The workloads staged here (sweep.sh --stage-only); the others stage in
+# the VM.
+host_staged="kbuild grep cmd"
 prepare() {
 	case $workload in
 	kbuild | all)
@@ -137,7 +140,7 @@ prepare() {
 		;;
 	esac
 	if [ "$staging" -eq 1 ]; then
-		for w in kbuild grep cmd; do
+		for w in $host_staged; do
 			case $workload in "$w" | all)
 				"$LAB_ROOT/workloads/sweep.sh" "$w" "${args[@]}" --stage-only "$LAB_BUILD/stage" \
 					"${wl_command[@]}" ;;
@@ -147,8 +150,8 @@ prepare() {
 }
 # kbuild, grep and cmd are staged here; the servers stage in the VM.
 stage_args=()
-case $workload in
-kbuild | grep | cmd | all) [ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage") ;;
+case " $host_staged all " in
+*" $workload "*) [ "$staging" -eq 0 ] || stage_args=(--stage-from "$LAB_BUILD/stage") ;;
 esac
 # A part that a parallel sweep here started: the sweep has staged.  On
 # another machine a part stages there, one part at a time.

@@ -15,8 +15,6 @@
 WL_LOOPS=0:500:100
 WL_REPEATS=3
 CMD_CWD=
-# What the untimed run in the staged root found (meta.json's stage_check).
-STAGE_CHECK=
 
 wl_check() {
 	if [ ${#COMMAND[@]} -eq 1 ] && [[ ${COMMAND[0]} == *" "* ]]; then

@@ -192,15 +192,15 @@ stage_workload() {
 	mkdir -p "$STAGE"
 	mount -t tmpfs -o mode=755 lab-stage "$STAGE" || die "cannot mount a tmpfs on $STAGE"
 	if [ -n "$archive" ] && [ -f "$archive" ]; then
+		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
+		[ "$(lab_python "$SWEEP_DIR/stage.py" --field "${archive%.tar}.json" key)" = \
+			"$WL_STAGE_KEY" ] ||
+			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (run.sh does)"
 		log "unpacking $archive into $STAGE (tmpfs)"
 		# Read in large pieces: tar's own 10 KiB reads are one 9p request
 		# each, and took minutes for kbuild's archive under TCG.
 		dd if="$archive" bs=4M status=none | tar -C "$STAGE" -xpf - ||
 			die "cannot unpack $archive"
-		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
-		[ "$(lab_python "$SWEEP_DIR/stage.py" --field "${archive%.tar}.json" key)" = \
-			"$WL_STAGE_KEY" ] ||
-			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (run.sh does)"
 		STAGE_INFO=$(lab_python "$SWEEP_DIR/stage.py" --describe "${archive%.tar}.json" \
 			archive="$archive" unpack_seconds=$((SECONDS - t0))) ||
 			die "cannot read ${archive%.tar}.json"

@@ -117,6 +117,21 @@ def test_plot_is_readable(root, tmp_path, monkeypatch):
     axes = figures["tailamp.png"]
     plotcheck.assert_readable(axes)
     assert axes[0]["xscale"] == "log" and axes[0]["yscale"] == "log"
+    # The subtitle every experiment's picture carries; every point exact.
+    assert "tailamp" in axes[0]["figure_title"] and "kernel" in axes[0]["figure_title"]
+    assert axes[0]["hollow_points"] == 0 and "not exact" not in axes[0]["title"]
+
+
+def test_a_point_that_is_not_exact_is_drawn_hollow(root, tmp_path, monkeypatch):
+    """Its windows read the host's files: no measured line through it, a
+    hollow grey marker a curve, and a banner saying how many and why."""
+    d = tailamp_dir(tmp_path / "t", p9=3)
+    mod = load_script(ANALYSER)
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("tailamp", "x", mod.add_args, mod.work, [str(d)]) == 0
+    axes = figures["tailamp.png"]
+    assert axes[0]["hollow_points"] > 0 and axes[1]["hollow_points"] > 0
+    assert "not exact, drawn hollow" in axes[0]["title"]
 
 
 # --- the runner's conventions (tests/host/runners.py) ---------------------------

@@ -159,19 +159,34 @@ def draw(s, folder):
         return []
     fig, (ax, ax2) = plot.figure(ncols=2, width=11)
     x = [r["ppm"] for r in pts]
+    # A point whose windows read the host's files (9p) is not exact: drawn
+    # hollow and grey, off the measured line, with a banner saying so.
+    bad = [r for r in pts if r["p9_requests"]]
     for key, colour in (("mean", "C0"), ("p50", "C1"), ("p99", "C2"), ("p999", "C3")):
         label = "p99.9" if key == "p999" else key
-        ax.plot(x, [r[f"{key}_us"] for r in pts], "o-", color=colour, label=f"{label} measured")
+        ax.plot(x, [float("nan") if r["p9_requests"] else r[f"{key}_us"] for r in pts], "o-",
+                color=colour, label=f"{label} measured")
         ax.plot(x, [r[f"model_{key}_us"] for r in pts], "--", color=colour,
                 label=f"{label} model")
+        if bad:
+            ax.plot([r["ppm"] for r in bad], [r[f"{key}_us"] for r in bad], "o", color="0.55",
+                    mfc="none", label="not exact (9p)" if key == "mean" else None)
     ax.axhline(pts[0]["base_p50_us"], color="grey", lw=0.8, label="undelayed p50")
     plot.log_axis(ax, "x", min(x), max(x))
     plot.log_axis(ax, "y", min(r["p50_us"] for r in pts),
                   max(max(r["p999_us"], r["model_p999_us"]) for r in pts))
     ax.set_xlabel("share of calls delayed, P (ppm)")
     ax.set_ylabel("reply time (us)")
-    ax.set_title(f"{plot.short_number(s['ns'])} ns a delayed call ({s['mode']})")
-    ax2.plot(x, [100 * r["slow_share"] for r in pts], "o", color="C3", label="measured")
+    title = f"{plot.short_number(s['ns'])} ns a delayed call ({s['mode']})"
+    if bad:
+        ax.set_title(f"{len(bad)} of {len(pts)} points not exact, drawn hollow: their windows "
+                     "made requests to the host's files (9p)", fontsize=8, color="C3")
+    ax2.plot([r["ppm"] for r in pts if not r["p9_requests"]],
+             [100 * r["slow_share"] for r in pts if not r["p9_requests"]], "o", color="C3",
+             label="measured")
+    if bad:
+        ax2.plot([r["ppm"] for r in bad], [100 * r["slow_share"] for r in bad], "o",
+                 color="0.55", mfc="none", label="not exact (9p)")
     grid = [min(x) * (max(x) / min(x)) ** (i / 50) for i in range(51)]
     n = s["calls_per_request"]
     ax2.plot(grid, [100 * (1 - (1 - g / 1e6) ** n) for g in grid], "-", color="C3",
@@ -182,6 +197,8 @@ def draw(s, folder):
     ax2.set_ylabel("requests that met a delayed call (%)")
     ax2.grid(True, which="both", alpha=0.3)
     ax2.legend(fontsize=8)
+    plot.headline(fig, f"tailamp: reply times with a share of calls delayed, {title}",
+                  results.read_meta(folder), 150)
     plot.save(fig, ax, folder / "tailamp.png")
     return []
 

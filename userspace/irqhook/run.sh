@@ -13,11 +13,16 @@
 #   GUEST-OPTIONS   go to guest.sh (guest.sh --help: -n EVENTS, --loads,
 #                   --period-us, --trace-cells, -C CPU, -o PARENT)
 #
+# Environment: VM_CLOCK (default auto: virtual under TCG, the host's under
+# KVM), VM_VIRTUAL_CPUS (default 1, the reference's uniprocessor board:
+# README, "The clock and the CPUs", says why), VM_CPUS (scripts/vm.sh).
+#
 # Example:  userspace/irqhook/run.sh -n 10000 --loads 0,8,16   (make irqhook-sweep IRQHOOK_N=10000)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_runner_args '--here --no-analysis ...' "$@"
+export VM_CLOCK=${VM_CLOCK:-auto} VM_VIRTUAL_CPUS=${VM_VIRTUAL_CPUS:-1}
 lab_built "$LAB_TOOL" "$here/irqhook"
 [ "$vm" = true ] || lab_root "--here: real-time priorities, /dev/irqhook"
 

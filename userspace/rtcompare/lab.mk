@@ -5,16 +5,13 @@
 # on the virtual clock, on one vCPU: on the host's clock the emulator's
 # stalls are milliseconds, and with two vCPUs taking turns on one host
 # thread a timer waits for the other's turn (README: Stock against
-# PREEMPT_RT on the virtual clock).  Under KVM the host's clock is the
-# only one.  VM_CLOCK and VM_CPUS, given, win.
-RT_CLOCK ?= $(if $(filter kvm,$(VM_ACCEL)),host,virtual)
+# PREEMPT_RT on the virtual clock).  run.sh chooses so (VM_CLOCK=auto,
+# VM_VIRTUAL_CPUS=1); VM_CLOCK and VM_CPUS, given, win.
 
 ## rt-compare [RT_ARGS='-- --long']: build stock and rt if needed, the same suite on each, one comparison
 ##   (virtual clock and 1 vCPU unless VM_CLOCK / VM_CPUS say otherwise)
 rt-compare: setup
-	clock=$${VM_CLOCK:-$(RT_CLOCK)}; \
-	VM_CLOCK=$$clock VM_CPUS=$${VM_CPUS:-$$([ "$$clock" = virtual ] && echo 1 || echo 2)} \
-		$(call lab_run,userspace/rtcompare,$(RT_ARGS))
+	$(call lab_run,userspace/rtcompare,$(RT_ARGS))
 
 ## holds [HOLDS_ARGS=...]: spin against sleep as a latency source: rt-compare's delay member
 ##   only, a hold spinning at entry, sleeping at entry and spinning at exit, on stock, stock

@@ -18,11 +18,17 @@
 #   --no-analysis     record only; analyse later with analyse.py DIR
 #   GUEST_OPTIONS     go to guest.sh: --long, --quick, --only LIST, -r N ...
 #
+# Environment: VM_CLOCK (default auto: virtual under TCG, the host's under
+# KVM), VM_VIRTUAL_CPUS (default 1: the CPUs on the virtual clock unless
+# VM_CPUS is given; README, "Stock against PREEMPT_RT on the virtual
+# clock", says why), VM_CPUS (scripts/vm.sh).
+#
 # Example:  userspace/rtcompare/run.sh -- --only cyclictest,perfstat   (make rt-compare)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
+export VM_CLOCK=${VM_CLOCK:-auto} VM_VIRTUAL_CPUS=${VM_VIRTUAL_CPUS:-1}
 
 variants=stock,rt vm=true analysis=1 into=
 guest_args=()

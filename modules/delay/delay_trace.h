@@ -16,10 +16,10 @@
  *	slept		true if the task slept (mode=sleep), false if it spun
  *	at_exit		true if the delay came after the call (where=exit)
  *
- * Built as the kernel's samples/trace_events/ are: delay.c defines
- * CREATE_TRACE_POINTS before including this file, and Kbuild puts this
- * folder on that file's include path, which TRACE_INCLUDE_PATH below
- * refers to.
+ * Built as the kernel's samples/trace_events/ are: delay_main.c, and no
+ * other file, defines CREATE_TRACE_POINTS before including this file, and
+ * Kbuild puts this folder on that file's include path, which
+ * TRACE_INCLUDE_PATH below refers to.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM delay

@@ -7,10 +7,18 @@
 # SCALE full uses defconfig, vm and small tinyconfig.  Does nothing if
 # OBJDIR was already prepared for the same SCALE and TREE.  Needs no root:
 # 'make sweep' runs it on the host, natively, before booting the VM.
+# Configured in the workloads' fixed environment (common.sh's WL_ENV), the
+# one the builds run in: the configuration asks the PATH for rustc, and
+# the host's (a rustup's ~/.cargo/bin) gave CONFIG_RUSTC_VERSION=109500
+# here where a PATH without it gives 0, so that the .config, and the
+# build that reads it, depended on what else the host had installed
+# (workloads/NOTES.md, "kbuild on every machine").
 #
 # Example:  workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
+# shellcheck source=workloads/lib/common.sh
+. "$(dirname "$0")/lib/common.sh"
 lab_help "$@"
 
 [ $# -eq 3 ] || bad_arg "usage: ${0##*/} full|vm|small OBJDIR TREE"
@@ -25,13 +33,12 @@ esac
 mkdir -p "$obj"
 obj=$(cd "$obj" && pwd)
 
-stamp="$scale $config $(cd "$tree" && pwd)"
+stamp="$scale $config $(cd "$tree" && pwd) ${WL_ENV_VARS[*]}"
 if [ -f "$obj/.config" ] && [ -f "$obj/.lab-prepared" ] && [ "$(cat "$obj/.lab-prepared")" = "$stamp" ]; then
 	exit 0
 fi
 log "preparing $obj ($config, make prepare) from $tree"
 find "$obj" -mindepth 1 -delete
-export CCACHE_DISABLE=1
-make -s -C "$tree" O="$obj" "$config" >/dev/null
-make -s -C "$tree" O="$obj" -j"$(nproc)" prepare >/dev/null
+"${WL_ENV[@]}" make -s -C "$tree" O="$obj" "$config" >/dev/null
+"${WL_ENV[@]}" make -s -C "$tree" O="$obj" -j"$(nproc)" prepare >/dev/null
 echo "$stamp" >"$obj/.lab-prepared"

@@ -1,12 +1,28 @@
 #!/usr/bin/env python3
-"""Merge the parts of a sweep that 'sweep.sh --part K/N' ran in separate
-boots (run.sh --jobs N) into one result folder, the one a serial sweep
-would have written:
+"""A sweep split over several VMs, on the host (run.sh): how many VMs and
+why, which points each part runs, the whole sweep's progress while they
+run, and the parts merged into the one result folder a serial sweep would
+have written.
 
-  merge.py [--where K=MACHINE]... INTO PART_DIR...
-
-INTO is an empty result folder ('lab begin' made it); each PART_DIR is the
-result folder of one part, all N of them, in any order.
+  parts.py plan --clock CLOCK [--vms N] [--logins N] [PLAN]
+      read the plan that 'sweep.sh ... --plan' printed (PLAN or stdin:
+      one block of KEY=VALUE lines a workload) and print, one a line:
+        vms N                        how many VMs run at once
+        why TEXT                     why that many
+        total N                      the sweep's points, all workloads
+        stage W host|guest|none      where each workload is staged
+        scale W SCALE                each workload's --scale
+        part K W V1,V2,...           the points of part K of workload W
+  parts.py progress TOTAL
+      a filter for the output of a sweep's VMs: passes every line on and,
+      after each line in which sweep.sh says it finished a point ('[i/n]',
+      in a split sweep 'part K/N: [i/n]'), the whole sweep's progress:
+      points done of TOTAL, the host's time since the filter started and
+      the time left, the longest of the parts' (see progress())
+  parts.py merge [--where K=MACHINE]... INTO PART_DIR...
+      the parts into INTO, an empty result folder ('lab begin' made it);
+      each PART_DIR is the result folder of one part, all N of them, in
+      any order:
 
 - raw.csv, points.csv and every other top-level CSV file: the header once,
   then each point's lines in the order of the sweep's points, every line
@@ -25,14 +41,17 @@ result folder of one part, all N of them, in any order.
 Parts that do not belong together are refused, nothing merged: another
 workload or sweep settings, another lab commit, kernel or clock, a part
 missing or twice, a point in no part or in two.  Exit status 2 for bad
-arguments, 1 for parts that cannot be merged.
+arguments, 1 for a plan or parts that cannot be used.
 """
 import argparse
 import csv
 import filecmp
+import os
 import pathlib
+import re
 import shutil
 import sys
+import time
 
 from lablib import results
 
@@ -194,24 +213,229 @@ def merge(into, folders, where):
     })
 
 
+# --- The plan: how many VMs, which points each part runs ---------------------
+class BadPlan(Exception):
+    """A plan that sweep.sh did not print, or one that cannot be split."""
+
+
+def read_plan(text):
+    """The workloads of 'sweep.sh --plan' output, in order: one dict of
+    KEY=VALUE a workload, each block starting at its 'workload=' line;
+    'points' becomes a list of ints, 'cost_slope' a float."""
+    blocks = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise BadPlan(f"plan line {n}: {line!r} is not KEY=VALUE")
+        if key == "workload":
+            blocks.append({})
+        elif not blocks:
+            raise BadPlan(f"plan line {n}: {key} before any workload=")
+        blocks[-1][key] = value
+    if not blocks:
+        raise BadPlan("the plan names no workload")
+    for b in blocks:
+        for key in ("workload", "points", "cost_slope", "stage", "scale"):
+            if key not in b:
+                raise BadPlan(f"the plan of {b.get('workload', '?')} has no {key}")
+        b["points"] = [int(v) for v in b["points"].split(",")]
+        b["cost_slope"] = float(b["cost_slope"])
+    return blocks
+
+
+def balance(values, n, slope=1.0):
+    """@values dealt into @n parts that take about as long each: a list of
+    n sorted lists.  A point's cost is 1 + slope x value / the largest
+    value (a sweep's run time grows with its delay, about as 1 + value /
+    d-half, and the default ranges end near d-half); part 1 carries a tenth
+    of a point more for its calibration.  The largest point goes first to
+    the part with the least so far (ties to the last part); then, while
+    moving one point from the dearest part to the cheapest, or swapping one
+    of each, makes the dearer of the two cheaper, that is done (NOTES.md,
+    "Split sweeps", says why dealing alone is not enough).  The same values
+    give the same parts on every machine."""
+    if not 1 <= n <= len(values):
+        raise BadPlan(f"{n} parts of {len(values)} points leave some empty")
+    top = max(values)
+
+    def cost(v):
+        return 1 + (slope * v / top if top > 0 else 0)
+    vs = sorted(values, reverse=True)
+    load = [0.1] + [0.0] * (n - 1)
+    part = []
+    for v in vs:
+        best = n - 1
+        for p in range(n - 2, -1, -1):
+            if load[p] < load[best]:
+                best = p
+        part.append(best)
+        load[best] += cost(v)
+    for _ in range(100):
+        hi = max(range(n), key=lambda p: (load[p], -p))
+        lo = min(range(n), key=lambda p: (load[p], p))
+        gain, move = 1e-9, None
+        for i, v in enumerate(vs):
+            if part[i] != hi:
+                continue
+            for j in [None] + [j for j in range(len(vs)) if part[j] == lo]:
+                d = cost(v) - (cost(vs[j]) if j is not None else 0)
+                worst = max(load[hi] - d, load[lo] + d)
+                if d > 0 and load[hi] - worst > gain:
+                    gain, move = load[hi] - worst, (i, j)
+        if move is None:
+            break
+        i, j = move
+        load[hi] -= cost(vs[i])
+        load[lo] += cost(vs[i])
+        part[i] = lo
+        if j is not None:
+            load[lo] -= cost(vs[j])
+            load[hi] += cost(vs[j])
+            part[j] = hi
+    return [sorted(v for v, p in zip(vs, part) if p == k) for k in range(n)]
+
+
+def free_cores(cores=None, loadavg=None):
+    """(free, cores, load): the cores less the 1-minute load average,
+    rounded, at least 1."""
+    cores = cores or os.cpu_count() or 1
+    if loadavg is None:
+        loadavg = float(pathlib.Path("/proc/loadavg").read_text().split()[0])
+    return max(1, cores - int(loadavg + 0.5)), cores, loadavg
+
+
+def choose_vms(plan, clock, vms=None, logins=None, cores=None, loadavg=None):
+    """(N, why): how many VMs the sweep of @plan runs at once on @clock,
+    given --vms (@vms) or an sshloginfile of @logins machines, and why."""
+    fewest = min(len(b["points"]) for b in plan)
+    if vms is not None:
+        n, why = vms, f"--vms {vms}"
+    elif logins is not None:
+        n, why = logins, f"one a machine of the login file's {logins}"
+    elif clock != "virtual":
+        n, why = 1, (f"the {clock} clock: VMs side by side would slow each other, so a "
+                     "sweep there is not split")
+    else:
+        n, cores, load = free_cores(cores, loadavg)
+        why = f"the virtual clock: {cores} cores, load average {load:.2f}, {n} free"
+        if n < cores:
+            why += " (something else holds the rest; --vms N to choose)"
+    if n > 1 and clock != "virtual":
+        raise BadPlan(f"--vms {n}: a sweep is split only on the virtual clock (this one runs "
+                      f"on the {clock} clock, where VMs side by side slow each other); "
+                      "leave --vms out")
+    if n > fewest:
+        n, why = fewest, f"{why}; no more parts than the {fewest} points of a workload"
+    return n, why
+
+
+def plan_lines(plan, n, why):
+    """What 'parts.py plan' prints for @plan split into @n parts."""
+    out = [f"vms {n}", f"why {why}", f"total {sum(len(b['points']) for b in plan)}"]
+    for b in plan:
+        out += [f"stage {b['workload']} {b['stage']}", f"scale {b['workload']} {b['scale']}"]
+    if n > 1:
+        for b in plan:
+            for k, points in enumerate(balance(b["points"], n, b["cost_slope"]), 1):
+                out.append(f"part {k} {b['workload']} {','.join(map(str, points))}")
+    return out
+
+
+# --- Progress: the whole sweep's, in the host's time ------------------------
+PART_POINT = re.compile(r"sweep\.sh: (?:part (\d+)/(\d+): )?\[(\d+)/(\d+)\]")
+
+
+def duration(s):
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
+    """The filter of 'parts.py progress'.  The times are the host's: a
+    part's own elapsed and ETA are its guest's, which on the virtual clock
+    pass as the guest executes, not as the host's do.  A line without a
+    part is the one VM's of a serial sweep (part 1/1).  A part's time left
+    is its wall time per point since its first point, times its points
+    left, less the time since its last; a part with one point done has no
+    estimate yet ('at least' the others').  A part that runs several
+    workloads ('all') counts from 1 again for each: its points add up, and
+    its points left are the current workload's (in one VM: the sweep's)."""
+    total = int(total)
+    start = clock()
+    first, last, size, before = {}, {}, {}, {}
+    for line in lines:
+        out.write(line)
+        m = PART_POINT.search(line)
+        if m:
+            now = clock()
+            k, parts_n = m.group(1) or "1", int(m.group(2) or 1)
+            i, n = int(m.group(3)), int(m.group(4))
+            if k in last and i <= last[k][1] - before[k]:
+                before[k] += size[k]
+            before.setdefault(k, 0)
+            done_k = before[k] + i
+            first.setdefault(k, (now, done_k))
+            last[k] = (now, done_k)
+            size[k] = n
+            done = sum(c for _, c in last.values())
+            left = []
+            for p, (t1, c1) in last.items():
+                t0, c0 = first[p]
+                if c1 > c0:
+                    todo = total - c1 if parts_n == 1 else before[p] + size[p] - c1
+                    left.append((t1 - t0) / (c1 - c0) * todo - (now - t1))
+            eta = ""
+            if left:
+                some = "at least " if len(left) < parts_n else ""
+                eta = f", ETA {some}{duration(max(max(left), 0))}"
+            out.write(f"run.sh: the sweep: {done} of {total} points; elapsed "
+                      f"{duration(now - start)}{eta}\n")
+        out.flush()
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--where", action="append", default=[], metavar="K=MACHINE",
-                   help="where part K ran (parts.json), default 'local'")
-    p.add_argument("into", help="an empty result folder")
-    p.add_argument("parts", nargs="+", help="the parts' result folders")
+    sub = p.add_subparsers(dest="verb", required=True)
+    pl = sub.add_parser("plan", help="how many VMs, which points each part runs")
+    pl.add_argument("--clock", required=True, choices=("virtual", "host"))
+    pl.add_argument("--vms", type=int, help="the VMs asked for")
+    pl.add_argument("--logins", type=int, help="the machines of an sshloginfile")
+    pl.add_argument("plan", nargs="?", help="sweep.sh --plan's output (default: stdin)")
+    pr = sub.add_parser("progress", help="the whole sweep's progress, a filter")
+    pr.add_argument("total", type=int)
+    me = sub.add_parser("merge", help="the parts into one result folder")
+    me.add_argument("--where", action="append", default=[], metavar="K=MACHINE",
+                    help="where part K ran (parts.json), default 'local'")
+    me.add_argument("into", help="an empty result folder")
+    me.add_argument("parts", nargs="+", help="the parts' result folders")
     args = p.parse_args(argv)
-    where = {}
-    for w in args.where:
-        k, sep, machine = w.partition("=")
-        if not sep or not k.isdigit() or not machine:
-            p.error(f"--where wants K=MACHINE, not {w!r}")
-        where[int(k)] = machine
     try:
-        merge(args.into, [pathlib.Path(f) for f in args.parts], where)
+        if args.verb == "plan":
+            for n in (args.vms, args.logins):
+                if n is not None and n < 1:
+                    p.error(f"--vms and --logins want a whole number >= 1, not {n}")
+            text = (pathlib.Path(args.plan).read_text() if args.plan else sys.stdin.read())
+            plan = read_plan(text)
+            n, why = choose_vms(plan, args.clock, args.vms, args.logins)
+            print("\n".join(plan_lines(plan, n, why)))
+        elif args.verb == "progress":
+            progress(args.total)
+        else:
+            where = {}
+            for w in args.where:
+                k, sep, machine = w.partition("=")
+                if not sep or not k.isdigit() or not machine:
+                    p.error(f"--where wants K=MACHINE, not {w!r}")
+                where[int(k)] = machine
+            merge(args.into, [pathlib.Path(f) for f in args.parts], where)
+    except BadPlan as e:
+        print(f"parts.py: {e}", file=sys.stderr)
+        return 2
     except (Refused, ValueError, OSError) as e:
-        print(f"merge.py: {e}", file=sys.stderr)
+        print(f"parts.py: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -12,19 +12,13 @@ analyse.py uses on the host, so that the two agree:
   progress.py clock RESULT_DIR
       the clock the result was measured on, from its meta.json: virtual or
       host (also where meta.json names none: hardware, an older lab)
-  progress.py parts POINTS
-      a filter for the output of a sweep's VMs (run.sh): passes every line
-      on and, after each line in which sweep.sh says it finished a point
-      ('[i/n]', in a split sweep 'part K/N: [i/n]'), the whole sweep's
-      progress: points done of POINTS, the host's time since the filter
-      started and the time left, the longest of the parts' (see parts())
+  progress.py columns
+      the header of raw.csv: lablib's RAW_COLUMNS, the one list of them
 
 A folder or file it cannot read is one line on stderr and exit status 1.
 """
 import pathlib
-import re
 import sys
-import time
 
 from lablib import results, stats
 from lablib.experiments import calibration, workloads
@@ -60,57 +54,6 @@ def clock(folder):
     return "virtual" if results.on_virtual_clock(meta) else "host"
 
 
-PART_POINT = re.compile(r"sweep\.sh: (?:part (\d+)/(\d+): )?\[(\d+)/(\d+)\]")
-
-
-def duration(s):
-    s = int(s)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-def parts(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
-    """The filter of 'progress.py parts'.  The times are the host's: a
-    part's own elapsed and ETA are its guest's, which on the virtual clock
-    pass as the guest executes, not as the host's do.  A line without a
-    part is the one VM's of a serial sweep (part 1/1).  A part's time left
-    is its wall time per point since its first point, times its points
-    left, less the time since its last; a part with one point done has no
-    estimate yet ('at least' the others').  A part that runs several
-    workloads ('all') counts from 1 again for each: its points add up, and
-    its points left are the current workload's (in one VM: the sweep's)."""
-    total = int(total)
-    start = clock()
-    first, last, size, before = {}, {}, {}, {}
-    for line in lines:
-        out.write(line)
-        m = PART_POINT.search(line)
-        if m:
-            now = clock()
-            k, parts_n = m.group(1) or "1", int(m.group(2) or 1)
-            i, n = int(m.group(3)), int(m.group(4))
-            if k in last and i <= last[k][1] - before[k]:
-                before[k] += size[k]
-            before.setdefault(k, 0)
-            done_k = before[k] + i
-            first.setdefault(k, (now, done_k))
-            last[k] = (now, done_k)
-            size[k] = n
-            done = sum(c for _, c in last.values())
-            left = []
-            for part, (t1, c1) in last.items():
-                t0, c0 = first[part]
-                if c1 > c0:
-                    todo = total - c1 if parts_n == 1 else before[part] + size[part] - c1
-                    left.append((t1 - t0) / (c1 - c0) * todo - (now - t1))
-            eta = ""
-            if left:
-                some = "at least " if len(left) < parts_n else ""
-                eta = f", ETA {some}{duration(max(max(left), 0))}"
-            out.write(f"run.sh: the sweep: {done} of {total} points; elapsed "
-                      f"{duration(now - start)}{eta}\n")
-        out.flush()
-
-
 def main(argv):
     try:
         if len(argv) == 2 and argv[0] == "fit":
@@ -119,8 +62,8 @@ def main(argv):
             print(point(*argv[1:]))
         elif len(argv) == 2 and argv[0] == "clock":
             print(clock(argv[1]))
-        elif len(argv) == 2 and argv[0] == "parts":
-            parts(argv[1])
+        elif argv == ["columns"]:
+            print(",".join(workloads.RAW_COLUMNS))
         else:
             print(__doc__.split("\n\n")[1], file=sys.stderr)
             return 2

@@ -94,14 +94,20 @@ Options:
                          recording and copying in the guest (slow under TCG)
       --no-analysis      leave summary, model and plot to a later
                          'workloads/analyse.py DIR' (make sweep runs it on the host)
-      --part K/N         run only part K of N, each point with its repeats, into
-                         a folder of its own that 'run.sh --vms N' merges
-                         into one sweep (workloads/merge.py); the points are
-                         dealt out so that the parts take about as long (--dry-run
-                         shows them); only part 1 calibrates.  Implies --no-analysis
+      --part K/N --points LIST
+                         run part K of N: the sweep's points of LIST only, each
+                         with its repeats, into a folder of its own that
+                         'run.sh --vms N' merges into one sweep (workloads/
+                         parts.py deals the points out and merges); only part 1
+                         calibrates.  Implies --no-analysis.  For 'all', one
+                         --points W:LIST a workload
       --dry-run          print the points the sweep (or part) would run, one a
                          line, and what else it would do (stderr), and stop;
                          needs neither root nor the lab kernel
+      --plan             print the plan the host runner reads (KEY=VALUE lines,
+                         a block a workload: points, cost of a point, where it
+                         stages, scale) and stop; needs neither root nor the
+                         lab kernel
   -h, --help             this text
 
 Example:
@@ -127,6 +133,12 @@ sweep leaves what it measured in OUTPUT/<name>.incomplete/.
 EOF
 }
 
+# The workloads: one file each in lib/ (README.md, "Adding a workload");
+# 'all' is the lab's three reference workloads.
+WORKLOADS=(kbuild grep apache redis cmd)
+ALL_WORKLOADS=(kbuild grep apache)
+
+# --- Phase: parse -----------------------------------------------------------
 WORKLOAD=
 LOOP_LIST=
 NS_LIST=
@@ -144,67 +156,96 @@ STEP_SECONDS=
 ANALYSIS=1
 STAGING=1
 PART=
+POINTS=()
 DRY_RUN=0
+PLAN=0
 COMMAND=()
 ARGS=("$@")
 
-while [ $# -gt 0 ]; do
-	case $1 in
-	-h | --help) usage; exit 0 ;;
-	-l | --loops) want_value "$@"; LOOP_LIST=$2; shift 2 ;;
-	--ns) want_value "$@"; NS_LIST=$2; shift 2 ;;
-	--syscalls) want_value "$@"; SYSCALL_NAMES=$2; shift 2 ;;
-	--set) want_value "$@"; SETTINGS+=("$2"); shift 2 ;;
-	-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
-	--scale) want_value "$@"; SCALE=$2; shift 2 ;;
-	--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
-	-o | --output) want_value "$@"; OUTPUT=$2; shift 2 ;;
-	--tree) want_value "$@"; TREE=$2; shift 2 ;;
-	-j | --jobs) want_value "$@"; JOBS=$2; shift 2 ;;
-	--workdir) want_value "$@"; WORKDIR=$2; shift 2 ;;
-	--step-seconds) want_value "$@"; STEP_SECONDS=$2; shift 2 ;;
-	--no-analysis) ANALYSIS=0; shift ;;
-	--no-stage) STAGING=0; shift ;;
-	--stage-only) want_value "$@"; STAGE_ONLY=$2; shift 2 ;;
-	--stage-from) want_value "$@"; STAGE_FROM=$2; shift 2 ;;
-	--part) want_value "$@"; PART=$2; shift 2 ;;
-	--dry-run) DRY_RUN=1; shift ;;
-	--) shift; COMMAND=("$@"); break ;;
-	-*) bad_arg "unknown option '$1' (see --help)" ;;
-	*)
-		[ -z "$WORKLOAD" ] || bad_arg "one workload at a time: '$WORKLOAD' and '$1' (see --help)"
-		WORKLOAD=$1
-		shift
-		;;
-	esac
-done
+sweep_parse() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-h | --help) usage; exit 0 ;;
+		-l | --loops) want_value "$@"; LOOP_LIST=$2; shift 2 ;;
+		--ns) want_value "$@"; NS_LIST=$2; shift 2 ;;
+		--syscalls) want_value "$@"; SYSCALL_NAMES=$2; shift 2 ;;
+		--set) want_value "$@"; SETTINGS+=("$2"); shift 2 ;;
+		-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
+		--scale) want_value "$@"; SCALE=$2; shift 2 ;;
+		--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
+		-o | --output) want_value "$@"; OUTPUT=$2; shift 2 ;;
+		--tree) want_value "$@"; TREE=$2; shift 2 ;;
+		-j | --jobs) want_value "$@"; JOBS=$2; shift 2 ;;
+		--workdir) want_value "$@"; WORKDIR=$2; shift 2 ;;
+		--step-seconds) want_value "$@"; STEP_SECONDS=$2; shift 2 ;;
+		--no-analysis) ANALYSIS=0; shift ;;
+		--no-stage) STAGING=0; shift ;;
+		--stage-only) want_value "$@"; STAGE_ONLY=$2; shift 2 ;;
+		--stage-from) want_value "$@"; STAGE_FROM=$2; shift 2 ;;
+		--part) want_value "$@"; PART=$2; shift 2 ;;
+		--points) want_value "$@"; POINTS+=("$2"); shift 2 ;;
+		--dry-run) DRY_RUN=1; shift ;;
+		--plan) PLAN=1; shift ;;
+		--) shift; COMMAND=("$@"); break ;;
+		-*) bad_arg "unknown option '$1' (see --help)" ;;
+		*)
+			[ -z "$WORKLOAD" ] || bad_arg "one workload at a time: '$WORKLOAD' and '$1' (see --help)"
+			WORKLOAD=$1
+			shift
+			;;
+		esac
+	done
+	local names
+	names=$(IFS=,; echo "${WORKLOADS[*]}")
+	[ -n "$WORKLOAD" ] || bad_arg "no workload given: ${names//,/, } or all (see --help)"
+	[[ " ${WORKLOADS[*]} all " == *" $WORKLOAD "* ]] ||
+		bad_arg "WORKLOAD wants ${names//,/, } or all, not '$WORKLOAD'"
+}
 
-[ -n "$WORKLOAD" ] || bad_arg "no workload given: kbuild, grep, apache, redis, cmd or all (see --help)"
-case $WORKLOAD in
-kbuild | grep | apache | redis | cmd) ;;
-all)
-	# Each workload its own sweep and folder, with the same options.
-	rest=()
-	for a in "${ARGS[@]}"; do [ "$a" = all ] || rest+=("$a"); done
-	for w in kbuild grep apache; do
+# sweep_all: each workload of 'all' its own sweep and folder, with the same
+# options; a --points W:LIST goes to W alone, and --stage-only to the
+# workloads staged on the host.
+sweep_all() {
+	local w a rest want_points=0 staged
+	for w in "${ALL_WORKLOADS[@]}"; do
+		rest=()
+		for a in "${ARGS[@]}"; do
+			if [ "$want_points" -eq 1 ]; then
+				want_points=0
+				[[ $a == *:* ]] ||
+					bad_arg "all: --points wants W:LIST, a workload's points, not '$a'"
+				[ "${a%%:*}" != "$w" ] || rest+=(--points "${a#*:}")
+			elif [ "$a" = --points ]; then
+				want_points=1
+			elif [ "$a" != all ]; then
+				rest+=("$a")
+			fi
+		done
+		if [ -n "$STAGE_ONLY" ]; then
+			staged=$(sed -n 's/^WL_STAGE=//p' "$SWEEP_DIR/lib/$w.sh")
+			[ "$staged" = host ] || continue
+		fi
 		"$0" "$w" "${rest[@]}"
 	done
+}
+
+sweep_parse "$@"
+if [ "$WORKLOAD" = all ]; then
+	sweep_all
 	exit 0
-	;;
-*) bad_arg "WORKLOAD wants kbuild, grep, apache, redis, cmd or all, not '$WORKLOAD'" ;;
-esac
+fi
 # From here on a worker does the sweep and this process takes the signals
 # (scripts/lib.sh says why).
 lab_supervise "${ARGS[@]}"
 
-# One file per workload defines WL_LOOPS, WL_REPEATS and the wl_* steps,
-# and WL_COST_SLOPE if its points' cost does not grow as 1 + value / the
-# last value (part_points).
+# One file per workload defines WL_LOOPS, WL_REPEATS, WL_STAGE and the wl_*
+# steps, and WL_COST_SLOPE if its points' cost does not grow as 1 + value /
+# the last value (parts.py's balance()).
 WL_COST_SLOPE=1
 # shellcheck source=/dev/null
 . "$SWEEP_DIR/lib/$WORKLOAD.sh"
 
-# --- Check everything before anything is created or changed ---------------
+# --- Helpers of the phases --------------------------------------------------
 # want_rising OPTION LIST MAX WHAT: LIST in liblab's one syntax, strictly
 # increasing from 0, at most MAX, into VALUES; or status 2.
 want_rising() {
@@ -247,148 +288,124 @@ syscall_numbers() {
 
 in_vm() { grep -q '^flags.* hypervisor' /proc/cpuinfo; }
 
-# The clock this sweep runs on: the VM's (vm.sh's lab.clock=), or the host's.
-# LAB_CMDLINE: another kernel command line to read it from (the tests').
-RUN_CLOCK=$(sed -n 's/.*\blab\.clock=\([a-z]*\).*/\1/p' "${LAB_CMDLINE:-/proc/cmdline}")
-RUN_CLOCK=${RUN_CLOCK:-host}
-# On the virtual clock the runs of a point agree to the instruction: a
-# workload may want fewer of them there (WL_REPEATS_VIRTUAL).
-if [ "$RUN_CLOCK" = virtual ] && [ -n "${WL_REPEATS_VIRTUAL:-}" ]; then
-	WL_REPEATS=$WL_REPEATS_VIRTUAL
-fi
-REPEATS=${REPEATS:-$WL_REPEATS}
-STEP_SECONDS=${STEP_SECONDS:-$([ "$RUN_CLOCK" = virtual ] && echo 1 || echo 4)}
-SCALE=${SCALE:-$(in_vm && echo vm || echo full)}
-lab_built "$LAB_TOOL"
-# The knob swept: loops (calibrated into ns) or ns (requested directly).
-if [ -n "$NS_LIST" ]; then
-	[ -z "$LOOP_LIST" ] || bad_arg "--ns and --loops exclude each other: one knob at a time"
-	KNOB=ns
-	want_rising --ns "$NS_LIST" 5000000 delays
-else
-	KNOB=loops
-	LOOP_LIST=${LOOP_LIST:-$WL_LOOPS}
-	want_rising --loops "$LOOP_LIST" 1000000 "loop counts"
-fi
-want_uint --repeats "$REPEATS" 1
-want_uint --jobs "$JOBS" 1
-want_uint --step-seconds "$STEP_SECONDS" 1
-case $SCALE in full | vm | small) ;; *) bad_arg "--scale wants full, vm or small, not '$SCALE'" ;; esac
-if [ "$WORKLOAD" = cmd ]; then
-	[ ${#COMMAND[@]} -gt 0 ] || bad_arg "cmd needs a command after '--' (see --help)"
-elif [ ${#COMMAND[@]} -gt 0 ]; then
-	bad_arg "only the cmd workload takes a command after '--'"
-fi
-if [ -n "$STAGE_ONLY$STAGE_FROM" ]; then
-	[ "$STAGING" -eq 1 ] || bad_arg "--no-stage excludes --stage-only and --stage-from"
-	[ -z "$STAGE_ONLY" ] || [ -z "$STAGE_FROM" ] ||
-		bad_arg "--stage-only records on the host, --stage-from unpacks in the VM: one of them"
-fi
-if [ -n "$STAGE_ONLY" ]; then
-	case $WORKLOAD in
-	kbuild | grep | cmd) ;;
-	*) bad_arg "--stage-only goes with kbuild, grep and cmd (the servers stage in the VM)" ;;
-	esac
-fi
-[ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
-	bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
-# --set: the module's other parameters (SETTABLE, which meta.json's
-# delay_settings also records), each once; the module checks the values
-# when they are written.  SET_NAMES and SET_VALUES in order.
-SETTABLE=(mode where every first ppm seed delays)
-settable=${SETTABLE[*]}
-SET_NAMES=() SET_VALUES=()
-for kv in "${SETTINGS[@]}"; do
-	[[ $kv =~ ^([a-z]+)=([A-Za-z0-9_:,]+)$ ]] ||
-		bad_arg "--set wants NAME=VALUE (mode=sleep, where=exit, ppm=1000 ...), not '$kv'"
-	case ${BASH_REMATCH[1]} in
-	loops | ns | syscalls | cgroup)
-		bad_arg "--set ${BASH_REMATCH[1]}: the sweep sets it itself (--loops, --ns, --syscalls; the cgroup is the workload's)" ;;
-	esac
-	[[ " ${SETTABLE[*]} " == *" ${BASH_REMATCH[1]} "* ]] ||
-		bad_arg "--set wants one of ${settable// /, }, not '${BASH_REMATCH[1]}'"
-	[[ " ${SET_NAMES[*]} " != *" ${BASH_REMATCH[1]} "* ]] ||
-		bad_arg "--set ${BASH_REMATCH[1]} given twice"
-	SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
-done
-# part_points K N VALUE...: the values of part K of N.  A point's run time
-# grows with its delay, about as 1 + value / d½, and the default ranges
-# end near d½: the parts are balanced for costs 1 + WL_COST_SLOPE x value /
-# (the last value), part 1 carrying a tenth of a point more for its
-# calibration (10 batches in one round on the virtual clock, the only one
-# a sweep is split on).  The largest point goes first to the part with the
-# least so far (ties to the last part); then, while moving one point from
-# the dearest part to the cheapest, or swapping one of each, makes the
-# dearer of the two cheaper, that is done: dealing alone gives nine
-# points of near costs 5 and 4 to two parts, and left Apache's two parts
-# 2 min 17 s apart (2026-11-28).  The same values give the same parts on
-# every machine.
-part_points() {
-	local k=$1 n=$2
-	shift 2
-	printf '%s\n' "$@" | sort -n -r | awk -v k="$k" -v n="$n" -v s="$WL_COST_SLOPE" '
-	function cost(v) { return 1 + (max > 0 ? s * v / max : 0) }
-	{ v[NR] = $1; if ($1 > max) max = $1 }
-	END {
-		for (p = 1; p <= n; p++) load[p] = (p == 1 ? 0.1 : 0)
-		for (i = 1; i <= NR; i++) {
-			best = n
-			for (p = n - 1; p >= 1; p--) if (load[p] < load[best]) best = p
-			part[i] = best
-			load[best] += cost(v[i])
-		}
-		for (round = 0; round < 100; round++) {
-			hi = 1; lo = 1
-			for (p = 2; p <= n; p++) {
-				if (load[p] > load[hi]) hi = p
-				if (load[p] < load[lo]) lo = p
-			}
-			gain = 1e-9; mi = 0; mj = 0
-			# j = 0: move point i; else swap it with point j.
-			for (i = 1; i <= NR; i++) {
-				if (part[i] != hi) continue
-				for (j = 0; j <= NR; j++) {
-					if (j && part[j] != lo) continue
-					d = cost(v[i]) - (j ? cost(v[j]) : 0)
-					m = load[hi] - d > load[lo] + d ? load[hi] - d : load[lo] + d
-					if (d > 0 && load[hi] - m > gain) { gain = load[hi] - m; mi = i; mj = j }
-				}
-			}
-			if (!mi) break
-			load[hi] -= cost(v[mi]); load[lo] += cost(v[mi]); part[mi] = lo
-			if (mj) { load[lo] -= cost(v[mj]); load[hi] += cost(v[mj]); part[mj] = hi }
-		}
-		for (i = 1; i <= NR; i++) if (part[i] == k) print v[i]
-	}' | sort -n
+# --- Phase: check (what needs neither root nor the lab kernel) -----------
+sweep_check() {
+	local kv settable
+	# The clock this sweep runs on: the VM's (vm.sh's lab.clock=), or the host's.
+	# LAB_CMDLINE: another kernel command line to read it from (the tests').
+	RUN_CLOCK=$(sed -n 's/.*\blab\.clock=\([a-z]*\).*/\1/p' "${LAB_CMDLINE:-/proc/cmdline}")
+	RUN_CLOCK=${RUN_CLOCK:-host}
+	# On the virtual clock the runs of a point agree to the instruction: a
+	# workload may want fewer of them there (WL_REPEATS_VIRTUAL).
+	if [ "$RUN_CLOCK" = virtual ] && [ -n "${WL_REPEATS_VIRTUAL:-}" ]; then
+		WL_REPEATS=$WL_REPEATS_VIRTUAL
+	fi
+	REPEATS=${REPEATS:-$WL_REPEATS}
+	STEP_SECONDS=${STEP_SECONDS:-$([ "$RUN_CLOCK" = virtual ] && echo 1 || echo 4)}
+	SCALE=${SCALE:-$(in_vm && echo vm || echo full)}
+	lab_built "$LAB_TOOL"
+	# The knob swept: loops (calibrated into ns) or ns (requested directly).
+	if [ -n "$NS_LIST" ]; then
+		[ -z "$LOOP_LIST" ] || bad_arg "--ns and --loops exclude each other: one knob at a time"
+		KNOB=ns
+		want_rising --ns "$NS_LIST" 5000000 delays
+	else
+		KNOB=loops
+		LOOP_LIST=${LOOP_LIST:-$WL_LOOPS}
+		want_rising --loops "$LOOP_LIST" 1000000 "loop counts"
+	fi
+	want_uint --repeats "$REPEATS" 1
+	want_uint --jobs "$JOBS" 1
+	want_uint --step-seconds "$STEP_SECONDS" 1
+	case $SCALE in full | vm | small) ;; *) bad_arg "--scale wants full, vm or small, not '$SCALE'" ;; esac
+	if [ "$WORKLOAD" = cmd ]; then
+		[ ${#COMMAND[@]} -gt 0 ] || bad_arg "cmd needs a command after '--' (see --help)"
+	elif [ ${#COMMAND[@]} -gt 0 ]; then
+		bad_arg "only the cmd workload takes a command after '--'"
+	fi
+	if [ -n "$STAGE_ONLY$STAGE_FROM" ]; then
+		[ "$STAGING" -eq 1 ] || bad_arg "--no-stage excludes --stage-only and --stage-from"
+		[ -z "$STAGE_ONLY" ] || [ -z "$STAGE_FROM" ] ||
+			bad_arg "--stage-only records on the host, --stage-from unpacks in the VM: one of them"
+	fi
+	[ -z "$STAGE_ONLY" ] || [ "$WL_STAGE" = host ] ||
+		bad_arg "--stage-only: $WORKLOAD stages in the VM, not on the host (WL_STAGE=$WL_STAGE)"
+	[ -z "$STAGE_FROM" ] || [ -d "$STAGE_FROM" ] ||
+		bad_arg "--stage-from wants a folder that --stage-only wrote, not '$STAGE_FROM'"
+	# --set: the module's other parameters (SETTABLE, which meta.json's
+	# delay_settings also records), each once; the module checks the values
+	# when they are written.  SET_NAMES and SET_VALUES in order.
+	SETTABLE=(mode where every first ppm seed delays)
+	settable=${SETTABLE[*]}
+	SET_NAMES=() SET_VALUES=()
+	for kv in "${SETTINGS[@]}"; do
+		[[ $kv =~ ^([a-z]+)=([A-Za-z0-9_:,]+)$ ]] ||
+			bad_arg "--set wants NAME=VALUE (mode=sleep, where=exit, ppm=1000 ...), not '$kv'"
+		case ${BASH_REMATCH[1]} in
+		loops | ns | syscalls | cgroup)
+			bad_arg "--set ${BASH_REMATCH[1]}: the sweep sets it itself (--loops, --ns, --syscalls; the cgroup is the workload's)" ;;
+		esac
+		[[ " ${SETTABLE[*]} " == *" ${BASH_REMATCH[1]} "* ]] ||
+			bad_arg "--set wants one of ${settable// /, }, not '${BASH_REMATCH[1]}'"
+		[[ " ${SET_NAMES[*]} " != *" ${BASH_REMATCH[1]} "* ]] ||
+			bad_arg "--set ${BASH_REMATCH[1]} given twice"
+		SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
+	done
 }
-ALL_VALUES=("${VALUES[@]}")
-PART_K=1 PART_N=1
-if [ -n "$PART" ]; then
-	[[ $PART =~ ^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$ ]] ||
-		bad_arg "--part wants K/N, part K of N (1 <= K <= N), not '$PART'"
-	PART_K=${BASH_REMATCH[1]} PART_N=${BASH_REMATCH[2]}
-	[ "$PART_K" -le "$PART_N" ] || bad_arg "--part wants K/N with K at most N, not '$PART'"
-	[ "$PART_N" -le ${#ALL_VALUES[@]} ] ||
-		bad_arg "--part $PART: $PART_N parts of ${#ALL_VALUES[@]} points leave some empty"
-	[ -z "$STAGE_ONLY" ] || bad_arg "--part goes with a sweep, not with --stage-only"
-	mapfile -t VALUES < <(part_points "$PART_K" "$PART_N" "${ALL_VALUES[@]}")
-	ANALYSIS=0
-fi
-if [ "$DRY_RUN" -eq 1 ]; then
-	printf '%s\n' "${VALUES[@]}"
-	step=
-	case $WORKLOAD in
-	apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
-	redis) step=", $(server_requests) replies a reference" ;;
-	esac
-	log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}"
-	exit 0
-fi
+# --- Phase: plan ------------------------------------------------------------
+# The sweep's points are ALL_VALUES; a part's (--part K/N --points LIST,
+# dealt out by parts.py on the host) are VALUES, each one of the sweep's.
+sweep_plan() {
+	local v list
+	ALL_VALUES=("${VALUES[@]}")
+	PART_K=1 PART_N=1
+	[ ${#POINTS[@]} -le 1 ] || bad_arg "--points given twice"
+	if [ -n "$PART" ]; then
+		[[ $PART =~ ^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$ ]] ||
+			bad_arg "--part wants K/N, part K of N (1 <= K <= N), not '$PART'"
+		PART_K=${BASH_REMATCH[1]} PART_N=${BASH_REMATCH[2]}
+		[ "$PART_K" -le "$PART_N" ] || bad_arg "--part wants K/N with K at most N, not '$PART'"
+		[ "$PART_N" -le ${#ALL_VALUES[@]} ] ||
+			bad_arg "--part $PART: $PART_N parts of ${#ALL_VALUES[@]} points leave some empty"
+		[ -z "$STAGE_ONLY" ] || bad_arg "--part goes with a sweep, not with --stage-only"
+		[ ${#POINTS[@]} -eq 1 ] ||
+			bad_arg "--part $PART wants its points (--points LIST: the host runner deals them out)"
+		list=$(lab_list --points "${POINTS[0]}" 5000000)
+		read -r -a VALUES <<<"$list"
+		for v in "${VALUES[@]}"; do
+			[[ " ${ALL_VALUES[*]} " == *" $v "* ]] ||
+				bad_arg "--points: $v is not one of the sweep's points (${ALL_VALUES[*]})"
+		done
+		ANALYSIS=0
+	elif [ ${#POINTS[@]} -gt 0 ]; then
+		bad_arg "--points goes with --part K/N (a part of a split sweep)"
+	fi
+	if [ "$PLAN" -eq 1 ]; then
+		printf '%s\n' "workload=$WORKLOAD" "clock=$RUN_CLOCK" "knob=$KNOB" \
+			"points=$(IFS=,; echo "${VALUES[*]}")" "repeats=$REPEATS" \
+			"cost_slope=$WL_COST_SLOPE" "stage=$( ((STAGING)) && echo "$WL_STAGE" || echo none)" \
+			"scale=$SCALE" "tree=$TREE"
+		exit 0
+	fi
+	if [ "$DRY_RUN" -eq 1 ]; then
+		printf '%s\n' "${VALUES[@]}"
+		local step=
+		case $WORKLOAD in
+		apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
+		redis) step=", $(server_requests) replies a reference" ;;
+		esac
+		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}"
+		exit 0
+	fi
+}
 
 # The calibration's added latency: ns per loop and the cost of entering the
 # delay, from lablib's fit, the one analyse.py reports.
 calibration_fit() { lab_python "$SWEEP_DIR/progress.py" fit "$1"; }
-if [ -n "$CALIBRATION" ]; then
+
+# A given --calibration: a calibrate folder with a fit, on this clock.
+check_calibration() {
+	[ -n "$CALIBRATION" ] || return 0
 	[ -d "$CALIBRATION" ] || bad_arg "--calibration wants a calibrate result folder, not '$CALIBRATION'"
 	if [ ! -f "$CALIBRATION/raw.csv" ] || [ ! -f "$CALIBRATION/summary.json" ]; then
 		bad_arg "--calibration wants an analysed calibrate result (raw.csv, summary.json), not '$CALIBRATION'"
@@ -397,29 +414,24 @@ if [ -n "$CALIBRATION" ]; then
 		bad_arg "--calibration wants a calibration with a fit, not '$CALIBRATION' ($FIT)"
 	# A loop's ns on the virtual clock is its instructions, on the host's
 	# its time on this machine: one calibration does not stand for the other.
+	local cal_clock
 	cal_clock=$(lab_python "$SWEEP_DIR/progress.py" clock "$CALIBRATION" 2>&1) ||
 		bad_arg "--calibration wants a calibration with a meta.json, not '$CALIBRATION' ($cal_clock)"
 	# --stage-only runs on the host for a sweep in the VM: not its clock.
 	[ -n "$STAGE_ONLY" ] || [ "$cal_clock" = "$RUN_CLOCK" ] ||
 		bad_arg "--calibration was taken on the $cal_clock clock and this sweep runs on the $RUN_CLOCK clock; calibrate on this one (leave --calibration out)"
-fi
-# --- Or only stage (on the host, for the VM): no module, no result -------
-if [ -n "$STAGE_ONLY" ]; then
+}
+
+# --- Phase: stage only (on the host, for the VM): no module, no result ------
+sweep_stage_only() {
 	wl_check
 	LAB_DIR=$(mktemp -d)
 	mkdir "$LAB_DIR/logs"
 	scratch_create
 	trap 'scratch_remove; rm -rf "$LAB_DIR" "${STAGE_PARTIAL[@]}"' EXIT
 	stage_archive "$STAGE_ONLY"
-	exit 0
-fi
+}
 
-[ "$(id -u)" -eq 0 ] || die "must run as root (it sets module parameters and drops caches)"
-grep -q ' syscall_hook_register$' /proc/kallsyms ||
-	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
-LOADED_HERE=0
-DELAY_KO=
-[ -d "$DELAY_DIR" ] || DELAY_KO=$(lab_ko delay)
 # Does the module (loaded, or the one that would be) have parameter $1?
 module_has() {
 	if [ -d "$DELAY_DIR" ]; then
@@ -428,54 +440,51 @@ module_has() {
 		modinfo -p "$DELAY_KO" 2>/dev/null | grep -q "^$1:"
 	fi
 }
-[ "$KNOB" = loops ] || module_has ns ||
-	die "this delay module has no ns parameter; rebuild it ('make module') or use --loops"
-SYSCALL_NRS=
-if [ -n "$SYSCALL_NAMES" ]; then
-	module_has syscalls ||
-		die "this delay module has no syscalls parameter; rebuild it ('make module')"
-	# It says itself what is wrong; set -e stops here if it does.
-	SYSCALL_NRS=$(syscall_numbers "$SYSCALL_NAMES")
-fi
-[ ! -d "$DELAY_DIR" ] || module_has cgroup ||
-	die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
-for name in "${SET_NAMES[@]}"; do
-	module_has "$name" ||
-		die "this delay module has no $name parameter; rebuild it ('make module')"
-done
-if [ -z "$CALIBRATION" ] && [ "$KNOB" = loops ]; then
-	[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
-		die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
-fi
-wl_check
 
-# --- Set up: result folder, module, cgroup; undo it all however we end -----
-lab_begin "$OUTPUT" "$WORKLOAD"
-mkdir "$LAB_DIR/logs"
-mkdir -p "$WORKDIR"
-OLD_LOOPS=
-OLD_NS=
-OLD_SYSCALLS=
-OLD_CGROUP=
-OLD_SET=()
+# --- Phase: check the kernel, the module and the workload's tools ----------
+sweep_check_kernel() {
+	local name
+	[ "$(id -u)" -eq 0 ] || die "must run as root (it sets module parameters and drops caches)"
+	grep -q ' syscall_hook_register$' /proc/kallsyms ||
+		die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
+	LOADED_HERE=0
+	DELAY_KO=
+	[ -d "$DELAY_DIR" ] || DELAY_KO=$(lab_ko delay)
+	[ "$KNOB" = loops ] || module_has ns ||
+		die "this delay module has no ns parameter; rebuild it ('make module') or use --loops"
+	SYSCALL_NRS=
+	if [ -n "$SYSCALL_NAMES" ]; then
+		module_has syscalls ||
+			die "this delay module has no syscalls parameter; rebuild it ('make module')"
+		# It says itself what is wrong; set -e stops here if it does.
+		SYSCALL_NRS=$(syscall_numbers "$SYSCALL_NAMES")
+	fi
+	[ ! -d "$DELAY_DIR" ] || module_has cgroup ||
+		die "the loaded delay module has no cgroup parameter; rmmod it so the current one is loaded"
+	for name in "${SET_NAMES[@]}"; do
+		module_has "$name" ||
+			die "this delay module has no $name parameter; rebuild it ('make module')"
+	done
+	if [ -z "$CALIBRATION" ] && [ "$KNOB" = loops ]; then
+		[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
+			die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
+	fi
+	wl_check
+}
 
-# Put the module and the cgroup back as they were; done before the result
-# folder gets its final name, and by the EXIT trap if the sweep stops first.
+# --- Phase: finish (and the EXIT trap, however the sweep ends) -------------
+# Stop the workload, put the machine's settings back (the module's
+# parameters, a server's sysctls: restore_settings), unload the module if
+# the sweep loaded it, and remove the cgroup, trace instance and staged
+# root; done before the result folder gets its final name.
 restore() {
 	wl_finish || true
-	if [ -d "$DELAY_DIR" ]; then
-		if [ "$LOADED_HERE" -eq 1 ]; then
-			rmmod delay || log "warning: could not unload the delay module"
-		else
-			# Of loops and ns, writing one clears the other: the one in force last.
-			[ -z "$OLD_LOOPS" ] || delay_write loops "$OLD_LOOPS" || true
-			[ -z "$OLD_NS" ] || [ "$OLD_NS" = 0 ] || delay_write ns "$OLD_NS" || true
-			[ -z "$SYSCALL_NRS" ] || delay_write syscalls "$OLD_SYSCALLS" || true
-			delay_write cgroup "$OLD_CGROUP" 2>/dev/null || true
-			for j in "${!OLD_SET[@]}"; do
-				delay_write "${SET_NAMES[j]}" "${OLD_SET[j]}" || true
-			done
-		fi
+	if [ "$LOADED_HERE" -eq 1 ]; then
+		forget_settings "$DELAY_DIR/"
+		restore_settings
+		[ ! -d "$DELAY_DIR" ] || rmmod delay || log "warning: could not unload the delay module"
+	else
+		restore_settings
 	fi
 	work_cgroup_remove
 	p9_teardown
@@ -489,84 +498,105 @@ stopped() {
 	log "stopped; what was measured is in $LAB_DIR"
 	exit "$status"
 }
-trap stopped EXIT
-# Only a TERM sent to the worker itself comes here; Ctrl-C does not.
-trap 'log "terminated"; exit 143' TERM
 
-if [ ! -d "$DELAY_DIR" ]; then
-	insmod "$DELAY_KO"
-	LOADED_HERE=1
-fi
-OLD_LOOPS=$(cat "$DELAY_LOOPS")
-[ ! -e "$DELAY_NS" ] || OLD_NS=$(cat "$DELAY_NS")
-[ -z "$SYSCALL_NRS" ] || OLD_SYSCALLS=$(cat "$DELAY_SYSCALLS")
-OLD_CGROUP=$(cat "$DELAY_CGROUP")
-delay_set loops 0
-delay_set cgroup ""
-[ -z "$SYSCALL_NRS" ] || delay_set syscalls "$SYSCALL_NRS"
-for j in "${!SET_NAMES[@]}"; do
-	OLD_SET[j]=$(cat "$DELAY_DIR/parameters/${SET_NAMES[j]}")
-	delay_set "${SET_NAMES[j]}" "${SET_VALUES[j]}"
-done
-work_cgroup_create
-p9_setup
-scratch_create
-
-# meta.json: the settings as separate arguments, so that a path with spaces
-# or quotes in it stays what it is.  The cmd workload's command is the part
-# of meta.json's "command" after '--'.
-mapfile -t wl_pairs < <(wl_settings)
-meta_args=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${ALL_VALUES[*]}")]"
-	syscalls="${SYSCALL_NAMES:-all}" syscall_numbers="${SYSCALL_NRS:-all}"
-	repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
-	in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
-	module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
-	calibration_from="${CALIBRATION:-$([ "$KNOB" = ns ] && echo "none: ns mode" ||
-		{ [ "$PART_K" -gt 1 ] && echo "part 1 of $PART_N"; } ||
-		echo "calibrated by the sweep, after its points")}")
-# A part says which it is and which points are its own; the full list
-# above is the sweep's.
-[ -z "$PART" ] ||
-	meta_args+=(part="$PART" "part_points:=[$(IFS=,; echo "${VALUES[*]}")]")
-for kv in "${wl_pairs[@]}"; do meta_args+=("workload_settings.$kv"); done
-# The module's other parameters as the sweep ran them (its defaults where
-# --set left them), read back from the module.
-for name in "${SETTABLE[@]}"; do
-	[ ! -e "$DELAY_DIR/parameters/$name" ] ||
-		meta_args+=("delay_settings.$name=$(cat "$DELAY_DIR/parameters/$name")")
-done
-# Written now, so that an interrupted sweep has it, and again once the
-# workload is staged, with what was.
+# write_meta: meta.json, through 'lab meta' (each setting a separate
+# argument, so that a path with spaces or quotes in it stays what it is).
+# Written at set-up, so that an interrupted sweep has it, and again once
+# the workload is staged, with what was.  The cmd workload's command is
+# the part of meta.json's "command" after '--'.
 write_meta() {
-	"$LAB_TOOL" meta "$LAB_DIR" "$WORKLOAD" "${meta_args[@]}" staging:="$([ "$STAGING" -eq 1 ] && echo true || echo false)" \
+	"$LAB_TOOL" meta "$LAB_DIR" "$WORKLOAD" "${META_ARGS[@]}" \
+		staging:="$([ "$STAGING" -eq 1 ] && echo true || echo false)" \
 		stage:="$STAGE_INFO" ${STAGE_CHECK:+stage_check="$STAGE_CHECK"} -- "$0" "${ARGS[@]}" ||
 		die "cannot write $LAB_DIR/meta.json"
 }
-write_meta
 
-# --- The calibration: the given one, part 1's, or the sweep's own --------
-NS_PER_LOOP='' ENTRY_NS=''
-CALIBRATE_AFTER=0
-if [ -n "$CALIBRATION" ]; then
-	cp -r "$CALIBRATION/." "$LAB_DIR/calibration"
-	read -r NS_PER_LOOP ENTRY_NS <<<"$FIT"
-	log "added latency: $ENTRY_NS ns + $NS_PER_LOOP ns per loop"
-elif [ "$KNOB" = loops ] && [ "$PART_K" -gt 1 ]; then
-	log "part $PART: the calibration is part 1's"
-elif [ "$KNOB" = loops ]; then
-	CALIBRATE_AFTER=1
-fi
+# --- Phase: set up: result folder, module, cgroup, meta.json ---------------
+sweep_setup() {
+	local j name kv wl_pairs cal_from
+	lab_begin "$OUTPUT" "$WORKLOAD"
+	mkdir "$LAB_DIR/logs"
+	mkdir -p "$WORKDIR"
+	trap stopped EXIT
+	# Only a TERM sent to the worker itself comes here; Ctrl-C does not.
+	trap 'log "terminated"; exit 143' TERM
+	if [ ! -d "$DELAY_DIR" ]; then
+		insmod "$DELAY_KO"
+		LOADED_HERE=1
+	fi
+	# Of loops and ns, writing one clears the other: the one in force is
+	# kept first, so that it is written back last.
+	if [ -e "$DELAY_NS" ] && [ "$(cat "$DELAY_NS")" != 0 ]; then
+		save_setting "$DELAY_NS"
+	fi
+	save_setting "$DELAY_LOOPS"
+	[ ! -e "$DELAY_NS" ] || save_setting "$DELAY_NS"
+	OLD_LOOPS=$(cat "$DELAY_LOOPS")
+	OLD_CGROUP=$(cat "$DELAY_CGROUP")
+	delay_set loops 0
+	delay_set cgroup ""
+	[ -z "$SYSCALL_NRS" ] || delay_set syscalls "$SYSCALL_NRS"
+	for j in "${!SET_NAMES[@]}"; do
+		delay_set "${SET_NAMES[j]}" "${SET_VALUES[j]}"
+	done
+	work_cgroup_create
+	p9_setup
+	scratch_create
+
+	mapfile -t wl_pairs < <(wl_settings)
+	if [ -n "$CALIBRATION" ]; then
+		cal_from=$CALIBRATION
+	elif [ "$KNOB" = ns ]; then
+		cal_from="none: ns mode"
+	elif [ "$PART_K" -gt 1 ]; then
+		cal_from="part 1 of $PART_N"
+	else
+		cal_from="calibrated by the sweep, after its points"
+	fi
+	META_ARGS=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${ALL_VALUES[*]}")]"
+		syscalls="${SYSCALL_NAMES:-all}" syscall_numbers="${SYSCALL_NRS:-all}"
+		repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
+		in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
+		module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
+		calibration_from="$cal_from")
+	# A part says which it is and which points are its own; the full list
+	# above is the sweep's.
+	[ -z "$PART" ] ||
+		META_ARGS+=(part="$PART" "part_points:=[$(IFS=,; echo "${VALUES[*]}")]")
+	for kv in "${wl_pairs[@]}"; do META_ARGS+=("workload_settings.$kv"); done
+	# The module's other parameters as the sweep ran them (its defaults where
+	# --set left them), read back from the module.
+	for name in "${SETTABLE[@]}"; do
+		[ ! -e "$DELAY_DIR/parameters/$name" ] ||
+			META_ARGS+=("delay_settings.$name=$(cat "$DELAY_DIR/parameters/$name")")
+	done
+	write_meta
+
+	# The calibration: the given one, part 1's, or the sweep's own.
+	NS_PER_LOOP='' ENTRY_NS=''
+	CALIBRATE_AFTER=0
+	if [ -n "$CALIBRATION" ]; then
+		cp -r "$CALIBRATION/." "$LAB_DIR/calibration"
+		read -r NS_PER_LOOP ENTRY_NS <<<"$FIT"
+		log "added latency: $ENTRY_NS ns + $NS_PER_LOOP ns per loop"
+	elif [ "$KNOB" = loops ] && [ "$PART_K" -gt 1 ]; then
+		log "part $PART: the calibration is part 1's"
+	elif [ "$KNOB" = loops ]; then
+		CALIBRATE_AFTER=1
+	fi
+
+	# From here on only the work cgroup is delayed.
+	delay_set cgroup "$WORK_CG_PATH"
+	lab_python "$SWEEP_DIR/progress.py" columns >"$LAB_DIR/raw.csv" ||
+		die "cannot write $LAB_DIR/raw.csv"
+	echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
+	wl_prepare
+	write_meta
+}
 
 # calibrate_here: calibrate the sweep's loop counts (every task delayed, on
-# CPU 0), after its points and with the workload stopped.  Before them,
-# the calibration's million delayed calls changed what came next: on the
-# virtual clock Apache's reply at loops 0 took 95.97-96.03 us after it and
-# 95.75-95.76 in boots without it, where every delayed point agreed within
-# 0.04 % (2026-11-29).  After them, every boot and every part meets its
-# first point as the boot left it.  The calibration meets the state the
-# workload left instead: after Apache its undelayed close took 393 ns in
-# every batch, where a fresh boot's batches took 363 or 393 ns, so that
-# the fit's added latency can be 30 ns lower (0.25 % at 4000 loops).
+# CPU 0), after its points and with the workload stopped (NOTES.md,
+# "Calibrating after the points", says why after).
 calibrate_here() {
 	# 100 batches of 1000 calls a point in 3 rounds, fewer when the loop
 	# counts are so large that those would take minutes (2000 calls at
@@ -587,14 +617,6 @@ calibrate_here() {
 	log "added latency: $ENTRY_NS ns + $NS_PER_LOOP ns per loop"
 }
 
-# From here on only the work cgroup is delayed.
-delay_set cgroup "$WORK_CG_PATH"
-echo "$RAW_HEADER" >"$LAB_DIR/raw.csv"
-
-wl_prepare
-write_meta
-
-# --- The sweep: one group of repeats per loop count ------------------------
 # Mean time per unit of work of the rows just recorded for this point, the
 # first measure only, for the progress line.
 point_summary() { lab_python "$SWEEP_DIR/progress.py" point "$LAB_DIR/raw.csv" "$LOOPS" "$NS"; }
@@ -609,20 +631,13 @@ fmt_duration() {
 }
 
 # The module's own account of a point: delayed calls and the ns it spun.
-# LOOPS or NS, POINT (for messages) and TAG (for log names) are the
-# current point's, for the workload's wl_run.
 stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
-echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
 
-npoints=${#VALUES[@]}
-started=$SECONDS
-# On the virtual clock the guest's seconds pass as it executes: not the
-# host's (several times slower under TCG, and with the host's load).
-TIME_IS=
-[ "$RUN_CLOCK" != virtual ] || TIME_IS=" (guest time)"
-i=0
-for value in "${VALUES[@]}"; do
-	i=$((i + 1))
+# --- Phase: one point: its repeats, the module's account, a progress line --
+# sweep_point I VALUE: point I of the part's VALUES.  LOOPS or NS, POINT
+# (for messages), TAG (for log names) and REPEAT are the workload's wl_run's.
+sweep_point() {
+	local i=$1 value=$2 d0 s0 d1 s1 measured elapsed eta added
 	# shellcheck disable=SC2034  # TAG is the workload's (lib/*.sh)
 	if [ "$KNOB" = ns ]; then
 		LOOPS='' NS=$value POINT="ns=$value" TAG=ns$value
@@ -645,8 +660,8 @@ for value in "${VALUES[@]}"; do
 		measured=$(awk -v d=$((d1 - d0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", s / d }')
 	fi
 	echo "$LOOPS,$NS,${d1:+$((d1 - d0))},${s1:+$((s1 - s0))},$measured" >>"$LAB_DIR/points.csv"
-	elapsed=$((SECONDS - started))
-	eta=$((elapsed * (npoints - i) / i))
+	elapsed=$((SECONDS - STARTED))
+	eta=$((elapsed * (${#VALUES[@]} - i) / i))
 	if [ "$KNOB" = ns ]; then
 		added="+$value ns requested"
 	elif [ "$CALIBRATE_AFTER" -eq 1 ]; then
@@ -657,14 +672,38 @@ for value in "${VALUES[@]}"; do
 		added=$(awk -v l="$value" -v k="$NS_PER_LOOP" -v e="$ENTRY_NS" \
 			'BEGIN { printf "+%.0f ns calibrated", l ? e + l * k : 0 }')
 	fi
-	log "${PART:+part $PART: }[$i/$npoints] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")$TIME_IS"
-done
+	log "${PART:+part $PART: }[$i/${#VALUES[@]}] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")$TIME_IS"
+}
 
-[ "$CALIBRATE_AFTER" -eq 0 ] || calibrate_here
-restore
-lab_commit "$WORKLOAD"
-if [ "$ANALYSIS" -eq 1 ]; then
-	lab_python "$SWEEP_DIR/analyse.py" "$LAB_DIR" ||
-		die "the analysis failed; the measurements are in $LAB_DIR"
+sweep_finish() {
+	[ "$CALIBRATE_AFTER" -eq 0 ] || calibrate_here
+	restore
+	lab_commit "$WORKLOAD"
+	if [ "$ANALYSIS" -eq 1 ]; then
+		lab_python "$SWEEP_DIR/analyse.py" "$LAB_DIR" ||
+			die "the analysis failed; the measurements are in $LAB_DIR"
+	fi
+	log "results: $LAB_DIR"
+}
+
+# --- The sweep: the phases in order -----------------------------------------
+sweep_check
+sweep_plan
+check_calibration
+if [ -n "$STAGE_ONLY" ]; then
+	sweep_stage_only
+	exit 0
 fi
-log "results: $LAB_DIR"
+sweep_check_kernel
+sweep_setup
+# On the virtual clock the guest's seconds pass as it executes: not the
+# host's (several times slower under TCG, and with the host's load).
+TIME_IS=
+[ "$RUN_CLOCK" != virtual ] || TIME_IS=" (guest time)"
+STARTED=$SECONDS
+i=0
+for value in "${VALUES[@]}"; do
+	i=$((i + 1))
+	sweep_point "$i" "$value"
+done
+sweep_finish

@@ -1,5 +1,5 @@
-"""A sweep split into parts (sweep.sh --part K/N, run.sh --vms N)
-merges into the files a serial sweep writes: workloads/merge.py on parts
+"""A sweep split into parts (sweep.sh --part K/N --points LIST, run.sh
+--vms N) merges into the files a serial sweep writes: parts.py merge on parts
 cut from a real sweep, and run.sh's whole path (GNU parallel, the
 merge, the analysis) with a stand-in for the VM, on this machine and on a
 'remote' one reached through a stand-in for ssh."""
@@ -21,7 +21,7 @@ CSVS = ("raw.csv", "points.csv")
 # The VM's stand-in: prints the clock for 'vm.sh --clock'; for
 # 'vm.sh -- sweep.sh W ... -o OUT' it writes the result folder that
 # sweep.sh would, cut from FAKE_SWEEP: every point of the sweep, or a
-# part's (--part K/N: its points from sweep.sh --dry-run itself), with
+# part's (--part K/N --points LIST: its points from sweep.sh --dry-run), with
 # the settings and logs a part has.
 FAKE_VM = r'''#!/usr/bin/env python3
 import csv, json, os, pathlib, shutil, subprocess, sys
@@ -66,7 +66,7 @@ for name in ("raw.csv", "points.csv"):
 
 
 def merge(root, into, *parts, status=0):
-    r = subprocess.run([sys.executable, root / "workloads/merge.py", into, *parts],
+    r = subprocess.run([sys.executable, root / "workloads/parts.py", "merge", into, *parts],
                        capture_output=True, text=True)
     assert r.returncode == status, r.stderr
     return r
@@ -75,10 +75,12 @@ def merge(root, into, *parts, status=0):
 def cut(root, tmp_path, n, stub):
     """The parts 1..N of SERIAL, as the stand-in VM writes them."""
     out = []
+    shares = load_script("workloads/parts.py").balance(list(range(0, 6001, 750)), n)
     for k in range(1, n + 1):
         d = tmp_path / f"part{k}"
         subprocess.run([stub, "--", root / "workloads/sweep.sh", "grep", "-l", LOOPS,
-                        "--part", f"{k}/{n}", "-o", d], check=True,
+                        "--part", f"{k}/{n}", "--points", ",".join(map(str, shares[k - 1])),
+                        "-o", d], check=True,
                        env={**os.environ, "FAKE_SWEEP": str(SERIAL)})
         out.append(d / os.readlink(d / "latest-grep"))
     return out
@@ -186,7 +188,7 @@ def sweep_vm(root, tmp_path, stub, *args, **env):
 def test_a_split_sweep_runs_merges_and_analyses(root, tmp_path, stub):
     r = sweep_vm(root, tmp_path, stub, "--vms", "2")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "9 points in 2 parts" in r.stderr
+    assert "grep on the virtual clock: 9 points in 2 VMs at once (--vms 2)" in r.stderr
     # The whole sweep's progress after each point of a part ... (the stand-in
     # prints none) and the merged, analysed folder.
     folder = tmp_path / "results" / os.readlink(tmp_path / "results/latest-grep")
@@ -273,9 +275,9 @@ def test_an_empty_login_file_is_refused(root, tmp_path, stub):
 
 
 def sweep_progress(total, lines, ticks):
-    """All that progress.py's parts filter writes for these lines, the
+    """All that parts.py's progress filter writes for these lines, the
     host's time taken from ticks (the start, then each point's line)."""
-    progress = load_script("workloads/progress.py")
+    parts = load_script("workloads/parts.py")
     out = []
 
     class Out:
@@ -285,7 +287,7 @@ def sweep_progress(total, lines, ticks):
         def flush(self):
             pass
     ticks = iter(ticks)
-    progress.parts(total, lines, Out(), lambda: next(ticks))
+    parts.progress(total, lines, Out(), lambda: next(ticks))
     return out
 
 
@@ -322,3 +324,94 @@ def test_progress_of_a_serial_sweep_of_two_workloads(root):
         "run.sh: the sweep: 1 of 5 points; elapsed 1m40s\n",
         "run.sh: the sweep: 2 of 5 points; elapsed 2m40s, ETA 3m00s\n",
         "run.sh: the sweep: 3 of 5 points; elapsed 3m40s, ETA 2m00s\n"]
+
+
+PLAN = """workload=kbuild
+clock=virtual
+knob=loops
+points=0,1500,3000
+repeats=3
+cost_slope=1
+stage=host
+scale=vm
+tree=/t
+workload=apache
+points=0,1000,2000,3000,4000
+cost_slope=-0.4
+stage=guest
+scale=vm
+"""
+
+
+@pytest.mark.parametrize("kwargs, n, why", [
+    (dict(cores=2, loadavg=0.1), 2, "the virtual clock: 2 cores, load average 0.10, 2 free"),
+    # Another sweep's load still in the average: one VM, and it says so.
+    (dict(cores=2, loadavg=1.2), 1, "1 free (something else holds the rest; --vms N"),
+    (dict(cores=8, loadavg=0), 3, "8 free; no more parts than the 3 points of a workload"),
+    (dict(vms=2), 2, "--vms 2"),
+    (dict(logins=3), 3, "one a machine of the login file's 3"),
+])
+def test_a_sweep_says_how_many_vms_and_why(kwargs, n, why):
+    parts = load_script("workloads/parts.py")
+    got, said = parts.choose_vms(parts.read_plan(PLAN), "virtual", **kwargs)
+    assert got == n and why in said
+
+
+def test_the_host_clock_runs_one_vm_and_refuses_more():
+    parts = load_script("workloads/parts.py")
+    plan = parts.read_plan(PLAN)
+    n, why = parts.choose_vms(plan, "host", cores=8, loadavg=0)
+    assert n == 1 and "host clock" in why
+    with pytest.raises(parts.BadPlan, match="only on the virtual clock"):
+        parts.choose_vms(plan, "host", vms=2)
+
+
+def test_the_plan_deals_each_workload_its_own_points():
+    parts = load_script("workloads/parts.py")
+    lines = parts.plan_lines(parts.read_plan(PLAN), 2, "why")
+    assert lines[:3] == ["vms 2", "why why", "total 8"]
+    assert "stage kbuild host" in lines and "stage apache guest" in lines
+    got = {tuple(line.split()[1:3]): line.split()[3] for line in lines if line.startswith("part ")}
+    assert got == {("1", "kbuild"): "0,1500", ("2", "kbuild"): "3000",
+                   ("1", "apache"): "0,1000", ("2", "apache"): "2000,3000,4000"}
+
+
+@pytest.mark.parametrize("values, n, slope", [
+    (list(range(0, 6001, 750)), 2, 1), (list(range(0, 6001, 750)), 3, 1),
+    (list(range(0, 8001, 1000)), 2, -0.4), (list(range(0, 12001, 1500)), 4, 1),
+    ([0, 10, 20000], 2, 1), ([0, 5], 2, 1),
+])
+def test_the_parts_take_about_as_long(values, n, slope):
+    """Every point in exactly one part, none empty, and no part dearer than
+    another by more than its dearest point: a move or swap would have
+    helped otherwise."""
+    parts = load_script("workloads/parts.py")
+    shares = parts.balance(values, n, slope)
+    assert sorted(v for s in shares for v in s) == values and all(shares)
+    top = max(values)
+
+    def cost(v):
+        return 1 + slope * v / top
+
+    loads = [sum(map(cost, s)) + (0.1 if k == 0 else 0) for k, s in enumerate(shares)]
+    assert max(loads) - min(loads) <= max(map(cost, values))
+    # The same on every machine: a pure function of its arguments.
+    assert parts.balance(list(reversed(values)), n, slope) == shares
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "names no workload"),
+    ("points=0,1\n", "before any workload"),
+    ("workload=grep\nnonsense\n", "is not KEY=VALUE"),
+    ("workload=grep\npoints=0,1\n", "has no cost_slope"),
+])
+def test_a_plan_sweep_sh_did_not_print_is_refused(text, message):
+    parts = load_script("workloads/parts.py")
+    with pytest.raises(parts.BadPlan, match=message):
+        parts.read_plan(text)
+
+
+def test_more_parts_than_points_are_refused():
+    parts = load_script("workloads/parts.py")
+    with pytest.raises(parts.BadPlan, match="leave some empty"):
+        parts.balance([0, 1], 3)

@@ -58,9 +58,50 @@ def test_kbuild_and_grep_keep_their_runs_on_both_clocks(root, tmp_path, workload
     ("grep", [[2250, 3750, 4500, 6000], [0, 750, 1500, 3000, 5250]]),
 ])
 def test_a_split_balances_the_points_by_their_cost(root, tmp_path, workload, parts):
-    got = [[int(v) for v in dry_run(root, tmp_path, "virtual", workload, "--part", f"{k}/2")[0]]
-           for k in (1, 2)]
+    """The plan that run.sh reads gives each workload's points and their
+    cost (sweep.sh --plan); parts.py deals them; a part runs what it is
+    given."""
+    out = subprocess.run([root / "workloads/sweep.sh", workload, "--plan"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "LAB_CMDLINE": "/dev/null"})
+    split = subprocess.run([root / ".venv/bin/python", root / "workloads/parts.py", "plan",
+                            "--clock", "virtual", "--vms", "2"], input=out.stdout,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    got = [[int(v) for v in line.split()[3].split(",")] for line in split
+           if line.startswith("part ")]
     assert got == parts
+    for k, points in enumerate(parts, 1):
+        given = ",".join(map(str, points))
+        ran, _ = dry_run(root, tmp_path, "virtual", workload, "--part", f"{k}/2",
+                         "--points", given)
+        assert [int(v) for v in ran] == points
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--part", "1/2"], "wants its points"),
+    (["--part", "1/2", "--points", "0,1"], "1 is not one of the sweep's points"),
+    (["--points", "0"], "--points goes with --part"),
+])
+def test_a_part_runs_the_points_it_is_given(root, tmp_path, args, message):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("lab.clock=virtual\n")
+    r = subprocess.run([root / "workloads/sweep.sh", "grep", *args, "--dry-run"],
+                       capture_output=True, text=True, env={**os.environ,
+                                                            "LAB_CMDLINE": str(cmdline)})
+    assert r.returncode == 2 and message in r.stderr
+
+
+def test_the_plan_of_all_names_each_workload_and_where_it_stages(root):
+    out = subprocess.run([root / "workloads/sweep.sh", "all", "--plan"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "LAB_CMDLINE": "/dev/null"})
+    blocks = [dict(line.split("=", 1) for line in b.strip().split("\n"))
+              for b in ("\n" + out.stdout).split("\nworkload=")[1:]
+              for b in ["workload=" + b]]
+    assert [(b["workload"], b["stage"]) for b in blocks] == [
+        ("kbuild", "host"), ("grep", "host"), ("apache", "guest")]
+    out = subprocess.run([root / "workloads/sweep.sh", "all", "--no-stage", "--plan"],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "LAB_CMDLINE": "/dev/null"})
+    assert out.stdout.count("stage=none") == 3
 
 
 def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
@@ -133,7 +174,7 @@ RUNNER_BAD = [
      "--calibration wants a calibrate result folder"),
     ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
     ("workloads/sweep.sh", ["apache", "--stage-only", "x"], {},
-     "--stage-only goes with kbuild, grep and cmd"),
+     "--stage-only: apache stages in the VM, not on the host"),
     ("workloads/run.sh", ["grep", "-o", "/tmp/x"], {}, "the VM has a /tmp of its own"),
     ("workloads/run.sh", [], {}, "usage: run.sh"),
 ]
@@ -186,28 +227,21 @@ def test_run_sh_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
     assert r.returncode == 1 and f"no new {workload} sweep" in r.stderr
 
 
-@pytest.mark.parametrize("log, said", [
-    # Three clean replies of 7 calls; two met other work (12 calls): the
-    # mean of the clean ones, whatever the order.
-    ("200 0.000096 7\n200 0.000120 12\n200 0.000095 7\nerror connect\n"
-     "200 0.000119 12\n200 0.000097 7\n", "9.6e-05 7 3"),
-    # More replies met other work than did not: still the clean ones.
-    ("200 0.000265 12\n200 0.000180 7\n200 0.000266 12\n200 0.000181 7\n"
-     "200 0.000264 12\n", "0.0001805 7 2"),
-    # Ten clean replies: a tenth off each end (the 3 us longer one and the
-    # fastest), the mean of the other eight.
-    ("".join(f"200 0.0000{t} 7\n" for t in (950, 951, 952, 951, 950, 980, 952, 951, 950, 949)),
-     "9.50875e-05 7 10"),
-    ("error connect\n", "0 0 0"),
-])
-def test_a_reference_run_is_its_clean_replies(root, tmp_path, log, said):
-    """workloads/lib/server.sh's reply_clean: a run's reply is the mean of
-    the replies that made the fewest delayed calls, a tenth of them off
-    each end; one that made more met other work of the server in its
-    span."""
-    (tmp_path / "reply.txt").write_text(log)
-    r = subprocess.run(["bash", "-c", f". {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; "
-                        f". {root}/workloads/lib/server.sh; reply_clean {tmp_path}/reply.txt"],
-                       capture_output=True, text=True)
+def test_kbuild_is_configured_without_the_hosts_own_tools(root, tmp_path):
+    """kbuild-prepare.sh configures in the workloads' fixed environment: a
+    rustc that only the caller's PATH has (a rustup's ~/.cargo/bin) does
+    not reach the .config, which every timed build reads."""
+    tree = root / "build/src/linux-source-6.12"
+    if not (tree / "Makefile").exists():
+        pytest.skip("no kernel tree (make kernel)")
+    bin_dir = tmp_path / "cargo-bin"
+    bin_dir.mkdir()
+    rustc = bin_dir / "rustc"
+    rustc.write_text("#!/bin/sh\necho 'rustc 1.95.0 (59807616e 2026-04-14)'\n")
+    rustc.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    r = subprocess.run([root / "workloads/kbuild-prepare.sh", "small", tmp_path / "obj", tree],
+                       capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == said + "\n"
+    config = (tmp_path / "obj/.config").read_text()
+    assert "CONFIG_RUSTC_VERSION=0\n" in config

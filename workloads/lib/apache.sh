@@ -26,6 +26,7 @@
 
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
+WL_STAGE=guest
 WL_REPEATS_VIRTUAL=2
 # A point gets cheaper as its delay grows (a spin emulates faster than
 # Apache's own code): the cost sweep.sh part_points balances parts by.
@@ -64,7 +65,6 @@ esac
 APACHE_TIME_WAIT=${APACHE_TIME_WAIT:-0}
 TIME_WAIT_SYSCTL=/proc/sys/net/ipv4/tcp_max_tw_buckets
 TIME_WAIT_BEFORE=
-TIME_WAIT_SET=0
 [ "$APACHE_TIME_WAIT" = keep ] || want_uint APACHE_TIME_WAIT "$APACHE_TIME_WAIT" 0
 
 srv_check() {
@@ -101,10 +101,8 @@ srv_prepare() {
 }
 
 srv_setup() {
-	if [ "$APACHE_TIME_WAIT" != keep ]; then
-		echo "$APACHE_TIME_WAIT" >"$TIME_WAIT_SYSCTL" || die "cannot write $TIME_WAIT_SYSCTL"
-		TIME_WAIT_SET=1
-	fi
+	[ "$APACHE_TIME_WAIT" = keep ] || set_setting "$TIME_WAIT_SYSCTL" "$APACHE_TIME_WAIT" ||
+		die "cannot write $TIME_WAIT_SYSCTL"
 	log "$("$APACHE_BIN" -v | sed -n 's/^Server version: //p')"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained,server_s,window_s" >"$LAB_DIR/saturation.csv"
 }
@@ -248,11 +246,6 @@ saturation_step() {
 }
 
 srv_finish() {
-	if [ "$TIME_WAIT_SET" -eq 1 ]; then
-		echo "$TIME_WAIT_BEFORE" >"$TIME_WAIT_SYSCTL" ||
-			log "warning: could not put $TIME_WAIT_SYSCTL back to $TIME_WAIT_BEFORE"
-		TIME_WAIT_SET=0
-	fi
 	[ -z "$SRV_DIR" ] || [ ! -f "$SRV_DIR/error.log" ] ||
 		cp "$SRV_DIR/error.log" "$LAB_DIR/logs/httpd-error.log" 2>/dev/null || true
 }

@@ -14,6 +14,7 @@
 # analyse.py says each point is not exact, and why.
 WL_LOOPS=0:500:100
 WL_REPEATS=3
+WL_STAGE=host
 CMD_CWD=
 
 wl_check() {

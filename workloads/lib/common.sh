@@ -290,14 +290,48 @@ in_work_cgroup() {
 
 delay_calls() { cat "$DELAY_CALLS"; }
 
-# Write a module parameter; the module refuses bad values with an errno.
-# A newline, so that an empty value is a write too.
-delay_write() {
-	printf '%s\n' "$2" >"$DELAY_DIR/parameters/$1"
+# --- The machine's settings a sweep changes, put back however it ends -------
+# save_setting FILE: keep FILE's value (a module parameter, a sysctl, a
+# debugfs knob) the first time, for restore_settings; status 1 if it
+# cannot be read.  set_setting FILE VALUE: save it, then write VALUE and a
+# newline (so that an empty value is a write too; a module refuses a bad one
+# with an errno).
+# restore_settings writes every kept value back, the newest first, and
+# says which it could not; forget_settings PREFIX drops those under PREFIX
+# (a module unloaded: its parameters went with it).
+SAVED_FILES=() SAVED_VALUES=()
+save_setting() {
+	local f v
+	for f in "${SAVED_FILES[@]}"; do [ "$f" != "$1" ] || return 0; done
+	v=$(cat "$1") || return 1
+	SAVED_FILES+=("$1") SAVED_VALUES+=("$v")
+}
+set_setting() {
+	save_setting "$1" || return 1
+	printf '%s\n' "$2" >"$1"
+}
+restore_settings() {
+	local i
+	for ((i = ${#SAVED_FILES[@]} - 1; i >= 0; i--)); do
+		printf '%s\n' "${SAVED_VALUES[i]}" >"${SAVED_FILES[i]}" 2>/dev/null ||
+			log "warning: could not put ${SAVED_FILES[i]} back to '${SAVED_VALUES[i]}'"
+	done
+	SAVED_FILES=() SAVED_VALUES=()
+}
+forget_settings() {
+	local i files=() values=()
+	for i in "${!SAVED_FILES[@]}"; do
+		[[ ${SAVED_FILES[i]} == "$1"* ]] ||
+			{ files+=("${SAVED_FILES[i]}"); values+=("${SAVED_VALUES[i]}"); }
+	done
+	SAVED_FILES=("${files[@]}") SAVED_VALUES=("${values[@]}")
 }
 
+# delay_set NAME VALUE: one of the delay module's parameters, put back at
+# the end (restore_settings); dies if the module refuses the value.
 delay_set() {
-	delay_write "$1" "$2" || die "the delay module refused $1='$2'"
+	set_setting "$DELAY_DIR/parameters/$1" "$2" 2>/dev/null ||
+		die "the delay module refused $1='$2'"
 }
 
 # The Linux tree kbuild and grep work on: a bad --tree, or a missing
@@ -372,8 +406,8 @@ p9_keep() {
 
 # record MEASURE UNITS SECONDS SYSCALLS ERRORS DETAIL: one row of raw.csv
 # for the current point (LOOPS, or NS in ns mode: the other is empty) and
-# REPEAT, with the 9p requests of the window just closed (P9_COUNT).
-RAW_HEADER="workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,p9_requests,detail"
+# REPEAT, with the 9p requests of the window just closed (P9_COUNT); the
+# fields in the order of lablib's RAW_COLUMNS, the header sweep.sh writes.
 record() {
 	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
 		"$2" "$3" "$4" "$5" "$P9_COUNT" "$(csv_field "$6")" >>"$LAB_DIR/raw.csv"

@@ -11,6 +11,7 @@
 #   small  GREP_SMALL_DIRS: for the tests
 WL_LOOPS=0:6000:750
 WL_REPEATS=5
+WL_STAGE=host
 GREP_PATTERN=syscall
 GREP_VM_DIRS="kernel mm"
 GREP_SMALL_DIRS="kernel/time"

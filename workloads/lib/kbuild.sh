@@ -15,6 +15,7 @@
 #   small  tinyconfig, KBUILD_SMALL_TARGETS (deleted first): for the tests
 WL_LOOPS=0:12000:1500
 WL_REPEATS=3
+WL_STAGE=host
 KBUILD_VM_TARGETS="lib/string.o"
 KBUILD_SMALL_TARGETS="lib/ctype.o"
 

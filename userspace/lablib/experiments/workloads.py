@@ -1,5 +1,7 @@
 """What a workloads sweep folder (workloads/sweep.sh) holds, read and
-checked: raw.csv (one row per timed run), points.csv (the delay module's
+checked: raw.csv (one row per timed run), the server workloads' reply
+logs (logs/reply-TAG-REPEAT.csv, every reply of the reference client,
+reduced here into raw.csv's reply rows), points.csv (the delay module's
 own measure of each point), saturation.csv (Apache's offered-rate steps,
 read into each point's knee), its calibration/ subfolder (the added
 latency per loop) and the CPU count from meta.json.  Every reader raises
@@ -21,11 +23,22 @@ MEASURES = {
     "saturation": (1, "requests/s", "request"),
     "server": (1, "requests/s (the server's CPU)", "request"),
 }
-# "ns" (the module's ns mode) came later: a raw.csv without it swept loops;
-# "p9_requests" later still: without it, the requests were not counted.
-RAW_COLUMNS = ["workload", "measure", "loops", "repeat", "units", "seconds", "syscalls",
-               "errors", "detail"]
+# raw.csv's columns, in order: the header sweep.sh writes (progress.py
+# columns) and the fields its record() writes.
+RAW_COLUMNS = ["workload", "measure", "loops", "ns", "repeat", "units", "seconds", "syscalls",
+               "errors", "p9_requests", "detail"]
+# Those a raw.csv must have: "ns" (the module's ns mode) came later, and a
+# raw.csv without it swept loops; "p9_requests" later still: without it,
+# the requests were not counted.
+RAW_REQUIRED = [c for c in RAW_COLUMNS if c not in ("ns", "p9_requests")]
 UNKNOWN = {"", "-", "na", "n/a", "none", "unknown"}
+# A reply log's columns (workloads/reqtime.c): a row a request.
+REPLY_COLUMNS = ["request", "status", "seconds", "calls", "error"]
+# The detail of a reply row that holds sums (server.sh's wl_run): "every
+# reply in logs/reply-TAG-REPEAT.csv (reqtime)".
+REPLY_DETAIL = "every reply in logs/"
+# What is cut off each end of a run's clean replies: a tenth, rounded down.
+REPLY_CUT = 0.1
 
 
 def number(rec, key, kind, unknown_ok=False):
@@ -53,7 +66,8 @@ def parse_run(rec):
          "units": number(rec, "units", float), "seconds": number(rec, "seconds", float),
          "syscalls": number(rec, "syscalls", float, unknown_ok=True),
          "errors": number(rec, "errors", int, unknown_ok=True) or 0,
-         "p9_requests": number(rec, "p9_requests", int, unknown_ok=True)}
+         "p9_requests": number(rec, "p9_requests", int, unknown_ok=True),
+         "detail": (rec.get("detail") or "").strip()}
     if r["units"] > 0 and r["seconds"] <= 0:
         raise ValueError(f"{r['units']:g} units in {r['seconds']:g} s")
     if (r["loops"] is None) == (r["ns"] is None):
@@ -63,18 +77,114 @@ def parse_run(rec):
     return r
 
 
-def read_raw(path):
-    """The runs of a workload sweep's raw.csv, parsed and checked."""
+def read_replies(path):
+    """A reply log of the reference client (workloads/reqtime.c's CSV:
+    request,status,seconds,calls,error, a row a request): ([(seconds,
+    calls)] of its replies, in order, errors).  A reply is a row with
+    status 200 (calls None for a log without the count); errors counts the
+    other requests, those that failed (an error, no status) and those
+    answered with another status (a 404, Redis's error reply 500), which
+    are not the reply timed.  ValueError naming the file (and line) for a
+    file reqtime did not write."""
     try:
-        rows = results.read_csv(path, RAW_COLUMNS)
+        rows = results.read_csv(path, REPLY_COLUMNS)
+    except ValueError as e:
+        raise ValueError(f"{e} (not a reply log of workloads/reqtime)") from None
+    replies, errors, counted = [], 0, set()
+    for line, rec in enumerate(rows, 2):
+        try:
+            error = rec["error"].strip()
+            if number(rec, "request", int) != line - 1:
+                raise ValueError(f"request is {rec['request']!r}, not {line - 1}")
+            if error:
+                if any(rec[k].strip() for k in ("status", "seconds", "calls")):
+                    raise ValueError(f"an error ({error!r}) with a status, seconds or calls")
+                errors += 1
+                continue
+            status = number(rec, "status", int)
+            seconds = number(rec, "seconds", float)
+            calls = number(rec, "calls", int, unknown_ok=True)
+        except ValueError as e:
+            raise ValueError(f"{path} line {line}: {e}") from None
+        if status != 200:
+            errors += 1
+            continue
+        counted.add(calls is not None)
+        if len(counted) > 1:
+            raise ValueError(f"{path} line {line}: calls counted in some replies, not in others")
+        replies.append((seconds, calls))
+    return replies, errors
+
+
+def clean_reply(replies):
+    """A run's reply time from its replies [(seconds, calls)]: (seconds,
+    calls, clean_n), the trimmed mean (stats.trimmed_mean, a tenth off
+    each end, rounded down) of the clean replies, those that made the
+    fewest delayed calls, that count and how many they are.  A reply that
+    made more calls had more of the server's work in its span
+    (workloads/NOTES.md, "Apache", reply_clean: the guest reduced so
+    itself before the host did).  Without the count (calls None) every
+    reply is clean.  ValueError without a reply."""
+    if not replies:
+        raise ValueError("no replies")
+    calls = [c for _, c in replies]
+    fewest = None if None in calls else min(calls)
+    clean = [s for s, c in replies if c == fewest]
+    return stats.trimmed_mean(clean, REPLY_CUT), fewest, len(clean)
+
+
+def reply_log(folder, run):
+    """The reply log of reply row @run in sweep folder @folder (server.sh's
+    wl_run: logs/reply-TAG-REPEAT.csv, TAG l<loops> or ns<ns>)."""
+    tag = f"l{run['loops']}" if run["knob"] == "loops" else f"ns{run['ns']}"
+    return pathlib.Path(folder) / "logs" / f"reply-{tag}-{run['repeat']}.csv"
+
+
+def reduce_reply(run, folder):
+    """Reply row @run with its reply time made from its reply log.
+
+    New and old rows are told apart by the log: a row whose
+    logs/reply-TAG-REPEAT.csv exists is new (the guest wrote its replies'
+    count, the sum of their seconds and of their calls) and becomes units
+    1, seconds the clean trimmed mean, syscalls the fewest calls
+    (clean_reply), as the guest's reply_clean wrote it before; its count
+    and errors must be the log's.  Without the log the row is old (the
+    guest reduced it, its replies in a .txt log, or none) and is used as
+    it is, unless its detail says its replies are in a CSV (REPLY_DETAIL):
+    a sum without its log is no reply time."""
+    path = reply_log(folder, run)
+    if not path.is_file():
+        if run["detail"].startswith(REPLY_DETAIL):
+            raise ValueError(f"its replies are in {path.name}, and {path} is not there")
+        return run
+    replies, errors = read_replies(path)
+    if len(replies) != run["units"] or errors != run["errors"]:
+        raise ValueError(f"the row counts {run['units']:g} replies and {run['errors']} failed "
+                         f"requests, but {path} has {len(replies)} and {errors}")
+    if not replies:
+        raise ValueError(f"{path}: no replies")
+    seconds, calls, _ = clean_reply(replies)
+    return {**run, "units": 1.0, "seconds": seconds, "syscalls": calls}
+
+
+def read_raw(path):
+    """The runs of a workload sweep's raw.csv, parsed and checked; each
+    reply row's reply time made from its reply log if it has one in the
+    folder's logs/ (reduce_reply)."""
+    try:
+        rows = results.read_csv(path, RAW_REQUIRED)
     except ValueError as e:
         if "no header" in str(e):
             raise ValueError(f"{path}: empty file, no header and no runs") from None
         raise
     runs = []
+    folder = pathlib.Path(path).parent
     for line, rec in enumerate(rows, 2):
         try:
-            runs.append(parse_run(rec))
+            run = parse_run(rec)
+            if run["measure"] == "reply":
+                run = reduce_reply(run, folder)
+            runs.append(run)
         except ValueError as e:
             raise ValueError(f"{path} line {line}: {e}") from None
     if not runs:

@@ -51,16 +51,23 @@
  * connection kept open for every request, as Redis's clients do, each
  * timed from its send to the reply's last byte.  A reply is whole when its
  * type's terminator is in (a bulk string's length after it); its STATUS
- * is 200, or 500 for an error reply, so that both servers' lines read
+ * is 200, or 500 for an error reply, so that both servers' rows read
  * alike.
  *
- * Prints a line per request: "STATUS SECONDS CALLS" (CALLS "-" without
- * --calls-fd), or "error WHAT" for a request that failed (not fatal).
+ * Prints CSV: the header "request,status,seconds,calls,error", then a row
+ * per request timed (the warm-up's are not): its number from 1, the
+ * reply's STATUS, its SECONDS (9 decimals) and the CALLS counted in its
+ * span (empty without --calls-fd), ERROR empty; for a request that
+ * failed (not fatal) STATUS, SECONDS and CALLS empty and ERROR what
+ * failed ("connect: Connection refused").  The sweep keeps it as
+ * logs/reply-TAG-REPEAT.csv and the host reduces it
+ * (lablib.experiments.workloads.read_replies and clean_reply).
  * Its options: reqtime --help.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +86,8 @@
 
 static unsigned long requests = 10, interval_ms = 1000, phase_ms, calls_fd = NO_FD, fifo, warmup;
 static int redis;
+/* The rows printed so far: the next row's request number less 1. */
+static unsigned long rows;
 
 static const struct lab_opt options[] = {
 	{ .name = "requests", .letter = 'n', .kind = LAB_OPT_ULONG, .value = &requests,
@@ -109,7 +118,7 @@ static const struct lab_tool tool = {
 		"Times HTTP GETs of PATH at HOST (an IPv4 address):PORT, one connection\n"
 		"each, from the connection being up to the reply's last byte (with\n"
 		"--redis: Redis GETs of the key PATH on one connection, from the send).\n"
-		"Prints a line a request: STATUS SECONDS CALLS, or 'error WHAT'.",
+		"Prints CSV, a row a request: request,status,seconds,calls,error.",
 	.example = PROG " -n 10 --calls-fd 3 127.0.0.1 18080 /index.html"
 		" 3</sys/module/delay/stats/calls",
 	.opts = options,
@@ -130,6 +139,45 @@ static long long counter(int fd)
 	}
 	buf[n] = '\0';
 	return strtoll(buf, NULL, 10);
+}
+
+#define CSV_HEADER "request,status,seconds,calls,error"
+
+/* A reply's row: its status, its time and the calls counted (< 0: none). */
+static void row_reply(int status, uint64_t ns, long long calls)
+{
+	if (calls < 0)
+		printf("%lu,%d,%.9f,,\n", ++rows, status, ns / 1e9);
+	else
+		printf("%lu,%d,%.9f,%lld,\n", ++rows, status, ns / 1e9, calls);
+}
+
+/*
+ * A failed request's row: the reason, printf's @fmt, as the error field,
+ * in double quotes if it holds a comma, a quote or a line break (none of
+ * reqtime's reasons does, but strerror's text is the C library's).
+ */
+static void __attribute__((format(printf, 1, 2))) row_error(const char *fmt, ...)
+{
+	char why[256];
+	const char *p;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	printf("%lu,,,,", ++rows);
+	if (!strpbrk(why, ",\"\r\n")) {
+		printf("%s\n", why);
+		return;
+	}
+	putchar('"');
+	for (p = why; *p; p++) {
+		if (*p == '"')
+			putchar('"');
+		putchar(*p);
+	}
+	printf("\"\n");
 }
 
 /*
@@ -206,8 +254,8 @@ static int http_header(const char *reply, size_t len)
 /*
  * Send @req on connection @fd and read the reply until @whole says it is
  * whole, or the server closes (whole then if @closed says so); prints its
- * line if @print.  0, or -1 if the request failed (an error line printed
- * if @print).
+ * row if @print.  0, or -1 if the request failed (an error row printed if
+ * @print).
  */
 static int exchange(int fd, const char *req, int calls_fd, int print, whole_fn whole,
 		    int (*closed)(const char *, size_t))
@@ -223,7 +271,7 @@ static int exchange(int fd, const char *req, int calls_fd, int print, whole_fn w
 	t0 = lab_now_ns();
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
 		if (print)
-			printf("error send: %s\n", strerror(errno));
+			row_error("send: %s", strerror(errno));
 		return -1;
 	}
 	while (!done && len < sizeof(reply) - 1) {
@@ -237,26 +285,22 @@ static int exchange(int fd, const char *req, int calls_fd, int print, whole_fn w
 	}
 	if (!done && !(closed && closed(reply, len))) {
 		if (print)
-			printf("error reply: %s\n", n < 0 ? strerror(errno) : "incomplete");
+			row_error("reply: %s", n < 0 ? strerror(errno) : "incomplete");
 		return -1;
 	}
-	if (!print)
-		return 0;
-	if (c0 < 0)
-		printf("%d %.9f -\n", status, (t1 - t0) / 1e9);
-	else
-		printf("%d %.9f %lld\n", status, (t1 - t0) / 1e9, c1 - c0);
+	if (print)
+		row_reply(status, t1 - t0, c0 < 0 ? -1 : c1 - c0);
 	return 0;
 }
 
-/* One HTTP request, on a connection of its own: prints its line if @print. */
+/* One HTTP request, on a connection of its own: prints its row if @print. */
 static void request(const struct sockaddr_in *addr, const char *req, int calls_fd, int print)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	if (fd < 0 || connect(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
 		if (print)
-			printf("error connect: %s\n", strerror(errno));
+			row_error("connect: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -267,7 +311,8 @@ static void request(const struct sockaddr_in *addr, const char *req, int calls_f
 
 /*
  * The Redis requests, on one connection: a lost one ends them (status 1),
- * each request after it an error line.
+ * each request after it an error row; a connection not made, every
+ * request.
  */
 static int resp_requests(const struct sockaddr_in *addr, const char *req, int calls_fd)
 {
@@ -275,7 +320,12 @@ static int resp_requests(const struct sockaddr_in *addr, const char *req, int ca
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	if (fd < 0 || connect(fd, (const struct sockaddr *)addr, sizeof(*addr))) {
-		printf("error connect: %s\n", strerror(errno));
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		for (i = 0; i < requests; i++)
+			row_error("connect: %s", strerror(err));
 		return 1;
 	}
 	for (i = 0; i < warmup + requests; i++) {
@@ -284,7 +334,7 @@ static int resp_requests(const struct sockaddr_in *addr, const char *req, int ca
 		if (exchange(fd, req, calls_fd, i >= warmup, resp_whole, NULL)) {
 			for (i++; i < warmup + requests; i++)
 				if (i >= warmup)
-					printf("error connection lost\n");
+					row_error("connection lost");
 			close(fd);
 			return 1;
 		}
@@ -346,6 +396,7 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf(CSV_HEADER "\n");
 	if (redis)
 		return resp_requests(&addr, req, fd);
 	for (i = 0; i < warmup + requests; i++) {

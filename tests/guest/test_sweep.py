@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from conftest import MODDIR, ROOT, ko, read_int
+from lablib.experiments import workloads
 
 SWEEP = ROOT / "workloads/sweep.sh"
 
@@ -248,32 +249,38 @@ def test_apache_sweep(tmp_path, calibration):
     # window's.
     virtual = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text()
     replies = 100 if virtual else 10
+    reduced = {(str(x["loops"]), str(x["repeat"])): x for x in
+               workloads.read_raw(d / "raw.csv") if x["measure"] == "reply"}
+    assert not list((d / "logs").glob("*.csv-9p.txt"))
     for r in (r for r in raw if r["measure"] == "reply"):
-        lines = [ln.split() for ln in
-                 (d / f"logs/reply-l{r['loops']}-{r['repeat']}.txt").read_text().splitlines()]
-        assert len(lines) == replies, lines
-        assert all(ln[0] == "200" and len(ln) == 3 for ln in lines), lines
-        assert all(int(ln[2]) > 0 for ln in lines), lines
-        fewest = min(int(ln[2]) for ln in lines)
-        clean = [float(ln[1]) for ln in lines if int(ln[2]) == fewest]
-        assert r["units"] == "1" and (f"the trimmed mean (a tenth off each end) of the "
-                                      f"{len(clean)} of {replies} replies "
-                                      "with the fewest delayed calls") in r["detail"], r
+        tag = f"l{r['loops']}-{r['repeat']}"
+        got = list(csv.DictReader(open(d / f"logs/reply-{tag}.csv")))
+        assert len(got) == replies, got
+        assert [g["request"] for g in got] == [str(i) for i in range(1, replies + 1)]
+        assert all(g["status"] == "200" and g["error"] == "" and int(g["calls"]) > 0
+                   for g in got), got
+        assert r["detail"] == f"every reply in logs/reply-{tag}.csv (reqtime)", r
+        assert int(r["units"]) == replies and int(r["errors"]) == 0, r
+        assert float(r["seconds"]) == pytest.approx(sum(float(g["seconds"]) for g in got),
+                                                    abs=1e-8)
+        assert int(r["syscalls"]) == sum(int(g["calls"]) for g in got)
         # Each run began with its untimed burst of 512 connections.
-        warm = (d / f"logs/warm-l{r['loops']}-{r['repeat']}.txt").read_text()
+        warm = (d / f"logs/warm-{tag}.txt").read_text()
         assert "Total: connections 512 " in warm, warm
-        assert int(r["syscalls"]) == fewest
-        clean.sort()
+        fewest = min(int(g["calls"]) for g in got)
+        clean = sorted(float(g["seconds"]) for g in got if int(g["calls"]) == fewest)
         kept = clean[len(clean) // 10:len(clean) - len(clean) // 10]
-        # raw.csv holds it to nine significant digits (apache.sh's %.9g).
-        assert float(r["seconds"]) == pytest.approx(statistics.mean(kept), rel=1e-8, abs=0)
+        run = reduced[r["loops"], r["repeat"]]
+        assert run["units"] == 1 and run["syscalls"] == fewest, run
+        assert run["seconds"] == pytest.approx(statistics.mean(kept), rel=1e-12)
     assert (d / "httpd.conf").exists()
     # Each run's saturation search starts on the grid of rates, at the
     # highest one at most 35 % of 1 / its own reply time: below the knee.
     grid = [int(100 * 1.3 ** k + 0.5) for k in range(60)]
     for r in (r for r in raw if r["measure"] == "reply"):
         first = next(s for s in steps if (s["loops"], s["repeat"]) == (r["loops"], r["repeat"]))
-        start = max([g for g in grid if g <= 0.35 / float(r["seconds"])] or [100])
+        start = max([g for g in grid if g <= 0.35 * float(r["units"]) / float(r["seconds"])]
+                    or [100])
         assert int(first["offered"]) == start, (first, r)
     # What decided the knee and where the replies started are recorded: an
     # interval of no whole second keeps reqtime's grid where it was.
@@ -308,10 +315,12 @@ def test_redis_sweep(tmp_path, calibration):
     virtual = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text()
     replies = 100 if virtual else 10
     for r in (r for r in raw if r["measure"] == "reply"):
-        lines = [ln.split() for ln in
-                 (d / f"logs/reply-l{r['loops']}-{r['repeat']}.txt").read_text().splitlines()]
-        assert len(lines) == replies and all(ln[0] == "200" and len(ln) == 3 for ln in lines)
-        assert int(r["syscalls"]) == min(int(ln[2]) for ln in lines) > 0
+        got = list(csv.DictReader(open(d / f"logs/reply-l{r['loops']}-{r['repeat']}.csv")))
+        assert len(got) == replies and all(g["status"] == "200" and g["error"] == ""
+                                           for g in got), got
+        assert int(r["units"]) == replies and int(r["syscalls"]) == sum(int(g["calls"])
+                                                                         for g in got)
+        assert min(int(g["calls"]) for g in got) > 0
     for r in (r for r in raw if r["measure"] in ("saturation", "server")):
         assert r["units"] == "2000" and int(r["errors"]) == 0, r
     # The knee's requests took more wall time than Redis's CPU time.
@@ -392,17 +401,17 @@ def points(d):
 
 
 def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
-    """sweep.sh --part K/N (what run.sh --vms N boots, one VM a part):
-    a part runs only its share of the points and records the share and
-    the whole list in meta.json; part 1 calibrates, the others do not."""
+    """sweep.sh --part K/N --points LIST (what run.sh --vms N boots, one VM
+    a part, each given its points by parts.py): a part runs only those and
+    records them and the whole list in meta.json; part 1 calibrates, the
+    others do not."""
     full = [0, 100, 200, 300]
+    shares = [["0", "300"], ["100", "200"]]
     for k in (1, 2):
         out = tmp_path / f"part{k}"
-        want = subprocess.run([SWEEP, "cmd", "-l", "0:300:100", "--part", f"{k}/2",
-                               "--dry-run", "--", "true"],
-                              capture_output=True, text=True, check=True).stdout.split()
-        r = sweep("cmd", "-l", "0:300:100", "-r", "1", "--part", f"{k}/2", "--", "true",
-                  out=out)
+        want = shares[k - 1]
+        r = sweep("cmd", "-l", "0:300:100", "-r", "1", "--part", f"{k}/2",
+                  "--points", ",".join(want), "--", "true", out=out)
         d = result_dir(out, "cmd")
         settings = json.loads((d / "meta.json").read_text())["settings"]
         assert settings["part"] == f"{k}/2" and settings["loops"] == full

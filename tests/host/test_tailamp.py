@@ -20,22 +20,34 @@ BASE = 100e-6               # every undelayed reply: 100 us
 CALLS = 20                  # calls a request
 
 
+def reply_csv(seconds, errors=0):
+    """reqtime's CSV: a reply of CALLS calls for each of @seconds, then
+    @errors failed requests."""
+    rows = [f"{i},200,{s:.9f},{CALLS}," for i, s in enumerate(seconds, 1)]
+    rows += [f"{len(seconds) + i},,,,connect: Connection refused" for i in range(1, errors + 1)]
+    return "request,status,seconds,calls,error\n" + "".join(r + "\n" for r in rows)
+
+
 def point(d, ppm, slow_every, requests=1000, p9=0):
     """runs/ppm-P as workloads/sweep.sh leaves it: every reply BASE, but
     each @slow_every-th of the delayed run one delay longer (0: none)."""
     f = write_meta(d / "runs" / f"ppm-{ppm}", "apache",
                    {"ns": [0, NS], "delay_settings": {"ppm": str(ppm), "mode": "spin"}})
     (f / "logs").mkdir()
-    (f / "logs/reply-ns0-1.txt").write_text(f"200 {BASE:.9f} {CALLS}\n" * requests)
-    lines = [f"200 {BASE + (NS / 1e9 if slow_every and i % slow_every == 0 else 0):.9f} "
-             f"{CALLS}\n" for i in range(requests)]
-    (f / f"logs/reply-ns{NS}-1.txt").write_text("".join(lines) + "error connect refused\n")
+    base = [BASE] * requests
+    (f / "logs/reply-ns0-1.csv").write_text(reply_csv(base))
+    delayed = [BASE + (NS / 1e9 if slow_every and i % slow_every == 0 else 0)
+               for i in range(requests)]
+    (f / f"logs/reply-ns{NS}-1.csv").write_text(reply_csv(delayed, errors=1))
     write_csv(f / "points.csv", ("loops", "ns", "delayed", "spun_ns", "measured_ns"),
               [("", 0, 0, 0, ""), ("", NS, 10, 10 * NS, f"{NS:.1f}")])
+    # The guest's reply rows: the replies' count and sums, the errors.
     write_csv(f / "raw.csv", ("workload", "measure", "loops", "ns", "repeat", "units",
                               "seconds", "syscalls", "errors", "p9_requests", "detail"),
-              [("apache", "reply", "", 0, 1, requests, 0.1, 0, 0, p9, "x"),
-               ("apache", "reply", "", NS, 1, requests, 0.2, 0, 0, 0, "x")])
+              [("apache", "reply", "", 0, 1, requests, f"{sum(base):.9f}", CALLS * requests,
+                0, p9, "every reply in logs/reply-ns0-1.csv (reqtime)"),
+               ("apache", "reply", "", NS, 1, requests, f"{sum(delayed):.9f}",
+                CALLS * requests, 1, 0, f"every reply in logs/reply-ns{NS}-1.csv (reqtime)")])
     return f
 
 
@@ -92,11 +104,18 @@ def test_a_window_with_9p_requests_is_not_exact(root, tmp_path):
     assert "NOT EXACT" in (d / "report.txt").read_text()
 
 
+NO_CALLS = "request,status,seconds,calls,error\n1,200,0.0001,,\n"
+
+
 @pytest.mark.parametrize("spoil, message", [
-    (lambda d: (d / "runs/ppm-10000/logs/reply-ns1000000-1.txt").write_text("200 x 3\n"),
-     "not '200 SECONDS CALLS'"),
-    (lambda d: (d / "runs/ppm-0/logs/reply-ns0-1.txt").write_text("error refused\n"),
-     "no replies"),
+    (lambda d: (d / "runs/ppm-10000/logs/reply-ns1000000-1.csv").write_text(
+        "request,status,seconds,calls,error\n1,200,x,3,\n"),
+     "reply-ns1000000-1.csv line 2: seconds is 'x', not a number"),
+    (lambda d: (d / "runs/ppm-0/logs/reply-ns0-1.csv").write_text(reply_csv([], errors=2)),
+     "reply-ns0-1.csv: no replies"),
+    (lambda d: (d / "runs/ppm-0/logs/reply-ns0-1.csv").write_text(NO_CALLS),
+     "reply-ns0-1.csv: no calls counted"),
+    (lambda d: (d / "runs/ppm-0/logs/reply-ns0-1.csv").unlink(), "reply-ns0-1.csv"),
     (lambda d: [p.rename(d / "gone") for p in [d / "runs"]], "no ppm-P folders"),
     (lambda d: (d / "runs/ppm-10000/points.csv").unlink(), "ppm-10000: no points.csv"),
 ])

@@ -10,6 +10,7 @@ import pytest
 
 from resultdirs import ANALYSERS, calibrate_dir, write_meta
 from conftest import load_script
+from lablib.experiments import workloads
 
 SCRIPT = ANALYSERS["workload"]
 HEADER = "workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
@@ -453,3 +454,240 @@ def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path
     raw.write_text(raw.read_text() + "grep,grep,,x,1,1,2.0,10,0,0,x\n")
     code, out, err = say("", "5000")
     assert code == 1 and out == "" and "line 6: ns is 'x', not an integer" in err
+
+
+# --- the reference client's reply logs, reduced on the host -------------------
+
+RAW = ",".join(workloads.RAW_COLUMNS)
+REPLY_HEADER = "request,status,seconds,calls,error\n"
+# What the guest ran before the host reduced the replies (server.sh's
+# reply_clean, 2026-11-29), on reqtime's old lines "200 SECONDS CALLS".
+OLD_REPLY_CLEAN = r"""awk '$1 == 200 && NF == 3 { print $3, $2 }' "$1" | sort -g -k1,1 -k2,2 | awk '
+    NR == 1 { calls = $1 }
+    $1 == calls { v[++n] = $2 }
+    END {
+        if (!n) { print "0 0 0"; exit }
+        k = int(n / 10)
+        for (i = k + 1; i <= n - k; i++) sum += v[i]
+        printf "%.9g %s %d\n", sum / (n - 2 * k), calls, n
+    }'"""
+
+
+def reply_csv(replies, errors=()):
+    """reqtime's CSV of @replies [(seconds, calls)], then a failed request
+    for each reason in @errors."""
+    rows = [f"{i},200,{s:.9f},{'' if c is None else c}," for i, (s, c) in enumerate(replies, 1)]
+    rows += [f"{len(replies) + i},,,,{e}" for i, e in enumerate(errors, 1)]
+    return REPLY_HEADER + "".join(r + "\n" for r in rows)
+
+
+def old_reply_clean(tmp_path, replies):
+    log = tmp_path / "old.txt"
+    log.write_text("".join(f"200 {s:.9f} {c}\n" for s, c in replies) + "error connect\n")
+    r = subprocess.run(["bash", "-c", OLD_REPLY_CLEAN, "reply_clean", log],
+                       capture_output=True, text=True, check=True)
+    return r.stdout.split()
+
+
+def test_read_replies_reads_reqtimes_csv(tmp_path):
+    log = tmp_path / "reply-l0-1.csv"
+    log.write_text(REPLY_HEADER + "1,200,0.000100000,7,\n2,,,,connect: Connection refused\n"
+                   "3,200,0.000120000,12,\n4,404,0.000090000,7,\n"
+                   '5,,,,"reply: a reason, with a comma and a ""quote"""\n')
+    assert workloads.read_replies(log) == ([(0.0001, 7), (0.00012, 12)], 3)
+    # Without the count the calls are None; a log of failures has no replies.
+    log.write_text(reply_csv([(0.0001, None), (0.0002, None)]))
+    assert workloads.read_replies(log) == ([(0.0001, None), (0.0002, None)], 0)
+    log.write_text(reply_csv([], ["connection lost"] * 3))
+    assert workloads.read_replies(log) == ([], 3)
+    log.write_text(REPLY_HEADER)
+    assert workloads.read_replies(log) == ([], 0)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "reply-l0-1.csv: empty file, no header (not a reply log of workloads/reqtime)"),
+    ("200 0.0001 7\n", "reply-l0-1.csv: no column"),
+    (REPLY_HEADER + "1,200,0.0001,7,\n2,200,x,7,\n",
+     "reply-l0-1.csv line 3: seconds is 'x', not a number"),
+    (REPLY_HEADER + "1,200,0.0001,7\n", "reply-l0-1.csv line 2: not 5 fields"),
+    (REPLY_HEADER + "1,200,0.0001,7,\n3,200,0.0001,7,\n",
+     "reply-l0-1.csv line 3: request is '3', not 2"),
+    (REPLY_HEADER + "1,200,0.0001,-7,\n", "line 2: calls is '-7', not a finite number >= 0"),
+    (REPLY_HEADER + "1,,0.0001,,connect\n", "line 2: an error ('connect') with a status"),
+    (REPLY_HEADER + "1,,,,\n", "line 2: status is '', not an integer"),
+    (REPLY_HEADER + "1,200,0.0001,7,\n2,200,0.0001,,\n",
+     "line 3: calls counted in some replies, not in others"),
+])
+def test_read_replies_refuses_what_reqtime_did_not_write(tmp_path, text, message):
+    log = tmp_path / "reply-l0-1.csv"
+    log.write_text(text)
+    with pytest.raises(ValueError) as e:
+        workloads.read_replies(log)
+    assert message in str(e.value) and str(log) in str(e.value)
+
+
+@pytest.mark.parametrize("replies, said", [
+    # The cases the guest's reply_clean was tested with: three clean
+    # replies of 7 calls, two that met other work (12 calls), in any order.
+    ([(0.000096, 7), (0.000120, 12), (0.000095, 7), (0.000119, 12), (0.000097, 7)],
+     (9.6e-05, 7, 3)),
+    # More replies met other work than did not: still the clean ones.
+    ([(0.000265, 12), (0.000180, 7), (0.000266, 12), (0.000181, 7), (0.000264, 12)],
+     (0.0001805, 7, 2)),
+    # Ten clean replies: a tenth off each end (the 3 us longer one and the
+    # fastest), the mean of the other eight.
+    ([(t * 1e-7, 7) for t in (950, 951, 952, 951, 950, 980, 952, 951, 950, 949)],
+     (9.50875e-05, 7, 10)),
+    # Without the count, every reply is clean.
+    ([(0.0003, None), (0.0001, None)], (0.0002, None, 2)),
+])
+def test_a_runs_reply_is_its_clean_replies_trimmed_mean(replies, said):
+    seconds, calls, clean = workloads.clean_reply(replies)
+    assert (calls, clean) == said[1:] and seconds == pytest.approx(said[0], rel=1e-12)
+
+
+def test_clean_reply_is_what_the_guest_made_of_the_same_replies(tmp_path):
+    """On made-up runs, fewer replies than ten (nothing cut), ties of
+    times and of calls, the fewest calls made by one reply or by most:
+    the figures the guest's awk printed (to its nine digits), exactly."""
+    import random
+    rng = random.Random(1)
+    runs = [[(0.0001, 7)], [(0.0002, 7), (0.0001, 7), (0.0002, 8)],
+            [(0.0001, 5)] * 9 + [(0.0003, 5)] * 3, [(0.0001 + i * 1e-9, 3) for i in range(10)]]
+    for n in (1, 4, 9, 10, 11, 19, 20, 21, 99, 100, 101, 1000):
+        runs.append([(round(rng.uniform(50e-6, 60e-6), 9) if rng.random() < 0.9 else
+                      round(rng.uniform(100e-6, 2e-3), 9), rng.choice((30, 30, 30, 31, 44)))
+                     for _ in range(n)])
+        runs.append([(round(rng.choice((55e-6, 56e-6, 57e-6)), 9), 30) for _ in range(n)])
+    for replies in runs:
+        seconds, calls, clean = workloads.clean_reply(replies)
+        assert [f"{seconds:.9g}", str(calls), str(clean)] == old_reply_clean(tmp_path, replies)
+    with pytest.raises(ValueError, match="no replies"):
+        workloads.clean_reply([])
+
+
+def apache_reply_runs():
+    """{(loops, repeat): replies} of a made-up Apache sweep: 30 replies a
+    run, most of 2000 calls, some that met other work (2003 calls and
+    slower), two stray ones a run that the trimmed mean drops."""
+    import random
+    rng = random.Random(7)
+    out = {}
+    for loops, base in ((0, 0.0020), (500, 0.0021), (1000, 0.0022)):
+        for repeat in (1, 2):
+            replies = [(round(base * rng.uniform(0.999, 1.001), 9), 2000) for _ in range(26)]
+            replies += [(round(base * 1.2, 9), 2003), (round(base * 1.3, 9), 2003),
+                        (round(base * 5, 9), 2000), (round(base * 0.5, 9), 2000)]
+            rng.shuffle(replies)
+            out[loops, repeat] = replies
+    return out
+
+
+def apache_other_rows():
+    return [r for r in apache_rows() if ",reply," not in r]
+
+
+def as_raw(rows):
+    """apache_rows()' rows (no ns, no p9_requests) in raw.csv's columns now."""
+    out = []
+    for r in rows:
+        workload, measure, loops, repeat, rest = r.split(",", 4)
+        units, seconds, syscalls, errors, detail = rest.split(",", 4)
+        out.append(",".join([workload, measure, loops, "", repeat, units, seconds, syscalls,
+                             errors, "0", detail]))
+    return out
+
+
+def apache_sweep(d, new_style):
+    """The made-up Apache sweep: its reply rows as the guest writes them
+    now (@new_style: sums, every reply in logs/reply-l<loops>-<repeat>.csv)
+    or as it wrote them before (the clean trimmed mean, to nine digits,
+    the replies in a .txt log the host does not read)."""
+    rows = []
+    d.mkdir()
+    (d / "logs").mkdir()
+    for (loops, repeat), replies in apache_reply_runs().items():
+        tag = f"l{loops}-{repeat}"
+        errors = ["connect: Connection refused"] if repeat == 2 else []
+        if new_style:
+            (d / f"logs/reply-{tag}.csv").write_text(reply_csv(replies, errors))
+            rows.append(f"apache,reply,{loops},,{repeat},{len(replies)},"
+                        f"{sum(s for s, _ in replies):.9f},{sum(c for _, c in replies)},"
+                        f"{len(errors)},0,\"every reply in logs/reply-{tag}.csv (reqtime)\"")
+        else:
+            (d / f"logs/reply-{tag}.txt").write_text(
+                "".join(f"200 {s:.9f} {c}\n" for s, c in replies) +
+                "".join(f"error {e}\n" for e in errors))
+            seconds, calls, clean = workloads.clean_reply(replies)
+            rows.append(f"apache,reply,{loops},,{repeat},1,{seconds:.9g},{calls},{len(errors)},0,"
+                        f"\"the trimmed mean (a tenth off each end) of the {clean} of "
+                        f"{len(replies)} replies with the fewest delayed calls\"")
+    d = make_dir(d, [], {"workload": "apache"})
+    (d / "raw.csv").write_text("\n".join([RAW, *rows, *as_raw(apache_other_rows())]) + "\n")
+    return d
+
+
+def test_new_reply_rows_analyse_as_the_old_reduced_ones(root, tmp_path):
+    """A sweep whose guest wrote sums and every reply has the figures of
+    the same sweep reduced in the guest: the host's reduction is the
+    guest's was."""
+    new, old = (apache_sweep(tmp_path / name, name == "new") for name in ("new", "old"))
+    for d in (new, old):
+        out = report(root, tmp_path, d, "--no-plot")
+        assert out.returncode == 0, out.stderr
+    s_new, s_old = (json.loads((d / "summary.json").read_text()) for d in (new, old))
+    reply_new, reply_old = s_new["measures"]["reply"], s_old["measures"]["reply"]
+    # The old rows held nine digits (the guest's %.9g): the figures agree
+    # to about that, the spread of two close runs to that of their mean.
+    for p_new, p_old in zip(reply_new["points"], reply_old["points"], strict=True):
+        for key, value in p_old.items():
+            if isinstance(value, float):
+                assert p_new[key] == pytest.approx(value, rel=1e-8, abs=1e-8 * p_old["mean"]), key
+            else:
+                assert p_new[key] == value, key
+    # 1 / about 2 ms, the clean replies' time, not the plain mean's.
+    assert reply_new["points"][0]["mean"] == pytest.approx(500, rel=2e-3)
+    # The model's figures are ratios of differences of those: nine digits
+    # in, some six out.
+    for key in ("predicted_slowdown", "measured_slowdown", "explained", "syscalls_per_unit"):
+        assert reply_new["model"][key] == pytest.approx(reply_old["model"][key], rel=1e-6), key
+    assert s_new["measures"]["saturation"] == s_old["measures"]["saturation"]
+    rows = {d: list(csv.DictReader(open(d / "summary.csv"))) for d in (new, old)}
+    assert len(rows[new]) == len(rows[old]) == 9
+    # progress.py's line of a point, from the same reduction.
+    lines = [subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "point",
+                             d / "raw.csv", "500", ""], capture_output=True, text=True).stdout
+             for d in (new, old)]
+    assert lines[0] == lines[1] and lines[0].startswith("reply 2.1"), lines
+
+
+def test_read_raw_reduces_the_reply_rows_of_an_ns_sweep(tmp_path):
+    replies = [(0.0001, 5)] * 8 + [(0.0002, 6), (0.00009, 5), (0.0005, 5)]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/reply-ns500-1.csv").write_text(reply_csv(replies))
+    (tmp_path / "raw.csv").write_text(
+        f"{RAW}\nredis,reply,,500,1,11,0.0023,56,0,0,\"every reply in logs/reply-ns500-1.csv "
+        "(reqtime)\"\nredis,saturation,,500,1,2000,0.5,100,0,0,x\n")
+    reply, sat = workloads.read_raw(tmp_path / "raw.csv")
+    # Ten clean replies of 5 calls: the fastest and the slowest off.
+    assert (reply["units"], reply["syscalls"], reply["errors"]) == (1, 5, 0)
+    assert reply["seconds"] == pytest.approx(0.0001)
+    assert (sat["units"], sat["seconds"]) == (2000, 0.5)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: (d / "logs/reply-l500-1.csv").unlink(),
+     "raw.csv line 4: its replies are in reply-l500-1.csv, and"),
+    (lambda d: (d / "logs/reply-l0-2.csv").write_text(reply_csv([(0.002, 2000)] * 5)),
+     "raw.csv line 3: the row counts 30 replies and 1 failed requests, but"),
+    (lambda d: (d / "logs/reply-l0-1.csv").write_text(REPLY_HEADER),
+     "raw.csv line 2: the row counts 30 replies and 0 failed requests, but"),
+    (lambda d: (d / "logs/reply-l0-1.csv").write_text(REPLY_HEADER + "1,200,x,7,\n"),
+     "reply-l0-1.csv line 2: seconds is 'x', not a number"),
+])
+def test_a_reply_row_without_its_own_log_is_one_line(root, tmp_path, change, message):
+    d = apache_sweep(tmp_path / "new", True)
+    change(d)
+    out = report(root, tmp_path, d, "--no-plot")
+    assert out.returncode == 1 and message in out.stderr, out.stderr
+    assert len(out.stderr.splitlines()) == 1

@@ -1,7 +1,11 @@
-"""workloads/reqtime, Apache's reference client: a line per request with
-its status, its time and the counter's change while it was in flight,
-against a small server here whose handler moves the counter."""
+"""workloads/reqtime, Apache's reference client: a CSV row per request
+with its status, its time and the counter's change while it was in
+flight, against a small server here whose handler moves the counter; the
+rows read by lablib's reader as the host reads a sweep's reply logs."""
+import csv
+import errno
 import http.server
+import io
 import os
 import re
 import socket
@@ -9,6 +13,10 @@ import subprocess
 import threading
 
 import pytest
+
+from lablib.experiments import workloads
+
+HEADER = "request,status,seconds,calls,error"
 
 
 @pytest.fixture(scope="module")
@@ -72,39 +80,64 @@ def run(reqtime, *args, counter=None):
             os.close(opened)
 
 
-def test_a_line_per_request_with_the_calls_made_meanwhile(reqtime, server):
+def rows(out):
+    """reqtime's rows: its header first, then a dict a request."""
+    assert out.splitlines()[0] == HEADER, out
+    return list(csv.DictReader(io.StringIO(out)))
+
+
+def read_back(tmp_path, out):
+    """What lablib's reader makes of the output, kept as the sweep keeps it."""
+    log = tmp_path / "reply-l0-1.csv"
+    log.write_text(out)
+    return workloads.read_replies(log)
+
+
+def test_a_row_per_request_with_the_calls_made_meanwhile(reqtime, server, tmp_path):
     r = run(reqtime, "-n", "3", "-i", "10", "127.0.0.1", str(server), "/page",
             counter=Handler.counter)
     assert r.returncode == 0, r.stderr
-    lines = [ln.split() for ln in r.stdout.splitlines()]
-    assert len(lines) == 3
-    for status, seconds, calls in lines:
-        assert status == "200" and 0 < float(seconds) < 30
-        assert int(calls) == Handler.calls
+    got = rows(r.stdout)
+    assert [g["request"] for g in got] == ["1", "2", "3"]
+    for g in got:
+        assert g["status"] == "200" and 0 < float(g["seconds"]) < 30 and g["error"] == ""
+        # Nine decimals: the ns reqtime measured.
+        assert re.fullmatch(r"\d+\.\d{9}", g["seconds"]), g
+        assert int(g["calls"]) == Handler.calls
     assert Handler.counter.read_text() == f"{1000 + 3 * Handler.calls}\n"
+    replies, errors = read_back(tmp_path, r.stdout)
+    assert errors == 0
+    assert replies == [(float(g["seconds"]), Handler.calls) for g in got]
 
 
-def test_without_a_counter_the_calls_are_a_dash(reqtime, server):
+def test_without_a_counter_the_calls_are_empty(reqtime, server, tmp_path):
     r = run(reqtime, "-n", "2", "-i", "0", "127.0.0.1", str(server), "/page")
     assert r.returncode == 0, r.stderr
-    assert [ln.split()[::2] for ln in r.stdout.splitlines()] == [["200", "-"]] * 2
+    assert [(g["status"], g["calls"]) for g in rows(r.stdout)] == [("200", "")] * 2
+    replies, errors = read_back(tmp_path, r.stdout)
+    assert errors == 0 and [c for _, c in replies] == [None, None]
 
 
-def test_other_statuses_and_unsized_replies(reqtime, server):
+def test_other_statuses_and_unsized_replies(reqtime, server, tmp_path):
     r = run(reqtime, "-n", "1", "127.0.0.1", str(server), "/missing")
-    assert r.stdout.split()[0] == "404"
+    assert rows(r.stdout)[0]["status"] == "404"
+    # Not the page timed: lablib counts it with the failed requests.
+    assert read_back(tmp_path, r.stdout) == ([], 1)
     r = run(reqtime, "-n", "1", "127.0.0.1", str(server), "/unsized", counter=Handler.counter)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split()[0::2] == ["200", str(Handler.calls)]
+    g = rows(r.stdout)[0]
+    assert (g["status"], g["calls"]) == ("200", str(Handler.calls))
 
 
-def test_a_refused_connection_is_a_line_not_the_end(reqtime):
+def test_a_refused_connection_is_a_row_not_the_end(reqtime, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]           # bound, not listening: refused
         r = run(reqtime, "-n", "2", "-i", "0", "127.0.0.1", str(port), "/")
     assert r.returncode == 0
-    assert r.stdout.splitlines() == ["error connect: Connection refused"] * 2
+    assert r.stdout.splitlines() == [HEADER, "1,,,,connect: Connection refused",
+                                      "2,,,,connect: Connection refused"]
+    assert read_back(tmp_path, r.stdout) == ([], 2)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -151,7 +184,7 @@ def test_fifo_runs_the_client_as_a_real_time_task(reqtime, server):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert re.search(r"sched_setscheduler\(0, SCHED_FIFO, \[7\]\) += 0", r.stderr), r.stderr
-    assert r.stdout.split()[0] == "200"
+    assert rows(r.stdout)[0]["status"] == "200"
     # Without the right to, it says so and makes no request.
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", reqtime,
                         "--fifo", "7", "-n", "1", "127.0.0.1", str(server), "/page"],
@@ -163,7 +196,8 @@ def test_warmup_requests_are_made_but_not_printed(reqtime, server):
     r = run(reqtime, "--warmup", "2", "-n", "3", "-i", "0", "127.0.0.1", str(server), "/page",
             counter=Handler.counter)
     assert r.returncode == 0, r.stderr
-    assert len(r.stdout.splitlines()) == 3
+    # Numbered from the first timed one.
+    assert [g["request"] for g in rows(r.stdout)] == ["1", "2", "3"]
     # The server saw five requests: the counter moved five times.
     assert Handler.counter.read_text() == f"{1000 + 5 * Handler.calls}\n"
 
@@ -219,22 +253,50 @@ def test_redis_requests_share_one_connection(reqtime, tmp_path, key, status):
     r = run(reqtime, "--redis", "-n", "4", "--warmup", "1", "-i", "0", "127.0.0.1",
             str(srv.port), key, counter=counter)
     assert r.returncode == 0, r.stderr
-    lines = [ln.split() for ln in r.stdout.splitlines()]
-    assert [ln[0] for ln in lines] == [status] * 4 and all(ln[2] == "3" for ln in lines), lines
-    assert all(0 < float(ln[1]) < 5 for ln in lines)
+    got = rows(r.stdout)
+    assert [g["status"] for g in got] == [status] * 4, got
+    assert all(g["calls"] == "3" and g["error"] == "" for g in got), got
+    assert all(0 < float(g["seconds"]) < 5 for g in got)
     assert srv.connections == 1 and counter.read_text() == "65\n"
 
 
-def test_a_lost_redis_connection_is_an_error_line_a_request(reqtime, tmp_path):
+def test_a_lost_redis_connection_is_an_error_row_a_request(reqtime, tmp_path):
     counter = tmp_path / "calls"
     counter.write_text("0\n")
     srv = Resp(counter, close_after=2)
     srv.start()
-    r = run(reqtime, "--redis", "-n", "4", "-i", "0", "127.0.0.1", str(srv.port), "k")
+    r = run(reqtime, "--redis", "-n", "4", "-i", "0", "127.0.0.1", str(srv.port), "k",
+            counter=counter)
     assert r.returncode == 1
-    lines = r.stdout.splitlines()
-    assert [ln.split()[0] for ln in lines[:2]] == ["200", "200"], lines
-    assert lines[2].startswith("error reply") and lines[3] == "error connection lost", lines
+    got = rows(r.stdout)
+    assert [g["status"] for g in got] == ["200", "200", "", ""], got
+    assert got[2]["error"].startswith("reply: ") and got[3]["error"] == "connection lost", got
+    assert all(g["seconds"] == g["calls"] == "" for g in got[2:]), got
+    replies, errors = read_back(tmp_path, r.stdout)
+    assert len(replies) == 2 and errors == 2
+
+
+def test_a_refused_redis_connection_is_a_row_for_every_request(reqtime):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        r = run(reqtime, "--redis", "-n", "3", "-i", "0", "127.0.0.1", str(port), "k")
+    assert r.returncode == 1
+    assert [g["error"] for g in rows(r.stdout)] == ["connect: Connection refused"] * 3
+
+
+def test_no_reason_needs_quoting(root):
+    """An error's reason goes into the CSV as it is when it has no comma,
+    quote or line break (reqtime quotes one that has): reqtime's own
+    reasons have none, nor has the C library's text of the errors a
+    request meets."""
+    text = (root / "workloads/reqtime.c").read_text()
+    reasons = re.findall(r'row_error\("([^"]*)"', text)
+    assert sorted(reasons) == ["connect: %s", "connect: %s", "connection lost",
+                               "reply: %s", "send: %s"], reasons
+    assert not any(set(r) & set(',"\r\n') for r in reasons)
+    for e in ("ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH"):
+        assert not set(os.strerror(getattr(errno, e))) & set(',"\r\n'), e
 
 
 def test_a_redis_key_of_two_lines_is_refused(reqtime):

@@ -28,6 +28,21 @@ def mean(values):
     return sum(v) / len(v) if v else None
 
 
+def trimmed_mean(values, cut_fraction=0.1):
+    """The mean of @values without the int(@cut_fraction x n) smallest and
+    as many largest (n the number of values): with 0.1, a tenth off each
+    end, rounded down, so nothing is cut below 10 values
+    (scipy.stats.trim_mean).  None if there are none."""
+    from scipy import stats as sps
+
+    if not 0 <= cut_fraction < 0.5:
+        raise ValueError(f"trimmed_mean: cut_fraction {cut_fraction!r} is not in [0, 0.5)")
+    v = [float(x) for x in values]
+    if not v:
+        return None
+    return float(sps.trim_mean(v, cut_fraction))
+
+
 def summary(values):
     """n, min, mean, stddev (sample, n-1; 0 for one value), p50, p90, p99,
     p999 and max of @values; n = 0 and None for the others if empty."""

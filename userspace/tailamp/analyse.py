@@ -13,7 +13,6 @@ summary.csv, report.txt and tailamp.png.
 """
 import collections
 import math
-import pathlib
 import sys
 
 from lablib import cli, plot, results, stats, text
@@ -26,22 +25,15 @@ QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999}
 
 
 def read_replies(path):
-    """[(seconds, calls)] of a reqtime log: lines "200 SECONDS CALLS"; a
-    line "error ..." is a failed request, left out."""
-    out = []
-    for i, line in enumerate(pathlib.Path(path).read_text().splitlines(), 1):
-        f = line.split()
-        if not f or f[0] == "error":
-            continue
-        if len(f) != 3 or f[0] != "200":
-            raise ValueError(f"{path} line {i}: not '200 SECONDS CALLS': {line!r}")
-        try:
-            out.append((float(f[1]), int(f[2])))
-        except ValueError:
-            raise ValueError(f"{path} line {i}: not '200 SECONDS CALLS': {line!r}") from None
-    if not out:
+    """[(seconds, calls)] of a reqtime reply log (lablib's
+    workloads.read_replies: its CSV, a row a request); a request that got
+    no reply of status 200 is left out."""
+    replies, _ = workloads.read_replies(path)
+    if not replies:
         raise ValueError(f"{path}: no replies")
-    return out
+    if replies[0][1] is None:
+        raise ValueError(f"{path}: no calls counted (reqtime without --calls-fd)")
+    return replies
 
 
 def read_point(folder, ns):
@@ -51,8 +43,8 @@ def read_point(folder, ns):
     ppm = results.get(meta, "settings", "delay_settings", "ppm")
     if ppm is None:
         raise ValueError(f"{folder}/meta.json: no settings.delay_settings.ppm")
-    base = read_replies(folder / "logs/reply-ns0-1.txt")
-    delayed = read_replies(folder / f"logs/reply-ns{ns}-1.txt")
+    base = read_replies(folder / "logs/reply-ns0-1.csv")
+    delayed = read_replies(folder / f"logs/reply-ns{ns}-1.csv")
     # Required: the reader's {} for a missing file would pass for a sweep
     # whose module measured nothing.
     if not (folder / "points.csv").is_file():

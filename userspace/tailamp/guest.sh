@@ -17,8 +17,8 @@ usage: guest.sh [options]
 For each fraction P, time N Apache replies with each of Apache's system
 calls delayed by D with a chance P, into
 OUTPUT/tailamp-<date>-<time>/runs/ppm-P/ (a workloads/sweep.sh apache
-folder: the reply times are logs/reply-ns0-1.txt and logs/reply-nsD-1.txt,
-a line "200 SECONDS CALLS" each).
+folder: the reply times are logs/reply-ns0-1.csv and logs/reply-nsD-1.csv,
+reqtime's CSV, a row a request).
 
       --ppm LIST        the fractions P in parts per million, in liblab's
                         list syntax (default 0,1000,3000,10000,30000,100000)

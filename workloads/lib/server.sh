@@ -6,8 +6,10 @@
 #   reply       the reference client (workloads/reqtime: one request at a
 #               time, SERVER_REQUESTS of them on a grid of
 #               SERVER_INTERVAL_MS, each timed to the ns with the delayed
-#               calls made in its span); a run's reply is the trimmed mean
-#               of the replies that made the fewest calls (reply_clean)
+#               calls made in its span, every reply a row of
+#               logs/reply-TAG-REPEAT.csv); the host makes a run's reply
+#               of them (lablib: the trimmed mean of the replies that made
+#               the fewest calls)
 #   saturation  the load generator's knee (the server file's srv_saturate)
 #   server      the knee's replies over the CPU time the server took for
 #               them (its cgroup's cpu.stat, server_usec)
@@ -15,7 +17,7 @@
 # starts a fresh server.  Why each is so: NOTES.md, "Apache", where each
 # was found.
 #
-# A server file sets WL_LOOPS, WL_REPEATS (WL_REPEATS_VIRTUAL), SRV_PORT,
+# A server file sets WL_LOOPS, WL_REPEATS (WL_REPEATS_VIRTUAL), WL_STAGE, SRV_PORT,
 # SRV_NAME (its name in messages), SRV_PIDFILE (its pid file's name in
 # SRV_DIR) and defines:
 #   srv_check       its programs are there (die if not)
@@ -64,7 +66,6 @@ REFERENCE_FIFO=10
 SERVER_FAIR_SERVER=${SERVER_FAIR_SERVER:-0}
 FAIR_SERVER_DIR=/sys/kernel/debug/sched/fair_server
 FAIR_SERVER_BEFORE=
-FAIR_SERVER_SET=0
 [ "$SERVER_FAIR_SERVER" = keep ] || want_uint SERVER_FAIR_SERVER "$SERVER_FAIR_SERVER" 0
 SRV_DIR=
 
@@ -84,14 +85,11 @@ fair_server_read() {
 	FAIR_SERVER_BEFORE=$(IFS=,; echo "${values[*]:-none}")
 }
 
-# fair_server_write VALUES: each CPU's runtime, from one value for all or
-# a list as fair_server_read gives it.
-fair_server_write() {
-	local f i=0 values
-	IFS=, read -r -a values <<<"$1"
+# fair_server_set NS: each CPU's fair server runtime, put back at the end.
+fair_server_set() {
+	local f
 	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do
-		echo "${values[i]:-${values[0]}}" >"$f" || return 1
-		i=$((i + 1))
+		set_setting "$f" "$1" || return 1
 	done
 }
 
@@ -137,8 +135,7 @@ wl_prepare() {
 	# that no server process reads the host's files during a window.
 	if stage_wanted; then stage_workload; fi
 	if [ "$SERVER_FAIR_SERVER" != keep ] && [ "$FAIR_SERVER_BEFORE" != none ]; then
-		FAIR_SERVER_SET=1
-		fair_server_write "$SERVER_FAIR_SERVER" ||
+		fair_server_set "$SERVER_FAIR_SERVER" ||
 			die "cannot set the fair server's runtime to $SERVER_FAIR_SERVER ns ($FAIR_SERVER_DIR)"
 	fi
 	srv_setup
@@ -202,50 +199,48 @@ reference_cmd() {
 		--calls-fd 3 --fifo "$REFERENCE_FIFO" "${REFERENCE_ARGS[@]}")
 }
 
-# reference_measured LOG: run the reference client, keep reqtime's lines
-# in LOG and print "replies seconds errors syscalls clean p9_requests"
-# (reply_clean: seconds, syscalls and clean).
+# reference_measured LOG: run the reference client, keep its CSV (a row a
+# request, workloads/reqtime.c) in LOG and print "replies seconds errors
+# syscalls p9_requests": the replies (status 200), the sum of their
+# seconds and of their delayed calls ("-" without a count), the other
+# requests (failed, or another status) and the window's 9p requests.  No
+# reduction here: the host makes the run's reply time of LOG
+# (lablib.experiments.workloads: read_raw, clean_reply).
 reference_measured() {
+	# The window's log ends in .txt, which measured_window takes off to
+	# name its 9p log (reply-TAG-9p.txt), and is LOG once the window is
+	# closed.
+	local txt=${1%.csv}.txt
 	reference_cmd "$SERVER_REQUESTS"
-	measured_window "" "$1" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
+	measured_window "" "$txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
 		die "the reference window at $POINT said nothing"
+	mv "$txt" "$1"
 	[ "$WINDOW_STATUS" = 0 ] ||
 		die "the reference run failed (exit status $WINDOW_STATUS) at $POINT; see $1"
-	local n e seconds calls clean
-	read -r n e < <(awk '$1 == 200 && NF == 3 { n++ } $1 == "error" { e++ }
-		END { print n + 0, e + 0 }' "$1")
-	read -r seconds calls clean < <(reply_clean "$1")
-	echo "$n $seconds $e $calls $clean ${P9_COUNT:--}"
-}
-
-# reply_clean LOG: "seconds syscalls clean" of LOG's replies: the fewest
-# delayed calls a reply made, how many replies made just those (clean)
-# and the mean of their times but a tenth of them (rounded down) at
-# each end; "0 0 0" without a reply.  A reply that made more calls had
-# more of the server's work in its span (NOTES.md, "Apache", reply_clean).
-reply_clean() {
-	awk '$1 == 200 && NF == 3 { print $3, $2 }' "$1" | sort -g -k1,1 -k2,2 | awk '
-	NR == 1 { calls = $1 }
-	$1 == calls { v[++n] = $2 }
-	END {
-		if (!n) { print "0 0 0"; exit }
-		k = int(n / 10)
-		for (i = k + 1; i <= n - k; i++) sum += v[i]
-		printf "%.9g %s %d\n", sum / (n - 2 * k), calls, n
-	}'
+	# Column 2 is the status; an error row has none (its reason, last, may
+	# be quoted with commas in it: no column after it is read).
+	awk -F, -v p9="${P9_COUNT:--}" '
+	NR == 1 { next }
+	$2 == "200" { n++; s += $3; c += $4; if ($4 == "") uncounted = 1; next }
+	{ e++ }
+	END { printf "%d %.9f %d %s %s\n", n, s, e, (uncounted || !n) ? "-" : sprintf("%.0f", c), p9 }' "$1"
 }
 
 wl_run() {
-	local tag=$TAG-$REPEAT replies seconds errors calls clean p9
+	local tag=$TAG-$REPEAT replies seconds errors calls p9 file
+	file=$LAB_DIR/logs/reply-$tag.csv
 	load_run burst >"$LAB_DIR/logs/warm-$tag.txt" ||
 		die "$SRV_NAME's warm-up failed at $POINT; see $LAB_DIR/logs/warm-$tag.txt"
-	read -r replies seconds errors calls clean p9 < <(reference_measured "$LAB_DIR/logs/reply-$tag.txt")
+	read -r replies seconds errors calls p9 < <(reference_measured "$file")
 	P9_COUNT=${p9#-}
-	[ "$replies" -gt 0 ] || die "no replies from $SRV_NAME at $POINT; see $LAB_DIR/logs/reply-$tag.txt"
-	record reply 1 "$seconds" "$calls" "$errors" \
-		"the trimmed mean (a tenth off each end) of the $clean of $replies replies with the fewest delayed calls, $(awk -v s="$seconds" 'BEGIN { printf "%.6f", s * 1e3 }') ms (reqtime; each in logs/reply-$tag.txt)"
+	[ "$replies" -gt 0 ] || die "no replies from $SRV_NAME at $POINT; see $file"
+	# Sums: lablib's read_raw tells the row by its log and makes it one
+	# reply, the clean replies' trimmed mean (its detail names the log).
+	record reply "$replies" "$seconds" "${calls#-}" "$errors" \
+		"every reply in logs/reply-$tag.csv (reqtime)"
 	[ "$SERVER_SATURATION" -eq 1 ] || return 0
-	srv_saturate "$tag" "$seconds"
+	# The saturation search starts from the replies' mean time.
+	srv_saturate "$tag" "$(awk -v s="$seconds" -v n="$replies" 'BEGIN { printf "%.9g", s / n }')"
 }
 
 # server_usec: the CPU time the server's processes have taken (us), from
@@ -261,11 +256,6 @@ server_usec() {
 wl_finish() {
 	server_stop
 	srv_finish
-	if [ "$FAIR_SERVER_SET" -eq 1 ]; then
-		fair_server_write "$FAIR_SERVER_BEFORE" ||
-			log "warning: could not put the fair server's runtime back to $FAIR_SERVER_BEFORE"
-		FAIR_SERVER_SET=0
-	fi
 }
 
 # Stop the server by its pid file (SIGTERM) and wait up to 5 s for it to go.

@@ -41,6 +41,39 @@ def test_mean_of_values_and_of_none():
     assert stats.mean([]) is None
 
 
+def test_trimmed_mean_cuts_a_tenth_rounded_down_off_each_end():
+    # Below ten values nothing is cut: the plain mean.
+    assert stats.trimmed_mean([1, 2, 3, 100]) == 26.5
+    assert stats.trimmed_mean([5] * 9 + [95]) == 5     # ten: one off each end
+    assert stats.trimmed_mean([4.0]) == 4.0
+    # Nineteen: one each end; twenty: two.  In any order.
+    assert stats.trimmed_mean([100, *range(1, 18), -100]) == 9
+    assert stats.trimmed_mean([*range(18, 0, -1), 1000, -1000]) == pytest.approx(9.5)
+    # Ties at the cut: one of them goes, the others stay.
+    assert stats.trimmed_mean([1, 1, 1, 2, 2, 2, 2, 3, 3, 3]) == 2
+    assert stats.trimmed_mean([7, 7, 7, 7, 7, 7, 7, 7, 7, 9]) == 7
+    assert stats.trimmed_mean([]) is None and stats.trimmed_mean(iter(())) is None
+    # Another fraction: a quarter of 8 is 2 off each end; 0 cuts nothing.
+    assert stats.trimmed_mean([9, 1, 2, 3, 4, 5, 6, 0], 0.25) == 3.5
+    assert stats.trimmed_mean([1, 2, 30], 0) == 11
+    for bad in (-0.1, 0.5, 1):
+        with pytest.raises(ValueError, match="cut_fraction"):
+            stats.trimmed_mean([1, 2], bad)
+
+
+def test_trimmed_mean_cuts_what_the_guest_cut():
+    """int(0.1 x n), scipy's rule, is int(n / 10), the guest's awk's, at
+    every n a run can have: 0.1 is a little above a tenth as a double, and
+    no product rounds past a whole number."""
+    assert all(int(0.1 * n) == n // 10 for n in range(1_000_001))
+    for n in range(1, 60):
+        v = list(range(n))          # a trimmed mean of 0..n-1 is (n - 1) / 2 ...
+        v[-1] = 10 ** 6             # ... unless the largest is kept
+        cut = n // 10
+        kept = sorted(v)[cut:n - cut]
+        assert stats.trimmed_mean(v) == sum(kept) / len(kept), n
+
+
 def test_percentile_bounds():
     assert stats.percentile([], 50) is None
     assert stats.percentile([1, 2], 0) == 1 and stats.percentile([1, 2], 100) == 2
@@ -305,3 +338,22 @@ def test_log_axis_labels_stay_apart_on_any_range(lo, hi, monkeypatch, tmp_path):
     plot.save(fig, ax, tmp_path / "a.png")
     plotcheck.assert_readable(figures["a.png"])
     assert all(len(t) <= 5 for t in figures["a.png"][0]["xticks"]), figures["a.png"][0]["xticks"]
+
+
+def test_an_example_says_its_commit_and_date(tmp_path):
+    from lablib import examples
+    folder = tmp_path / "grep-20261202-010101"
+    folder.mkdir()
+    meta = {"experiment": "grep", "date": "2026-12-02T01:01:01Z", "lab_commit": "a" * 40}
+    (folder / "meta.json").write_text(json.dumps(meta))
+    (folder / "report.txt").write_text("grep sweep\n")
+    (folder / "grep.png").write_bytes(b"png")
+    out = examples.make(folder, tmp_path / "example", "grep")
+    assert [p.name for p in out] == ["grep-report.txt", "grep.png"]
+    head, rest = (tmp_path / "example/grep-report.txt").read_text().split("\n", 1)
+    assert head.startswith("Example: grep-20261202-010101, lab commit aaaaaaaaaaaa, measured "
+                           "2026-12-02") and rest == "grep sweep\n"
+    # A run of a tree with uncommitted changes is no commit's example.
+    (folder / "meta.json").write_text(json.dumps({**meta, "lab_commit": "a" * 40 + "-dirty"}))
+    assert examples.main([str(folder), str(tmp_path / "x"), "grep"]) == 1
+    assert not (tmp_path / "x").exists()

@@ -25,7 +25,7 @@ def provenance(meta, folder):
         raise cli.BadInput(f"{folder}: measured on lab commit {commit or 'unknown'}; an example "
                            "comes from a run of a committed tree")
     date = str(meta.get("date") or "unknown date")
-    return (f"Example: {pathlib.Path(folder).name}, lab commit {commit[:12]}, measured "
+    return (f"Example: {pathlib.Path(folder).resolve().name}, lab commit {commit[:12]}, measured "
             f"{date[:10]} (remake it with python -m lablib.examples)\n")
 
 

@@ -250,3 +250,8 @@ def test_plot_is_readable(root, tmp_path, monkeypatch):
     for name in ("close", "getppid"):
         entries = [e for e in ax["legend"] if e.startswith(name)]
         assert len(entries) == 3, ax["legend"]      # medians, p10s, the fit
+    # Where it was measured, as every experiment's picture says; the axes
+    # title short, the batches and calls.
+    head = ax["figure_title"]
+    assert head.startswith("calibrate: ") and "\nkernel 6.12.test-lab" in head, head
+    assert ax["title"] == "20 batches x 1000 calls per point", ax["title"]

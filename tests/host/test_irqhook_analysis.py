@@ -270,6 +270,12 @@ def test_histogram_plot_is_readable(root, tmp_path, monkeypatch, shape, xscale):
     plotcheck.assert_readable([ax])
     assert (ax["xscale"], ax["yscale"]) == (xscale, "log")
     assert len(ax["legend"]) == 2 and ax["patches"] == 2
+    # Where it was measured, as every experiment's picture says; the run's
+    # shape in the axes title.
+    head = ax["figure_title"]
+    assert head.startswith("irqhook: ") and "\nkernel 6.12.test-lab" in head, head
+    loads = 0 if shape == "idle" else 16
+    assert ax["title"] == f"2000 events, {loads} load tasks, SCHED_OTHER", ax["title"]
 
 
 def test_sweep_plot_is_readable(root, tmp_path, monkeypatch):

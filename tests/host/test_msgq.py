@@ -192,6 +192,23 @@ def test_plots_are_readable(tmp_path, monkeypatch):
         assert axes[0]["legend"] == legend and all(a["legend"] == [] for a in axes[1:])
         assert all((a["xscale"], a["yscale"]) == ("log", "log") for a in axes)
         assert all(a["patches"] == max(1, len(legend)) for a in axes)
+    # Where it was measured, as every experiment's picture says: the run's
+    # meta.json, the profile's guest/meta.json.
+    for name, title in (("queueing.png", "msgq: time queued (dynamic buffers)"),
+                        ("msgq.png", "msgq: time queued, dynamic against static buffers")):
+        head = figures[name][0]["figure_title"]
+        assert head.startswith(title) and "\nkernel 6.12.test-lab (stock" in head, head
+
+
+def test_a_profile_without_guest_meta_is_described_by_its_first_round(tmp_path, monkeypatch):
+    msgq = load_script(ANALYSER)
+    figures = plotcheck.record(monkeypatch)
+    prof = profile_dir(tmp_path / "p")
+    (prof / "guest/meta.json").unlink()
+    write_meta(prof / "runs/dynamic-r1", "msgq", settings("dynamic"),
+               kernel={"release": "6.12.first-round"})
+    assert cli.main("msgq", "x", msgq.add_args, msgq.work, [str(prof)]) == 0
+    assert "\nkernel 6.12.first-round, 2 CPUs" in figures["msgq.png"][0]["figure_title"]
 
 
 # --- the runner's conventions (tests/host/runners.py) ---------------------------

@@ -294,6 +294,25 @@ def test_plot_is_readable(root, percall, tmp_path, monkeypatch):
     assert ax["xticks"] == names and ax["yscale"] == "log"
     assert ax["patches"] == sum(len(v["cases"]) for v in s.values())
     assert sorted(ax["legend"]) == ["getppid: median", "p99", "read: median"]
+    # Where it was measured, as every experiment's picture says: guest/meta.json.
+    head = ax["figure_title"]
+    assert head.startswith("peers: per-call latency by tool and case") and \
+        "\nkernel 6.12.test-lab (stock" in head and ax["title"] == "", head
+
+
+def test_without_guest_meta_the_plot_says_the_baselines_kernel(root, tmp_path, monkeypatch):
+    """A folder without guest/meta.json: the first system call's baseline
+    run says where the calls were timed, in the report and the picture."""
+    d = peers_dir(tmp_path / "p")
+    (d / "guest/meta.json").unlink()
+    write_meta(d / "runs/baseline-getppid", "percall",
+               {"case": "baseline", "syscall": "getppid", "n": len(OFFSETS), "warmup": 2,
+                "cpu": 0, "clock_pair_ns": 40.0}, kernel={"release": "6.12.baseline"})
+    mod = load_script(ANALYSER)
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("peers", "x", mod.add_args, mod.work, [str(d)]) == 0
+    assert "\nkernel 6.12.baseline, 2 CPUs" in figures["peers.png"][0]["figure_title"]
+    assert (d / "report.txt").read_text().startswith("peers: kernel 6.12.baseline, 2 CPUs")
 
 
 # --- the runner's conventions (tests/host/runners.py) ---------------------------

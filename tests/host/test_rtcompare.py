@@ -217,6 +217,37 @@ def test_analyser_compares_two_kernels(tmp_path):
     assert "rt against stock" in text and "not supported here: cycles" in text
 
 
+def test_pictures_name_the_kernels_they_compare(tmp_path, monkeypatch):
+    """Every picture's headline: what it shows, the kernels against each
+    other, then each kernel's release, variant and preemption and, once,
+    the machine they shared; a machine that differs is the first kernel's,
+    and the title says so."""
+    d = tmp_path / "rt-compare-20261123-100000"
+    write_meta(d, "rt-compare", {"variants": "stock,rt"})
+    kernel_dir(d / "stock", "stock", 900, 1000, 1.5)
+    kernel_dir(d / "rt", "rt", 60, 1030, 1.02)
+    figures = plotcheck.record(monkeypatch)
+    assert cli.main("rt-compare", "x", analyse.add_args, analyse.work, [str(d)]) == 0
+    said = ("kernel 6.12.test-lab (stock, voluntary) against kernel 6.12.test-lab-rt "
+            "(rt, rt), 2 CPUs, accelerator tcg (QEMU 10.0.2), no PMU")
+    for name, what in (("cyclictest-idle.png", "cyclictest idle"),
+                       ("cyclictest-loaded.png", "cyclictest loaded"),
+                       ("squarewave.png", "the square wave's period error")):
+        head = figures[name][0]["figure_title"]
+        assert head.startswith(f"rt-compare: {what}, stock against rt\n"), head
+        # The subtitle, wrapped at spaces.
+        assert " ".join(head.split("\n")[1:]) == said, head
+    meta = json.loads((d / "rt/meta.json").read_text())
+    meta["machine"]["cpus"] = 4
+    (d / "rt/meta.json").write_text(json.dumps(meta))
+    figures.clear()
+    assert cli.main("rt-compare", "x", analyse.add_args, analyse.work, [str(d)]) == 0
+    head = figures["cyclictest-idle.png"][0]["figure_title"]
+    assert head.startswith("rt-compare: cyclictest idle, stock against rt (the machine: "
+                           "stock's; each kernel's in report.txt)\nkernel 6.12.test-lab "
+                           "(stock, voluntary), 2 CPUs"), head
+
+
 @pytest.mark.parametrize("variants, order", [
     ("stock,stock:preempt=full,rt", ["stock", "stock-preempt-full", "rt"]),
     ("rt,stock:preempt=full,stock", ["stock", "rt", "stock-preempt-full"]),
@@ -487,6 +518,11 @@ def test_delay_member_of_a_real_run(tmp_path, monkeypatch):
     axes = figures["delay.png"]
     plotcheck.assert_readable(axes)
     assert len(axes) == 2
+    # Both kernels' meta.json say the same kernel: it is said once.
+    head = axes[0]["figure_title"]
+    assert head.startswith("rt-compare: cyclictest on CPU 0 against a normal task's hold of "
+                           "known length, stock against stock-preempt-full\nkernel "
+                           "6.12.test-lab (stock, voluntary), 2 CPUs"), head
     for ax, where in zip(axes, ("exit", "entry")):
         assert where in ax["title"]
         assert ax["lines"] == 5 and ax["legend"][0] == "the hold itself"

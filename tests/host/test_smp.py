@@ -497,6 +497,26 @@ def test_plots_are_readable(root, smp, tmp_path, monkeypatch):
         [ax] = figures[f"hist-{b}.png"]
         assert ax["legend"] == [s for s in spans if s.split("-")[0].split()[0] == b][:12]
         assert (ax["xscale"], ax["yscale"]) == ("log", "log")
+    # Where it was measured, as every experiment's picture says: guest/meta.json.
+    kernel = "\nkernel " + json.loads((d / "guest/meta.json").read_text())["kernel"]["release"]
+    for name, title in [("smp.png", "smp: the SMP micro-benchmarks, every round pooled"),
+                        *((f"hist-{b}.png", f"smp: {b}, every round pooled") for b in benches)]:
+        head = figures[name][0]["figure_title"]
+        assert head.startswith(title + "\n") and kernel in head, head
+
+
+def test_without_guest_meta_the_pictures_say_the_first_rounds_kernel(root, tmp_path,
+                                                                     monkeypatch):
+    d = smp_dir(tmp_path / "s", tools=False)
+    (d / "guest/meta.json").unlink()
+    meta = json.loads((d / "runs/pipes-cross-r1/meta.json").read_text())
+    meta["kernel"] = {"release": "6.12.first-round"}
+    (d / "runs/pipes-cross-r1/meta.json").write_text(json.dumps(meta))
+    mod = smp_module(root)
+    figures = plotcheck.record(monkeypatch)
+    assert mod.cli.main("smp", "x", mod.add_args, mod.work, [str(d)]) == 0
+    for name in ("smp.png", "hist-pipes.png"):
+        assert "\nkernel 6.12.first-round, 2 CPUs" in figures[name][0]["figure_title"]
 
 
 # --- the runner's conventions (tests/host/runners.py) ---------------------------

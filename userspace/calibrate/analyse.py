@@ -87,9 +87,10 @@ def draw(meta, summary, path):
                                       f"{fit['slope']:.3f} ns/loop, R\u00b2={fit['r2']:.4f}"))
     ax.set_xlabel("delay module loops per system call")
     ax.set_ylabel("null system call latency (ns)")
-    ax.set_title(f"Syscall delay calibration, {per_point(meta)}\n{results.describe(meta)}",
-                 fontsize=8)
+    ax.set_title(per_point(meta), fontsize=8)
     ax.set_ylim(bottom=0)
+    plot.headline(fig, "calibrate: null system call latency against the delay module's loops",
+                  meta, 98)
     plot.save(fig, ax, path)
 
 

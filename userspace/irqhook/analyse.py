@@ -73,8 +73,10 @@ def draw(meta, summary, events, path):
     ax.set_ylabel("events")
     s = summary["settings"]
     cls = "SCHED_RR prio 1" if s.get("class") == "rt" else "SCHED_OTHER"
-    ax.set_title(f"irqhook: {summary['events']} events, {s.get('loads', '?')} load tasks, "
-                 f"{cls}\n{results.describe(meta)}", fontsize=8)
+    ax.set_title(f"{summary['events']} events, {s.get('loads', '?')} load tasks, {cls}",
+                 fontsize=8)
+    plot.headline(fig, "irqhook: switching and wake-up times of /dev/irqhook's reader", meta,
+                  98)
     plot.save(fig, ax, path)
 
 

@@ -119,11 +119,12 @@ def times_table(queueing, title):
     return "\n".join(lines) + "\n"
 
 
-def plot_queueing(series_by_label, path, title):
+def plot_queueing(series_by_label, path, title, meta):
     """Histograms of the time queued, one panel per queue that has
     messages, log-spaced bins on log-log axes (a body of tens of us, a
     tail of ms); one line per label, named in the first panel's legend
-    when there is more than one."""
+    when there is more than one; @title over them with where @meta says
+    they were measured."""
     names = [q for q in (*QUEUES, "end_to_end")
              if any(s[q]["ns"] for s in series_by_label.values())]
     fig, axes = plot.figure(ncols=len(names), width=3.2 * len(names), height=3.6)
@@ -142,7 +143,7 @@ def plot_queueing(series_by_label, path, title):
         if ax is axes[0]:
             ax.set_ylabel("messages (log)")
         ax.grid(True, which="both", alpha=0.3)
-    fig.suptitle(title, fontsize=10)
+    plot.headline(fig, title, meta, int(14 * 3.2 * len(names)))
     plot.save(fig, axes[0], path)
 
 
@@ -163,7 +164,7 @@ def work_run(args):
     results.write_csv(d / "summary.csv", ("queue", "unit", *stats.SUMMARY_KEYS), rows)
     if not args.no_plot:
         plot_queueing({summary["alloc"] or "run": series}, d / "queueing.png",
-                      f"msgq: time queued ({summary['alloc']} buffers)")
+                      f"msgq: time queued ({summary['alloc']} buffers)", results.read_meta(d))
     cli.show(args, summary, text, d, ["summary.json", "summary.csv"],
              picture="queueing.png")
     return 0 if summary["matched"] else 1
@@ -244,6 +245,15 @@ def read_profile(d):
         out.setdefault(m["strategy"], {})[int(m["round"])] = (
             s, series, perf.counted(stat), perf.not_counted(stat))
     return out
+
+
+def profile_meta(d):
+    """meta.json of the kernel and machine that ran the rounds of profile
+    @d: guest/'s (guest.sh writes it), else the first round's."""
+    guest = d / "guest"
+    if (guest / "meta.json").is_file():
+        return results.read_meta(guest)
+    return results.read_meta(sorted(p for p in (d / "runs").iterdir() if p.is_dir())[0])
 
 
 def summarise_profile(d):
@@ -370,7 +380,7 @@ def work_profile(args):
     results.write_text(d / "report.txt", text)
     if not args.no_plot:
         plot_queueing(pooled, d / "msgq.png", "msgq: time queued, dynamic against static "
-                      "buffers (all rounds)")
+                      "buffers (all rounds)", profile_meta(d))
     cli.show(args, summary, text, d, ["summary.json", "summary.csv", "report.txt"],
              picture="msgq.png")
     return 0

@@ -189,11 +189,19 @@ def summarise_syscall(cases, perf_events=None):
     return res
 
 
+def measured_meta(d, runs=None):
+    """meta.json of the kernel and machine that timed the calls of result
+    folder @d: guest/'s (guest.sh writes it), else the first system call's
+    baseline run's (@runs, read_runs(d), read if not given)."""
+    guest = pathlib.Path(d) / "guest"
+    if (guest / "meta.json").exists():
+        return results.read_meta(guest)
+    return next(iter((runs or read_runs(d)).values()))["baseline"][0]
+
+
 def summarise(d):
     runs = read_runs(d)
-    guest = pathlib.Path(d) / "guest"
-    meta = results.read_meta(guest) if (guest / "meta.json").exists() else \
-        next(iter(runs.values()))["baseline"][0]
+    meta = measured_meta(d, runs)
     return meta, {
         "experiment": "peers", "unit": "ns",
         "kernel": results.describe(meta),
@@ -316,7 +324,9 @@ def sentences(s):
     return "\n".join(out)
 
 
-def plot(s, path):
+def plot(s, path, meta):
+    """@path: each case's median and p99 per system call, on a log axis;
+    where @meta says the calls were timed above it."""
     from lablib import plot as lplot
     fig, ax = lplot.figure(width=10, height=5)
     scs = list(s["syscalls"])
@@ -340,7 +350,8 @@ def plot(s, path):
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
     ax.set_ylabel("ns per call (log)")
-    ax.set_title(f"Per-call latency by tool and case\n{s['kernel']}", fontsize=9)
+    lplot.headline(fig, "peers: per-call latency by tool and case, each call timed alone",
+                   meta, 140)
     lplot.save(fig, ax, path)
 
 
@@ -354,7 +365,8 @@ def analyse(d):
 
 
 add_args, work = cli.folder_analyser("DIR", "a peers result folder (results/latest-peers)",
-                                     analyse, lambda s, d: plot(s, d / "peers.png"),
+                                     analyse,
+                                     lambda s, d: plot(s, d / "peers.png", measured_meta(d)),
                                      "peers.png")
 
 

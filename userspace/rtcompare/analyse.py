@@ -160,8 +160,10 @@ def plot_delay(d, kernels):
                     color=f"C{i}", label=f"{v}: p99.9")
         ax.set_xlabel("the delay module's hold of each getppid call (us)")
         ax.set_ylabel("cyclictest wake-up latency (us)")
-        ax.set_title(f"a hold of known length, {hold_words(kind)}, CPU 0")
+        ax.set_title(f"the hold {hold_words(kind)}")
         ax.legend(fontsize=7)
+    headline(fig, "cyclictest on CPU 0 against a normal task's hold of known length",
+             kernels)
     plot.save(fig, axes[-1], d / "delay.png")
     return "delay.png"
 
@@ -232,6 +234,26 @@ def compare(base, other):
 
 
 # --- report and plots --------------------------------------------------------------
+
+def headline(fig, what, kernels):
+    """plot.headline of a picture that compares @kernels: "rt-compare:
+    @what, stock against rt" over where they ran.  The kernels of one run
+    share the machine: the subtitle names each kernel (release, variant,
+    preemption), then the machine and clock once.  Should the machines
+    differ (as results.describe says them), it is the first kernel's, and
+    the title says so."""
+    names = list(kernels)
+    metas = [k.get("meta") or {} for k in kernels.values()]
+    title = f"rt-compare: {what}, {' against '.join(names)}"
+    if len({results.describe({"machine": m.get("machine")}) for m in metas}) > 1:
+        title += f" (the machine: {names[0]}'s; each kernel's in report.txt)"
+        meta = metas[0]
+    else:
+        said = dict.fromkeys(results.describe({"kernel": m.get("kernel")})
+                             .removeprefix("kernel ") for m in metas)
+        meta = {**metas[0], "kernel": {"release": " against kernel ".join(said)}}
+    plot.headline(fig, title, meta, int(14 * fig.get_figwidth()))
+
 
 def report(d, kernels, rows, names):
     lines = [f"rt-compare: {d}"]
@@ -414,7 +436,7 @@ def plot_cyclictest(d, kernels, load):
     ax.set_yscale("log")
     ax.set_xlabel("wake-up latency (us, log)")
     ax.set_ylabel("samples per bin (all threads, log)")
-    ax.set_title(f"cyclictest, {load}")
+    headline(fig, f"cyclictest {load}", kernels)
     name = f"cyclictest-{load}.png"
     plot.save(fig, ax, d / name)
     return name
@@ -446,6 +468,7 @@ def plot_squarewave(d, kernels):
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
     axes[-1].legend(fontsize=7)
+    headline(fig, "the square wave's period error", kernels)
     plot.save(fig, axes[-1], d / "squarewave.png")
     return "squarewave.png"
 

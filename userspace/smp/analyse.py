@@ -160,11 +160,20 @@ def read_skipped(d):
             for r in results.read_csv(path, ("case", "reason"))]
 
 
+def measured_meta(d, runs):
+    """meta.json of the kernel and machine that ran result folder @d's
+    cases: guest/'s (guest.sh writes it), else that of the first round of
+    the first case of @runs (read_runs(d))."""
+    guest = pathlib.Path(d) / "guest"
+    if (guest / "meta.json").exists():
+        return results.read_meta(guest)
+    return next(iter(next(iter(runs.values())).values()))[0]
+
+
 def summarise(d):
     runs = read_runs(d)
-    guest = pathlib.Path(d) / "guest"
     some = next(iter(next(iter(runs.values())).values()))
-    meta = results.read_meta(guest) if (guest / "meta.json").exists() else some[0]
+    meta = measured_meta(d, runs)
     cases = {c: summarise_case(rounds) for c, rounds in runs.items()}
     tools = read_tools(d)
     machine = meta.get("machine") or {}
@@ -277,7 +286,7 @@ def report(s):
 
 # --- pictures ---------------------------------------------------------------
 
-def plot_hists(s, runs, d):
+def plot_hists(s, runs, d, meta):
     from lablib import plot as lplot
     written = []
     for bench in BENCHES:
@@ -297,14 +306,14 @@ def plot_hists(s, runs, d):
         ax.set_yscale("log")
         ax.set_xlabel("ns per record (log)")
         ax.set_ylabel("records (log)")
-        ax.set_title(f"{bench}: every round pooled\n{s['kernel']}", fontsize=9)
+        lplot.headline(fig, f"smp: {bench}, every round pooled", meta, 112)
         name = f"hist-{bench}.png"
         lplot.save(fig, ax, d / name)
         written.append(name)
     return written
 
 
-def plot_overview(s, runs, d):
+def plot_overview(s, runs, d, meta):
     from lablib import plot as lplot
     labels, data = [], []
     for case, rounds in runs.items():
@@ -320,7 +329,8 @@ def plot_overview(s, runs, d):
     ends = [stats.percentile(sorted(v), p) for v in data for p in (1, 99)]
     lplot.log_axis(ax, "y", max(1.0, min(ends)), max(ends))
     ax.set_ylabel("ns per record (log)\nbox: quartiles, whiskers: p1-p99")
-    ax.set_title(f"SMP micro-benchmarks, every round pooled\n{s['kernel']}", fontsize=9)
+    lplot.headline(fig, "smp: the SMP micro-benchmarks, every round pooled", meta,
+                   int(14 * fig.get_figwidth()))
     lplot.save(fig, ax, d / "smp.png")
 
 
@@ -342,8 +352,9 @@ def analyse(d):
 
 def plot(s, d):
     runs = read_runs(d)
-    files = plot_hists(s, runs, d)
-    plot_overview(s, runs, d)
+    meta = measured_meta(d, runs)
+    files = plot_hists(s, runs, d, meta)
+    plot_overview(s, runs, d, meta)
     return files
 
 

@@ -112,8 +112,17 @@ kmake() {
 		CC="ccache gcc" HOSTCC="ccache gcc" RUSTC=false "$@"
 }
 
-# The fragment this variant is built from: the base, then the variant's lines.
 mkdir -p "$KOBJ"
+# One build of an object tree at a time: make test and make sweep started
+# together each built the stock kernel in build/obj, and each removed the
+# other's temporary files (2026-12-02).  The second waits for the first.
+exec 7>"$KOBJ.lock"
+if ! flock -n 7; then
+	log "another build of ${KOBJ#"$LAB_ROOT"/} is running; waiting for it"
+	flock 7
+fi
+
+# The fragment this variant is built from: the base, then the variant's lines.
 FRAGMENT=$KOBJ/lab-fragment.config
 cat "$BASE_FRAGMENT" "$VARIANT_FRAGMENT" >"$FRAGMENT.new"
 if cmp -s "$FRAGMENT.new" "$FRAGMENT"; then

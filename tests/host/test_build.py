@@ -154,3 +154,18 @@ def test_the_host_tests_that_remain_pass_without_the_experiments(root, open_tmp)
                          cwd=lab, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
     assert " passed" in out.stdout.splitlines()[-1]
+
+
+def test_a_second_build_of_a_tree_waits_for_the_first(root, kobj):
+    """Two builds of build/obj at once broke each other's files: the
+    second one waits for the lock the first holds, says so, then builds
+    (here, nothing is left to build)."""
+    holder = subprocess.Popen(["flock", str(kobj) + ".lock", "sleep", "5"])
+    try:
+        subprocess.run(["sleep", "0.5"], check=True)
+        r = subprocess.run([root / "scripts/build-kernel.sh"], cwd=root, capture_output=True,
+                           text=True, timeout=900)
+    finally:
+        holder.wait(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "another build of build/obj is running; waiting for it" in r.stderr

@@ -26,6 +26,8 @@ Files keep their modes and times, so that make sees the same tree.  /proc,
 /sys, /dev and DEST itself are not copied: sweep.sh mounts them.  Prints
 one line and, with --json, writes what was staged (files, bytes,
 directories, links, placeholders, seconds) for meta.json, with the
+Debian packages (name and version) of the programs and libraries staged
+to run ("packages": what a build's instructions depend on), the
 addresses off this machine the workload connected to ("network"), the
 digest of the recorded run's --output ("output_sha256") and --key (what
 was staged: sweep.sh refuses an archive staged for another command).
@@ -35,6 +37,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import stat
 import subprocess
@@ -53,6 +56,7 @@ class Stage:
         self.files = self.bytes = self.links = self.placeholders = 0
         self.dirs = {}            # staged directory -> its source, times set last
         self.done = set()
+        self.run = set()          # the programs and libraries staged to run
 
     def excluded(self, path):
         return any(path == p or path.startswith(p + "/")
@@ -148,6 +152,7 @@ class Stage:
         """@path and what the kernel and the loader read to run it: a
         script's interpreter (#!), or what ldd names (the loader too)."""
         self.path(path)
+        self.run.add(os.path.realpath(path))
         try:
             with open(path, "rb") as f:
                 head = f.readline(256)
@@ -162,9 +167,13 @@ class Stage:
         for line in out.splitlines():
             words = line.split()
             if "=>" in words and len(words) > 2 and words[2].startswith("/"):
-                self.path(words[2])
+                lib = words[2]
             elif words and words[0].startswith("/"):
-                self.path(words[0])
+                lib = words[0]
+            else:
+                continue
+            self.path(lib)
+            self.run.add(os.path.realpath(lib))
 
     def finish(self):
         """The staged directories' modes and times: their copies' were
@@ -174,6 +183,33 @@ class Stage:
             t = self.target(path)
             os.chmod(t, stat.S_IMODE(st.st_mode))
             os.utime(t, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def packages(paths):
+    """The Debian packages that own @paths, {name: version}, from
+    dpkg-query; {} without dpkg.  A path is looked up as it is and, for
+    /usr/bin, /usr/sbin and /usr/lib*, without /usr: dpkg's database keeps
+    the paths the packages shipped, and usrmerge made /lib a link."""
+    if not paths or not shutil.which("dpkg-query"):
+        return {}
+    names = set()
+    for path in sorted(paths):
+        names.add(path)
+        m = re.match(r"/usr(/(?:s?bin|lib[^/]*)/.*)", path)
+        if m:
+            names.add(m.group(1))
+    owners = subprocess.run(["dpkg-query", "-S", *sorted(names)], capture_output=True,
+                            text=True).stdout
+    found = set()
+    for line in owners.splitlines():
+        owner, sep, _ = line.partition(": /")
+        if sep and not owner.startswith("diversion by"):
+            found.update(name.strip().split(":")[0] for name in owner.split(","))
+    if not found:
+        return {}
+    shown = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\n",
+                            *sorted(found)], capture_output=True, text=True).stdout
+    return dict(sorted(line.split("\t", 1) for line in shown.splitlines() if "\t" in line))
 
 
 def describe(argv):
@@ -254,6 +290,7 @@ def main(argv=None):
                "links": s.links, "placeholders": s.placeholders, "traced_calls": calls,
                "trees": args.tree,
                "programs": args.program, "network": sorted(network),
+               "packages": packages(s.run),
                "seconds": round(time.monotonic() - start, 3)}
     if digest:
         summary["output_sha256"] = digest

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 from resultdirs import calibrate_dir
 
 from lablib.readers import strace
@@ -99,10 +99,52 @@ def test_a_staged_command_runs_the_same_chrooted(tmp_path):
     assert (staged / "d/listed-only").read_text() == ""
     assert (staged / "d/listed-only").stat().st_mtime_ns == 10**18
     assert (root / "usr/bin/bash").exists() and (root / "usr/bin/wc").exists()
+    if shutil.which("dpkg-query"):
+        assert "bash" in json.loads((tmp_path / "stage.json").read_text())["packages"]
     chrooted = subprocess.run(["chroot", root, "bash", "-c", script],
                               capture_output=True, text=True)
     assert chrooted.returncode == 0, chrooted.stderr
     assert chrooted.stdout == traced.stdout == "forty-two\nlisted-only\n10\nfrom a script\n"
+
+
+FAKE_DPKG_QUERY = r"""#!/bin/sh
+# dpkg-query -S PATH... and -W -f FORMAT NAME..., as Debian's answers.
+if [ "$1" = -S ]; then
+	shift
+	for p; do
+		case $p in
+		/lib/x86_64-linux-gnu/libc.so.6) echo "libc6:amd64: $p" ;;
+		/usr/bin/gcc-12) echo "gcc-12: $p" ;;
+		/usr/bin/diverted) echo "diversion by x from: $p"; echo "pkg-a, pkg-b: $p" ;;
+		*) echo "dpkg-query: no path found matching pattern $p" >&2; status=1 ;;
+		esac
+	done
+	exit ${status:-0}
+fi
+shift 3
+for n; do printf '%s\t%s\n' "$n" "1.$n"; done
+"""
+
+
+def test_the_packages_of_what_runs_are_dpkgs_owners(tmp_path, monkeypatch):
+    """A staged program's package is the one dpkg says owns it, found
+    under the path it shipped at (/lib, not /usr/lib: usrmerge), its
+    architecture off; a path no package owns adds none; without
+    dpkg-query, none at all."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "dpkg-query"
+    fake.write_text(FAKE_DPKG_QUERY)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    packages = load_script("workloads/stage.py").packages
+    got = packages({"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/gcc-12",
+                    "/usr/bin/diverted", "/opt/mine"})
+    assert got == {"gcc-12": "1.gcc-12", "libc6": "1.libc6", "pkg-a": "1.pkg-a",
+                   "pkg-b": "1.pkg-b"}
+    assert packages({"/opt/mine"}) == {}
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert packages({"/usr/bin/gcc-12"}) == {}
 
 
 def test_a_root_that_is_not_a_folder_is_one_line(tmp_path):

@@ -10,9 +10,9 @@
 # Configured in the workloads' fixed environment (common.sh's WL_ENV), the
 # one the builds run in: the configuration asks the PATH for rustc, and
 # the host's (a rustup's ~/.cargo/bin) gave CONFIG_RUSTC_VERSION=109500
-# here where a PATH without it gives 0, so that the .config, and the
-# build that reads it, depended on what else the host had installed
-# (workloads/NOTES.md, "kbuild on every machine").
+# here where a PATH without it gives 0, so that the prepared tree
+# depended on what else the host had installed (the untimed settle build
+# synced it back; workloads/NOTES.md, "kbuild on every machine").
 #
 # Example:  workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 set -euo pipefail

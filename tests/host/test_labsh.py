@@ -201,3 +201,15 @@ def test_a_worker_asked_to_stop_before_it_began_does_nothing(root, tmp_path):
                          text=True, timeout=60)
     assert out.returncode == 1, out.stderr
     assert not (tmp_path / "mark").exists()
+
+
+def test_delay_set_says_why_the_module_refused(root, tmp_path):
+    """delay_set's error carries the write's reason (the kernel's errno
+    text for a parameter it refuses); here a parameter that cannot be
+    read or written, a folder, gives the C library's."""
+    (tmp_path / "parameters/loops").mkdir(parents=True)
+    script = (f'. {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; '
+              f'DELAY_DIR={tmp_path}; delay_set loops 5')
+    out = subprocess.run(["/bin/bash", "-c", script], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "the delay module refused loops='5' (Is a directory)" in out.stderr, out.stderr

@@ -328,10 +328,14 @@ forget_settings() {
 }
 
 # delay_set NAME VALUE: one of the delay module's parameters, put back at
-# the end (restore_settings); dies if the module refuses the value.
+# the end (restore_settings); dies if the module refuses the value, with
+# the kernel's reason (the write's error: "Invalid argument").
 delay_set() {
-	set_setting "$DELAY_DIR/parameters/$1" "$2" 2>/dev/null ||
-		die "the delay module refused $1='$2'"
+	local why
+	if ! why=$(set_setting "$DELAY_DIR/parameters/$1" "$2" 2>&1); then
+		why=${why##*: }
+		die "the delay module refused $1='$2'${why:+ ($why)}"
+	fi
 }
 
 # The Linux tree kbuild and grep work on: a bad --tree, or a missing

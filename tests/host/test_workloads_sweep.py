@@ -115,7 +115,7 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     ("APACHE_KEEPUP", "1.5", "APACHE_KEEPUP wants a fraction in (0, 1], not '1.5'"),
     ("APACHE_KEEPUP_VIRTUAL", "0", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not '0'"),
     ("APACHE_KEEPUP_VIRTUAL", "x", "APACHE_KEEPUP_VIRTUAL wants a fraction in (0, 1], not 'x'"),
-    ("APACHE_TIME_WAIT", "none", "APACHE_TIME_WAIT wants a whole number, not 'none'"),
+    ("SERVER_TIME_WAIT", "none", "SERVER_TIME_WAIT wants a whole number, not 'none'"),
     ("SERVER_FAIR_SERVER", "off", "SERVER_FAIR_SERVER wants a whole number, not 'off'"),
 ])
 def test_apache_refuses_settings_it_cannot_use(root, tmp_path, var, value, said):

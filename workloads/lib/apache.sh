@@ -59,13 +59,6 @@ case $APACHE_MPM in
 event | prefork) ;;
 *) bad_arg "APACHE_MPM wants event or prefork, not '$APACHE_MPM'" ;;
 esac
-# TIME_WAIT sockets the kernel keeps while Apache runs
-# (net.ipv4.tcp_max_tw_buckets; "keep" leaves the machine's own); put
-# back when the sweep ends.
-APACHE_TIME_WAIT=${APACHE_TIME_WAIT:-0}
-TIME_WAIT_SYSCTL=/proc/sys/net/ipv4/tcp_max_tw_buckets
-TIME_WAIT_BEFORE=
-[ "$APACHE_TIME_WAIT" = keep ] || want_uint APACHE_TIME_WAIT "$APACHE_TIME_WAIT" 0
 
 srv_check() {
 	[ -x "$APACHE_BIN" ] || die "no Apache at $APACHE_BIN (install apache2-bin: 'make deps')"
@@ -74,7 +67,6 @@ srv_check() {
 		[ -f "$APACHE_MODULES/mod_$m.so" ] || die "Apache module mod_$m.so missing in $APACHE_MODULES"
 	done
 	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
-	TIME_WAIT_BEFORE=$(cat "$TIME_WAIT_SYSCTL") || die "cannot read $TIME_WAIT_SYSCTL"
 	if [ "$RUN_CLOCK" = virtual ]; then
 		APACHE_REFINE=$APACHE_REFINE_VIRTUAL
 		APACHE_KEEPUP=$APACHE_KEEPUP_VIRTUAL
@@ -84,8 +76,7 @@ srv_check() {
 srv_settings() {
 	printf '%s\n' "apache=$APACHE_BIN" "step_seconds=$STEP_SECONDS" \
 		"first_rate=$APACHE_FIRST_RATE" "rate_factor=$APACHE_RATE_FACTOR" "refine=$APACHE_REFINE" \
-		"keepup=$APACHE_KEEPUP" "mpm=$APACHE_MPM" \
-		"time_wait_buckets=$APACHE_TIME_WAIT" "time_wait_buckets_before=$TIME_WAIT_BEFORE"
+		"keepup=$APACHE_KEEPUP" "mpm=$APACHE_MPM"
 }
 
 srv_prepare() {
@@ -101,8 +92,6 @@ srv_prepare() {
 }
 
 srv_setup() {
-	[ "$APACHE_TIME_WAIT" = keep ] || set_setting "$TIME_WAIT_SYSCTL" "$APACHE_TIME_WAIT" ||
-		die "cannot write $TIME_WAIT_SYSCTL"
 	log "$("$APACHE_BIN" -v | sed -n 's/^Server version: //p')"
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained,server_s,window_s" >"$LAB_DIR/saturation.csv"
 }

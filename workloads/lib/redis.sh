@@ -15,8 +15,10 @@
 # The value is redis-benchmark's own key (key:__rand_int__), which its
 # SET writes in each load (srv_load).  The server runs no timer of its own
 # but serverCron at a fixed 10 Hz (no dynamic hz, no jemalloc background
-# thread): a timer that fires inside a reply's span makes it dearer
-# (NOTES.md, "Redis").
+# thread): a timer that fires inside a reply's span makes it dearer; and
+# its reply buffer keeps its size (DEBUG REPLYBUFFER RESIZING 0, through
+# redis-cli once it answers): resized every 5 s, one reply in five was
+# dearer (NOTES.md, "Redis").
 # shellcheck source=workloads/lib/server.sh
 . "$SWEEP_DIR/lib/server.sh"
 
@@ -48,6 +50,7 @@ want_uint REDIS_REQUESTS "$REDIS_REQUESTS" 1
 srv_check() {
 	command -v redis-benchmark >/dev/null ||
 		die "redis-benchmark is not installed (redis-tools: 'make deps')"
+	command -v redis-cli >/dev/null || die "redis-cli is not installed (redis-tools: 'make deps')"
 	if [ -z "$REDIS_BIN" ]; then
 		REDIS_BIN=$(command -v redis-server || command -v redis-check-rdb) ||
 			die "no Redis server (redis-tools: 'make deps')"
@@ -78,6 +81,7 @@ databases 1
 save ""
 appendonly no
 io-threads 1
+enable-debug-command local
 hz 10
 dynamic-hz no
 jemalloc-bg-thread no
@@ -90,6 +94,11 @@ srv_setup() { log "$("$SRV_DIR/redis-server" --version)"; }
 srv_start() { "$@" "$SRV_DIR/redis-server" "$SRV_DIR/redis.conf" --daemonize yes; }
 
 srv_foreground() { SRV_FG=("$SRV_DIR/redis-server" "$SRV_DIR/redis.conf" --daemonize no); }
+
+srv_ready() {
+	READY_CMD=(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" DEBUG REPLYBUFFER RESIZING 0)
+	READY_WANT=OK
+}
 
 srv_reference() { REFERENCE_ARGS=(--redis 127.0.0.1 "$REDIS_PORT" "$REDIS_KEY"); }
 

@@ -31,6 +31,10 @@
 #                   the staged root, the CPU), returns when it is started
 #   srv_foreground  SRV_FG: the command that runs it in the foreground
 #                   (what staging records)
+#   srv_ready       READY_CMD: a command that sets the server up once it
+#                   answers, before anything is measured, and READY_WANT:
+#                   what it prints when the server took it (optional;
+#                   none by default)
 #   srv_reference   REFERENCE_ARGS: reqtime's protocol and target
 #   srv_load small|burst
 #                   LOAD_CMD: the load generator (SRV_LOAD: its name) for
@@ -45,6 +49,9 @@
 #   SERVER_SATURATION   0 leaves the saturation measure out (tailamp)
 #   SERVER_FAIR_SERVER  the fair server's runtime while it runs (0: off;
 #                       "keep": the machine's own)
+#   SERVER_TIME_WAIT    the TIME_WAIT sockets the kernel keeps while it runs
+#                       (net.ipv4.tcp_max_tw_buckets; 0 by default, "keep":
+#                       the machine's own; workloads/NOTES.md, "No TIME_WAIT")
 
 SERVER_REQUESTS_VIRTUAL=100
 server_requests() {
@@ -67,7 +74,13 @@ SERVER_FAIR_SERVER=${SERVER_FAIR_SERVER:-0}
 FAIR_SERVER_DIR=/sys/kernel/debug/sched/fair_server
 FAIR_SERVER_BEFORE=
 [ "$SERVER_FAIR_SERVER" = keep ] || want_uint SERVER_FAIR_SERVER "$SERVER_FAIR_SERVER" 0
+SERVER_TIME_WAIT=${SERVER_TIME_WAIT:-0}
+[ "$SERVER_TIME_WAIT" = keep ] || want_uint SERVER_TIME_WAIT "$SERVER_TIME_WAIT" 0
+TIME_WAIT_SYSCTL=/proc/sys/net/ipv4/tcp_max_tw_buckets
+TIME_WAIT_BEFORE=
 SRV_DIR=
+READY_CMD=() READY_WANT=
+srv_ready() { READY_CMD=() READY_WANT=; }
 
 # fair_server_read: FAIR_SERVER_BEFORE, each CPU's fair server runtime
 # (ns, comma-separated, in the order of FAIR_SERVER_DIR's listing), or
@@ -104,6 +117,7 @@ wl_check() {
 	SERVER_PHASE_MS=$((SERVER_INTERVAL_MS % 1000 ? 0 : 500))
 	case $SERVER_SATURATION in 0 | 1) ;; *) bad_arg "SERVER_SATURATION wants 0 or 1, not '$SERVER_SATURATION'" ;; esac
 	fair_server_read
+	TIME_WAIT_BEFORE=$(cat "$TIME_WAIT_SYSCTL") || die "cannot read $TIME_WAIT_SYSCTL"
 	if (exec 3<>"/dev/tcp/127.0.0.1/$SRV_PORT") 2>/dev/null; then
 		die "port $SRV_PORT on 127.0.0.1 is taken; set ${WORKLOAD^^}_PORT"
 	fi
@@ -116,7 +130,8 @@ wl_settings() {
 		"reference=${SERVER_REQUESTS}conns@${SERVER_INTERVAL_MS}ms" \
 		"reference_phase_ms=$SERVER_PHASE_MS" "reference_fifo=$REFERENCE_FIFO" \
 		"saturation=$SERVER_SATURATION" \
-		"fair_server_runtime=$SERVER_FAIR_SERVER" "fair_server_runtime_before=$FAIR_SERVER_BEFORE"
+		"fair_server_runtime=$SERVER_FAIR_SERVER" "fair_server_runtime_before=$FAIR_SERVER_BEFORE" \
+		"time_wait_buckets=$SERVER_TIME_WAIT" "time_wait_buckets_before=$TIME_WAIT_BEFORE"
 	srv_settings
 }
 
@@ -138,6 +153,8 @@ wl_prepare() {
 		fair_server_set "$SERVER_FAIR_SERVER" ||
 			die "cannot set the fair server's runtime to $SERVER_FAIR_SERVER ns ($FAIR_SERVER_DIR)"
 	fi
+	[ "$SERVER_TIME_WAIT" = keep ] || set_setting "$TIME_WAIT_SYSCTL" "$SERVER_TIME_WAIT" ||
+		die "cannot write $TIME_WAIT_SYSCTL"
 	srv_setup
 	log "$SRV_NAME on 127.0.0.1:$SRV_PORT, CPU $SERVER_CPU; its clients on CPU $CLIENT_CPU"
 }
@@ -155,8 +172,21 @@ wl_point_begin() {
 	srv_start in_work_cgroup "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" ||
 		die "$SRV_NAME did not start at $POINT; see $SRV_DIR"
 	server_wait_up
+	server_ready
 	# One untimed load so that the first run does not pay for cold caches.
 	load_run small >/dev/null
+}
+
+# server_ready: the server file's READY_CMD (srv_ready), if it has one,
+# in the staged root if there is one.
+server_ready() {
+	srv_ready
+	[ ${#READY_CMD[@]} -gt 0 ] || return 0
+	local out=$LAB_DIR/logs/ready.txt
+	if ! "${WL_EXEC[@]}" "${READY_CMD[@]}" >"$out" 2>&1 ||
+		{ [ -n "$READY_WANT" ] && [ "$(cat "$out")" != "$READY_WANT" ]; }; then
+		die "$SRV_NAME was not set up by ${READY_CMD[*]}: $(head -c 300 "$out")"
+	fi
 }
 
 # Up: it answers on its port and has written its pid file (server_stop's).
@@ -181,6 +211,8 @@ wl_stage_record() {
 	srv_foreground
 	stage_record_start "$WORKLOAD" setsid taskset -c "$SERVER_CPU" "${SRV_FG[@]}"
 	server_wait_up
+	srv_ready
+	[ ${#READY_CMD[@]} -eq 0 ] || stage_record ready "${READY_CMD[@]}"
 	srv_load small
 	stage_record "$SRV_LOAD" "${LOAD_CMD[@]}"
 	reference_cmd 2

@@ -329,7 +329,15 @@ def test_redis_sweep(tmp_path, calibration):
         assert 0 < by["server", loops] <= by["saturation", loops] + 0.005, by
     wl = json.loads((d / "meta.json").read_text())["settings"]["workload_settings"]
     assert wl["requests"] == "2000" and wl["clients"] == "8" and wl["fair_server_runtime"] == "0"
-    assert (d / "redis.conf").exists()
+    # No TIME_WAIT sockets kept while it ran (the server form's, as for
+    # Apache), and the machine's setting put back.
+    tw = pathlib.Path("/proc/sys/net/ipv4/tcp_max_tw_buckets")
+    assert wl["time_wait_buckets"] == "0", wl
+    assert tw.read_text().strip() == wl["time_wait_buckets_before"] != "0", wl
+    # Each fresh server was told to keep its reply buffer's size
+    # (srv_ready), and said OK.
+    assert (d / "logs/ready.txt").read_text().strip() == "OK"
+    assert "enable-debug-command local" in (d / "redis.conf").read_text()
     assert subprocess.run(["pgrep", "-f", "redis-server"], capture_output=True).returncode == 1
 
 

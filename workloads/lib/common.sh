@@ -331,11 +331,15 @@ forget_settings() {
 # the end (restore_settings); dies if the module refuses the value, with
 # the kernel's reason (the write's error: "Invalid argument").
 delay_set() {
-	local why
-	if ! why=$(set_setting "$DELAY_DIR/parameters/$1" "$2" 2>&1); then
+	local why err=${SCRATCH:-/tmp}/delay-set.err
+	# Not in a subshell: set_setting records what to put back.
+	if ! set_setting "$DELAY_DIR/parameters/$1" "$2" 2>"$err"; then
+		why=$(cat "$err")
 		why=${why##*: }
+		rm -f "$err"
 		die "the delay module refused $1='$2'${why:+ ($why)}"
 	fi
+	rm -f "$err"
 }
 
 # The Linux tree kbuild and grep work on: a bad --tree, or a missing

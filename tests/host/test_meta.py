@@ -95,6 +95,7 @@ def test_every_writer_reads_the_kernel_command_line(built, tmp_path):
         assert m["accelerator_why"] == "KVM hangs here" and m["qemu"] == "10.0.2", who
         assert m["clock"] == {"kind": "virtual", "shift": 0}, who
         assert meta["kernel"]["variant"] == "rt", who
+        assert meta["kernel"]["cmdline"] == f"console=ttyS0 {CMDLINE}", who
         assert meta["lab_commit"] == "0123456789abcdef0123456789abcdef01234567", who
 
 

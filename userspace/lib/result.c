@@ -355,15 +355,21 @@ static void clock_json(struct lab_json *j)
 	lab_json_end(j);
 }
 
+/*
+ * The kernel: release, version, the lab's variant, the preemption model in
+ * force and the command line it booted with (what 'compare' sets side by
+ * side: preempt=, mitigations= ...).
+ */
 static void kernel_json(struct lab_json *j, const struct utsname *u)
 {
-	char variant[64], preempt[128];
+	char variant[64], preempt[128], cmdline[4096];
 
 	lab_json_object(j, "kernel");
 	lab_json_str(j, "release", u->release);
 	lab_json_str(j, "version", u->version);
 	lab_json_str(j, "variant", lab_variant(u->release, variant, sizeof(variant)));
 	lab_json_str(j, "preemption", preemption_of(u->version, preempt, sizeof(preempt)));
+	lab_json_str(j, "cmdline", read_line("/proc/cmdline", cmdline, sizeof(cmdline)));
 	lab_json_end(j);
 }
 

@@ -25,181 +25,34 @@ import pathlib
 import subprocess
 import sys
 
-from lablib import cli, results, stats, text
+from lablib import cli, figures, results, stats, text
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CLOCKS = ("host", "virtual")
 EXPERIMENTS = ("calibrate", "rt-compare", "smp", "msgq-profile", "sweep")
-SWEEPS = ("kbuild", "grep", "apache", "cmd")
 LAB = ROOT / "userspace/lib/lab"
 CSV_COLUMNS = ("experiment", "figure", "unit", "host", "host_min", "host_max", "host_n",
                "virtual", "virtual_min", "virtual_max", "virtual_n", "virtual_over_host",
                "host_folders", "virtual_folders")
 
 
-class NotAResult(cli.BadInput):
-    """A folder given that analyse.py cannot read (exit status 2)."""
-
-
-# --- which clock --------------------------------------------------------------
-
-def _kind(meta):
-    """The clock meta.json names: "host" or "virtual"; "host" for a lab
-    VM's meta.json from before the clock choice (no "clock" key: the host's
-    was the only one); None outside a VM (a runner's meta.json on the host)."""
-    machine = meta.get("machine") or {}
-    clock = machine.get("clock")
-    if isinstance(clock, dict) and clock.get("kind"):
-        return clock["kind"]
-    if "clock" not in machine and machine.get("virtual") is True:
-        return "host"
-    return None
-
-
-def clock_of(d, meta):
-    """(kind, the meta.json that says so) of result folder @d: its own
-    meta.json, else the guests' one level or two down (guest/, a kernel
-    folder, runs/CASE-rK/), which must agree."""
-    kind = _kind(meta)
-    if kind:
-        return kind, meta
-    found = {}
-    for p in sorted([*d.glob("*/meta.json"), *d.glob("runs/*/meta.json")]):
-        m = results.read_json(p)
-        k = _kind(m) if isinstance(m, dict) else None
-        if k:
-            found.setdefault(k, (p.parent, m))
-    if len(found) > 1:
-        raise NotAResult(f"{d}: its guests ran on different clocks "
-                         f"({', '.join(f'{k} in {v[0].name}' for k, v in found.items())})")
-    if not found:
-        raise NotAResult(f"{d}: no meta.json in it names the guest's clock "
-                         f"(machine.clock): not a result of the lab's VM")
-    kind, (_, m) = next(iter(found.items()))
-    if kind not in CLOCKS:
-        raise NotAResult(f"{d}: clock {kind!r} is neither host nor virtual")
-    return kind, m
-
-
-# --- the figures of each experiment ---------------------------------------------
-# Each reader returns [(figure, unit, value, (min, max) or None)].
-
-def _summary(d, name, analyser):
-    path = d / name
-    if not path.is_file():
-        raise NotAResult(f"{d}: no {name}: analyse it first ({analyser} {d})")
-    s = results.read_json(path)
-    if not isinstance(s, dict):
-        raise NotAResult(f"{path}: not a JSON object")
-    return s
-
-
-def read_calibrate(d):
-    s = _summary(d, "summary.json", "userspace/calibrate/analyse.py")
-    out = []
-    for key, what in (("fits", "p10 fit"), ("fits_p50", "p50 fit")):
-        for call, f in (s.get(key) or {}).items():
-            out.append((f"{call} slope ({what})", "ns/loop", f.get("slope"), None))
-            out.append((f"{call} R^2 ({what})", "R^2", f.get("r2"), None))
-    if not out:
-        raise NotAResult(f"{d}/summary.json: no fits: not an analysed calibration")
-    return out
-
-
-def read_rtcompare(d):
-    s = _summary(d, "comparison.json", "userspace/rtcompare/analyse.py")
-    kernels = s.get("kernels")
-    if not isinstance(kernels, dict):
-        raise NotAResult(f"{d}/comparison.json: no kernels: not an rt-compare comparison")
-    out = []
-    for k, v in kernels.items():
-        for load in ("idle", "loaded"):
-            pooled = results.get(v, "cyclictest", load, "pooled")
-            if pooled:
-                out.append((f"{k} cyclictest {load} p99.9", "us", pooled.get("p999"), None))
-                out.append((f"{k} cyclictest {load} max", "us", pooled.get("max"), None))
-        for kind, dm in (v.get("delay") or {}).items():
-            for h in dm.get("holds") or []:
-                out.append((f"{k} cyclictest max, {h['ns'] / 1e3:g} us hold ({kind})", "us",
-                            h.get("max"), None))
-    return out
-
-
-def _spread(r):
-    return (r["min"], r["max"]) if r and r.get("n", 0) > 1 else None
-
-
-def read_smp(d):
-    s = _summary(d, "summary.json", "userspace/smp/analyse.py")
-    if not isinstance(s.get("cases"), dict):
-        raise NotAResult(f"{d}/summary.json: no cases: not an smp summary")
-    return [(f"{case} {span} p50", "ns", v["ns"]["p50"], _spread(v.get("round_p50")))
-            for case, c in s["cases"].items() for span, v in c["spans"].items()]
-
-
-def read_msgq(d):
-    s = _summary(d, "summary.json", "userspace/msgq/analyse.py")
-    if not isinstance(s.get("strategies"), dict):
-        raise NotAResult(f"{d}/summary.json: no strategies: not a msgq profile's summary")
-    out = []
-    for strat, v in s["strategies"].items():
-        f = results.get(v, "figures", "cpu_us_per_msg")
-        if f:
-            out.append((f"{strat}: CPU time per message", "us", f["p50"], _spread(f)))
-        e2e = results.get(v, "queueing", "end_to_end", "ns")
-        if e2e and e2e.get("n"):
-            out.append((f"{strat}: send to receipt p50", "us", e2e["p50"] / 1e3, None))
-    return out
-
-
-def read_sweep(d):
-    s = _summary(d, "summary.json", "workloads/analyse.py")
-    if not isinstance(s.get("measures"), dict):
-        raise NotAResult(f"{d}/summary.json: no measures: not a workload sweep's summary")
-    out = []
-    for name, m in s["measures"].items():
-        mod = m.get("model") or {}
-        what = name if name == s.get("workload") else f"{s.get('workload')} {name}"
-        at = f"at {mod.get('knob', 'loops')} {mod.get('max_setting')}"
-        check = mod.get("check") or {}
-        err = check.get("max_abs_error")
-        out.append((f"{what}: base time of a unit of work", "s",
-                    mod.get("base_seconds_per_unit"), None))
-        out.append((f"{what}: delay that doubles it (base / calls)", "ns",
-                    mod.get("half_ns"), None))
-        out.append((f"{what}: model check max |error|", "%",
-                    None if err is None else 100 * err, None))
-        out.append((f"{what}: measured slowdown {at}", "x",
-                    mod.get("measured_slowdown"), None))
-        out.append((f"{what}: predicted slowdown {at}", "x",
-                    mod.get("predicted_slowdown"), None))
-    return out
-
-
-READERS = {"calibrate": read_calibrate, "rt-compare": read_rtcompare, "smp": read_smp,
-           "msgq-profile": read_msgq, "sweep": read_sweep}
+NotAResult = figures.NotAResult
 
 
 def read_folder(d):
     """{"path", "experiment", "clock", "describe", "figures"} of result
-    folder @d; NotAResult if it is not one analyse.py reads."""
-    d = pathlib.Path(d)
-    if not d.is_dir():
-        raise NotAResult(f"{d}: no such folder")
-    try:
-        meta = results.read_meta(d)
-    except ValueError as e:
-        raise NotAResult(cli.message(e)) from None
-    exp = meta.get("experiment")
-    if exp in SWEEPS:
-        exp = "sweep"
-    if exp not in READERS:
-        raise NotAResult(f"{d}: experiment {exp!r}, not one of "
+    folder @d, its figures [(figure, unit, value, (min, max) or None)]
+    the headline ones of lablib.figures; NotAResult if it is not one
+    analyse.py reads."""
+    f = figures.read(d)
+    if f["experiment"] not in EXPERIMENTS:
+        raise NotAResult(f"{d}: experiment {f['workload']!r}, not one of "
                          f"{', '.join(EXPERIMENTS)} or a workload sweep")
-    kind, guest = clock_of(d, meta)
-    return {"path": str(d), "experiment": exp, "clock": kind,
-            "describe": results.describe(guest), "figures": READERS[exp](d)}
+    return {"path": f["path"], "experiment": f["experiment"], "clock": f["clock"],
+            "describe": f["describe"],
+            "figures": [(g["figure"], g["unit"], g["value"], g["spread"])
+                        for g in f["figures"] if g["headline"]]}
 
 
 # --- side by side ----------------------------------------------------------------

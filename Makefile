@@ -233,6 +233,10 @@ TIMEOUT_faults := 18000
 ## bench: every benchmark that prints figures
 bench: $(BENCH_TARGETS)
 
+## report: results/index.html, one page of every result folder and comparison, newest first
+report: venv
+	$(PY) -m lablib.report $(RESULTS) -o $(RESULTS)/index.html
+
 ## lint: checkpatch --strict on the series, shellcheck on the scripts
 lint:
 	scripts/lint.sh
@@ -247,4 +251,4 @@ distclean: clean
 	rm -rf build $(VENV)
 
 .PHONY: all help deps venv kernel module userspace setup vm vm-run test test-debug debug-passes test-timing \
-	bench lint clean distclean
+	bench report lint clean distclean

@@ -44,6 +44,8 @@ packages=(
 	gcc-multilib shellcheck
 	# the field's own tools the experiments compare with
 	strace linux-perf rt-tests
+	# the results page's browser test (make report; tests/host/test_report.py)
+	chromium
 )
 
 # Run a command, or only say it under --dry-run.

@@ -8,7 +8,7 @@ import pytest
 
 PACKAGES_NEEDED = ["linux-source-6.12", "quilt", "flex", "bison", "ccache", "trace-cmd",
                    "apache2-bin", "httperf", "redis-tools", "parallel", "gcc-multilib",
-                   "shellcheck",
+                   "shellcheck", "chromium",
                    "udev", "python3-venv", "strace", "linux-perf", "rt-tests",
                    # make deb: the kernel's bindeb-pkg and its declared build dependency
                    "dpkg-dev", "rsync", "debhelper"]

@@ -275,3 +275,37 @@ def test_ab_without_gnu_parallel_says_what_to_install(tmp_path):
     p = ab("calibrate", "-o", tmp_path, env={"PATH": str(bare)})
     assert p.returncode == 2 and "GNU parallel is not installed" in p.stderr
     assert not list(tmp_path.glob("ab-*"))
+
+
+# --- every experiment's figures -------------------------------------------------------
+
+def hookcost(d):
+    from test_hookcost import hookcost_dir
+    d = hookcost_dir(d)
+    subprocess.run([sys.executable, ROOT / "userspace/hookcost/analyse.py", d], check=True,
+                   capture_output=True)
+    return d
+
+
+def tailamp(d):
+    from test_tailamp import tailamp_dir
+    return analysed("userspace/tailamp/analyse.py", tailamp_dir(d))
+
+
+def irqhook(d):
+    from test_irqhook_analysis import SWITCHING, WAKEUP, irqhook_dir
+    return analysed("userspace/irqhook/analyse.py", irqhook_dir(d, SWITCHING, WAKEUP))
+
+
+@pytest.mark.parametrize("make, figure", [
+    (hookcost, "(medians)"),
+    (tailamp, "reply p99 at 10000 ppm"),
+    (irqhook, "wakeup after the first event: p99"),
+])
+def test_each_experiments_figures_are_read(tmp_path, make, figure):
+    d = make(tmp_path / "d")
+    p, c = compare(d, d, out=tmp_path)
+    assert c is not None, p.stderr
+    names = [r["figure"] for r in c["rows"]]
+    assert any(figure in n for n in names), names
+    assert all(r["diff"] == 0 for r in c["rows"])

@@ -309,3 +309,18 @@ def test_each_experiments_figures_are_read(tmp_path, make, figure):
     names = [r["figure"] for r in c["rows"]]
     assert any(figure in n for n in names), names
     assert all(r["diff"] == 0 for r in c["rows"])
+
+
+def test_two_sweeps_compare_point_by_point_with_both_curves(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        shutil.copytree(DATA / "workloads/grep-virtual", d)
+        subprocess.run([sys.executable, ROOT / "workloads/analyse.py", "--no-plot", d],
+                       check=True, capture_output=True)
+    p, c = compare(a, b, out=tmp_path)
+    assert p.returncode == 0, p.stderr
+    points = [r for r in c["rows"] if r["figure"].startswith("grep at loops")]
+    assert len(points) >= 3 and all(r["verdict"] == "identical" for r in points)
+    assert rows(c)["grep at loops 0"]["band_rel"] == 5e-4
+    assert (tmp_path / "c" / "curves.png").is_file()
+    assert len(c["curves"]["grep"]["a"][0]) == len(points)

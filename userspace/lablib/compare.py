@@ -341,6 +341,53 @@ def host_rows(rows, band):
     return rows
 
 
+def sweep_curves(a, b):
+    """{measure: {"unit", "a": [points], "b": [points]}} of sweep sides
+    @a and @b, a point {"added_ns", "mean", "model"} of each side's every
+    run (the model: the throughput the sweep's own model predicts)."""
+    out = {}
+    for side, runs in (("a", a), ("b", b)):
+        for r in runs:
+            s = results.read_json(pathlib.Path(r["path"]) / "summary.json")
+            for name, m in (s.get("measures") or {}).items():
+                c = out.setdefault(name, {"unit": m.get("unit"), "a": [], "b": []})
+                c[side].append([{"added_ns": q.get("added_ns"), "mean": q.get("mean"),
+                                 "model": q.get("predicted_throughput")}
+                                for q in m.get("points") or [] if q.get("mean") is not None])
+    return out
+
+
+def draw_curves(c, path):
+    """curves.png: a sweep's throughput against the added latency, both
+    sides, each run's points and its model's curve, one panel a measure."""
+    from . import plot
+    measures = list(c["curves"].items())
+    fig, axes = plot.figure(ncols=len(measures), width=5.0 * len(measures))
+    axes = axes if len(measures) > 1 else [axes]
+    for ax, (name, m) in zip(axes, measures):
+        # A hollow and larger, B filled: where they agree both show.
+        for side, color, style in (("a", "C0", {"s": 40, "facecolors": "none"}),
+                                   ("b", "C1", {"s": 12})):
+            for k, run in enumerate(m[side]):
+                pts = sorted((q for q in run if q["added_ns"] is not None),
+                             key=lambda q: q["added_ns"])
+                ax.scatter([q["added_ns"] for q in pts], [q["mean"] for q in pts],
+                           edgecolors=color, color=color, zorder=3, **style,
+                           label=side.upper() if k == 0 else None)
+                model = [q for q in pts if q["model"] is not None]
+                ax.plot([q["added_ns"] for q in model], [q["model"] for q in model],
+                        color=color, linewidth=0.8, linestyle="--",
+                        label=f"{side.upper()}'s model" if k == 0 else None)
+        ax.set_xlabel("added latency per system call (ns)")
+        ax.set_ylabel(f"{name} ({m['unit'] or ''})")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"compare: {c['of']}, {c['clock']} clock\nthroughput against added "
+                 "latency: each run's points and its model", fontsize=8)
+    plot.save(fig, axes[-1], path)
+
+
 def compare(a_dirs, b_dirs, band=HOST_BAND):
     """The comparison of result folders @a_dirs with @b_dirs: a dict,
     compare.json's contents."""
@@ -360,6 +407,7 @@ def compare(a_dirs, b_dirs, band=HOST_BAND):
         row["diff"] = bv - av
         row["ratio"] = bv / av if av else None
         row["worse"] = worse(row)
+    curves = sweep_curves(a, b) if a[0]["experiment"] == "sweep" else None
     counts = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -373,7 +421,7 @@ def compare(a_dirs, b_dirs, band=HOST_BAND):
             "a": {"folders": [r["path"] for r in a], "describe": a[0]["describe"]},
             "b": {"folders": [r["path"] for r in b], "describe": b[0]["describe"]},
             "differences": diff, "same": same, "band": band if clock == "host" else None,
-            "rows": rows, "verdicts": counts, "status": status}
+            "rows": rows, "verdicts": counts, "status": status, "curves": curves}
 
 
 # --- output ------------------------------------------------------------------------
@@ -532,6 +580,9 @@ def write(c, parent, name=None, picture=True):
     if picture:
         draw(c, d / "compare.png")
         files.append("compare.png")
+        if c.get("curves"):
+            draw_curves(c, d / "curves.png")
+            files.append("curves.png")
     d = pathlib.Path(lab("commit", d, *([] if name else ["compare"])))
     return d, files
 

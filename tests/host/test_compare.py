@@ -4,6 +4,8 @@ repeat.  Host clock: a shift the test must find, one it must call
 inconclusive, one it must call the same.  And the refusals: different
 experiments or clocks, one line and exit status 2."""
 import json
+import os
+import pathlib
 import random
 import shutil
 import subprocess
@@ -324,3 +326,58 @@ def test_two_sweeps_compare_point_by_point_with_both_curves(tmp_path):
     assert rows(c)["grep at loops 0"]["band_rel"] == 5e-4
     assert (tmp_path / "c" / "curves.png").is_file()
     assert len(c["curves"]["grep"]["a"][0]) == len(points)
+
+
+STAND_IN = """#!{python}
+# A stand-in for a boot of calibrate (LAB_AB_RUNNER): a result folder in
+# PARENT whose slope is 3.1 when the side's command line says 'slow'.
+import json, os, pathlib, sys
+experiment, parent = sys.argv[1], pathlib.Path(sys.argv[2])
+if "fail" in os.environ.get("VM_APPEND", ""):
+    sys.exit("the boot failed")
+d = parent / "calibrate-1"
+d.mkdir(parents=True)
+append = os.environ.get("VM_APPEND", "")
+slope = 3.1 if "slow" in append else 3.0
+fit = {{"getppid": {{"slope": slope, "intercept": 500.0, "r2": 1.0}}}}
+(d / "meta.json").write_text(json.dumps({{
+    "experiment": experiment, "date": "2026-12-02T10:00:00Z", "args": sys.argv[3:],
+    "kernel": {{"release": "6.12.test-lab", "cmdline": "root=/dev/root " + append}},
+    "machine": {{"clock": {{"kind": os.environ["VM_CLOCK"], "shift": 0}}}}}}))
+(d / "summary.json").write_text(json.dumps({{"fits": fit, "fits_p50": fit,
+                                             "entry_ns": 131.0}}))
+"""
+
+
+def stand_in(tmp_path):
+    runner = tmp_path / "boot"
+    runner.write_text(STAND_IN.format(python=sys.executable))
+    runner.chmod(0o755)
+    return {**os.environ, "LAB_AB_RUNNER": str(runner)}
+
+
+def test_ab_runs_the_boots_and_compares_them(tmp_path):
+    out = tmp_path / "results"
+    p = ab("calibrate", "-B", "APPEND=slow", "-o", out, "--", "-l", "0,100",
+           env=stand_in(tmp_path))
+    assert p.returncode == 0, p.stderr
+    [folder] = out.glob("ab-*")
+    assert not folder.name.endswith(".incomplete")
+    plan = (folder / "plan.csv").read_text().splitlines()
+    assert len(plan) == 5 and all("-l 0,100" in line for line in plan[1:])
+    assert json.loads((folder / "meta.json").read_text())["settings"]["order"]
+    c = json.loads((folder / "compare" / "compare.json").read_text())
+    assert len(c["a"]["folders"]) == len(c["b"]["folders"]) == 2
+    assert all(pathlib.Path(f).is_dir() for f in c["a"]["folders"] + c["b"]["folders"])
+    slope = rows(c)["getppid slope (p10 fit)"]
+    assert slope["verdict"] == "changed" and slope["diff"] == pytest.approx(0.1)
+    assert {d["key"]: d for d in c["differences"]}["kernel.cmdline"]["b"] == "slow"
+    assert "ab: boot 4" in p.stdout and "changed" in p.stdout
+
+
+def test_ab_with_a_failed_boot_says_which_and_compares_nothing(tmp_path):
+    out = tmp_path / "results"
+    p = ab("calibrate", "-B", "APPEND=fail", "-o", out, env=stand_in(tmp_path))
+    assert p.returncode == 2 and "a boot failed" in p.stderr
+    assert "logs/" in p.stderr and "nothing compared" in p.stderr
+    assert not list(out.glob("compare-*"))

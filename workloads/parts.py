@@ -46,14 +46,13 @@ arguments, 1 for a plan or parts that cannot be used.
 import argparse
 import csv
 import filecmp
-import os
 import pathlib
 import re
 import shutil
 import sys
 import time
 
-from lablib import results
+from lablib import host, results
 
 # Settings a part may have of its own: which part it is, where its work
 # cgroup was (named for its process), who calibrated, how long its staging
@@ -297,15 +296,6 @@ def balance(values, n, slope=1.0):
     return [sorted(v for v, p in zip(vs, part) if p == k) for k in range(n)]
 
 
-def free_cores(cores=None, loadavg=None):
-    """(free, cores, load): the cores less the 1-minute load average,
-    rounded, at least 1."""
-    cores = cores or os.cpu_count() or 1
-    if loadavg is None:
-        loadavg = float(pathlib.Path("/proc/loadavg").read_text().split()[0])
-    return max(1, cores - int(loadavg + 0.5)), cores, loadavg
-
-
 def choose_vms(plan, clock, vms=None, logins=None, cores=None, loadavg=None):
     """(N, why): how many VMs the sweep of @plan runs at once on @clock,
     given --vms (@vms) or an sshloginfile of @logins machines, and why."""
@@ -318,7 +308,7 @@ def choose_vms(plan, clock, vms=None, logins=None, cores=None, loadavg=None):
         n, why = 1, (f"the {clock} clock: VMs side by side would slow each other, so a "
                      "sweep there is not split")
     else:
-        n, cores, load = free_cores(cores, loadavg)
+        n, cores, load = host.free_cores(cores, loadavg)
         why = f"the virtual clock: {cores} cores, load average {load:.2f}, {n} free"
         if n < cores:
             why += " (something else holds the rest; --vms N to choose)"

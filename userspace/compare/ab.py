@@ -13,12 +13,13 @@ ARGS after '--' go to both sides' runs (calibrate's or sweep.sh's options).
 
 On the virtual clock (the default) N defaults to 2 (two boots a side check
 that each repeats to the instruction) and the boots run JOBS at a time
-(GNU parallel; default the cores); on the host's clock (--clock host) N
-defaults to 10 and the boots run one at a time, so that none slows
-another.  Makes RESULTS/ab-<date>-<time>/ with plan.csv (the order, each
-boot's side, settings and command), runs/<k>-<side>/ (each boot's result
-folder), logs/<k>-<side>.txt and joblog (GNU parallel's), then runs
-compare on the two sides into RESULTS/compare-<date>-<time>/, whose exit
+(GNU parallel; default the free cores: the cores less the load average);
+on the host's clock (--clock host) N defaults to 10 and the boots run
+one at a time, so that none slows another.  Makes
+RESULTS/ab-<date>-<time>/ with plan.csv (the order, each boot's side,
+settings and command), runs/<k>-<side>/ (each boot's result folder),
+logs/<k>-<side>.txt and joblog (GNU parallel's), then runs compare on
+the two sides into RESULTS/compare-<date>-<time>/, whose exit
 status ab.py returns (0 no figure worse, 1 worse, 2 inconclusive)."""
 import json
 import os
@@ -29,7 +30,7 @@ import shutil
 import subprocess
 import sys
 
-from lablib import cli, compare, results
+from lablib import cli, compare, host, results
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SWEEPS = ("kbuild", "grep", "apache", "redis", "cmd")
@@ -114,7 +115,7 @@ def add_args(p):
     p.add_argument("--clock", choices=("virtual", "host"), default="virtual",
                    help="the guest's clock (default virtual)")
     p.add_argument("-j", "--jobs", type=int, help="boots at once (virtual clock; "
-                   "default the cores)")
+                   "default the free cores)")
     p.add_argument("--seed", type=int, default=compare.SEED, help="the order's seed")
     p.add_argument("--band", type=float, default=100 * compare.HOST_BAND, metavar="PCT",
                    help="compare's host-clock band in %%")
@@ -129,7 +130,7 @@ def work(args):
     n = DEFAULT_RUNS[args.clock] if args.runs is None else args.runs
     if n < 1:
         raise cli.BadInput(f"--runs {n}: at least one boot a side")
-    jobs = 1 if args.clock == "host" else (args.jobs or os.cpu_count() or 1)
+    jobs = 1 if args.clock == "host" else (args.jobs or host.free_cores()[0])
     if args.dry_run:
         folder = pathlib.Path(args.output) / "ab-DRY-RUN"
         for b in plan(args.experiment, sides, n, args.seed, folder, args.clock, args.common):

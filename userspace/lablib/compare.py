@@ -52,7 +52,8 @@ BANDS = {
     "sweep.calls": (2e-3, 0.0, "assumed"),
     "sweep.calls.grep": (0.0, 0.5, "measured"),
     "sweep.calls.kbuild": (2e-3, 0.0, "measured"),
-    "sweep.check": (0.0, 0.1, "assumed"),
+    "sweep.knee": (5e-3, 0.0, "measured"),
+    "sweep.check": (0.0, 0.5, "measured"),
     "default": (1e-3, 0.0, "assumed"),
 }
 # Virtual clock: a change beyond the band but under this share of A is tiny.

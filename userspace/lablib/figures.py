@@ -76,28 +76,28 @@ def read_sweep(d):
     for name, m in s["measures"].items():
         mod = m.get("model") or {}
         what = name if name == s.get("workload") else f"{s.get('workload')} {name}"
+        # A saturation is found by a search of offered rates, not timed.
+        kind = "sweep.knee" if name == "saturation" else "sweep.point"
         for p in m.get("points") or []:
             at = f"{p.get('knob', 'loops')} {p.get('setting', p.get('loops'))}"
             out.append(figure(f"{what} at {at}", p.get("unit") or m.get("unit") or "",
                               p.get("mean"), _spread(p), better="higher",
-                              kind="sweep.point", headline=False))
+                              kind=kind, headline=False))
         check = (mod.get("check") or {}).get("max_abs_error")
         out += [
             figure(f"{what}: base time of a unit of work", "s",
-                   mod.get("base_seconds_per_unit"), better="lower", kind="sweep.point"),
+                   mod.get("base_seconds_per_unit"), better="lower", kind=kind),
             figure(f"{what}: system calls of a unit of work", "calls",
                    mod.get("syscalls_per_unit"), kind="sweep.calls", headline=False),
             figure(f"{what}: delay that doubles it (base / calls)", "ns",
-                   mod.get("half_ns"), better="higher", kind="sweep.point"),
+                   mod.get("half_ns"), kind=kind),
             figure(f"{what}: model check max |error|", "%",
                    None if check is None else 100 * check, better="lower",
                    kind="sweep.check"),
             figure(f"{what}: measured slowdown at {mod.get('knob', 'loops')} "
-                   f"{mod.get('max_setting')}", "x", mod.get("measured_slowdown"),
-                   better="lower", kind="sweep.point"),
+                   f"{mod.get('max_setting')}", "x", mod.get("measured_slowdown"), kind=kind),
             figure(f"{what}: predicted slowdown at {mod.get('knob', 'loops')} "
-                   f"{mod.get('max_setting')}", "x", mod.get("predicted_slowdown"),
-                   better="lower", kind="sweep.point"),
+                   f"{mod.get('max_setting')}", "x", mod.get("predicted_slowdown"), kind=kind),
         ]
     return out
 

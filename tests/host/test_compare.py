@@ -325,7 +325,9 @@ def test_two_sweeps_compare_point_by_point_with_both_curves(tmp_path):
     assert len(points) >= 3 and all(r["verdict"] == "identical" for r in points)
     assert rows(c)["grep at loops 0"]["band_rel"] == 5e-4
     assert (tmp_path / "c" / "curves.png").is_file()
-    assert len(c["curves"]["grep"]["a"][0]) == len(points)
+    run = c["curves"]["grep"]["a"][0]
+    assert len(run["points"]) == len(points)
+    assert run["model"]["t0"] == pytest.approx(rows(c)["grep at loops 0"]["a_value"], rel=1e-3)
 
 
 STAND_IN = """#!{python}

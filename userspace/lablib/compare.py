@@ -343,18 +343,23 @@ def host_rows(rows, band):
 
 
 def sweep_curves(a, b):
-    """{measure: {"unit", "a": [points], "b": [points]}} of sweep sides
-    @a and @b, a point {"added_ns", "mean", "model"} of each side's every
-    run (the model: the throughput the sweep's own model predicts)."""
+    """{measure: {"unit", "a": [runs], "b": [runs]}} of sweep sides @a
+    and @b, a run {"points": [{"added_ns", "mean"}], "model": {"t0",
+    "half_ns"}}: its points and its own model's curve, throughput
+    t0 / (1 + d / half_ns) at added latency d (workloads/README.md)."""
     out = {}
     for side, runs in (("a", a), ("b", b)):
         for r in runs:
             s = results.read_json(pathlib.Path(r["path"]) / "summary.json")
             for name, m in (s.get("measures") or {}).items():
                 c = out.setdefault(name, {"unit": m.get("unit"), "a": [], "b": []})
-                c[side].append([{"added_ns": q.get("added_ns"), "mean": q.get("mean"),
-                                 "model": q.get("predicted_throughput")}
-                                for q in m.get("points") or [] if q.get("mean") is not None])
+                mod = m.get("model") or {}
+                zero = next((q for q in m.get("points") or [] if q.get("added_ns") == 0), {})
+                c[side].append({
+                    "points": [{"added_ns": q.get("added_ns"), "mean": q.get("mean")}
+                               for q in m.get("points") or [] if q.get("mean") is not None],
+                    "model": {"t0": zero.get("predicted_throughput"),
+                              "half_ns": mod.get("half_ns")}})
     return out
 
 
@@ -370,15 +375,17 @@ def draw_curves(c, path):
         for side, color, style in (("a", "C0", {"s": 40, "facecolors": "none"}),
                                    ("b", "C1", {"s": 12})):
             for k, run in enumerate(m[side]):
-                pts = sorted((q for q in run if q["added_ns"] is not None),
-                             key=lambda q: q["added_ns"])
+                pts = [q for q in run["points"] if q["added_ns"] is not None]
                 ax.scatter([q["added_ns"] for q in pts], [q["mean"] for q in pts],
                            edgecolors=color, color=color, zorder=3, **style,
                            label=side.upper() if k == 0 else None)
-                model = [q for q in pts if q["model"] is not None]
-                ax.plot([q["added_ns"] for q in model], [q["model"] for q in model],
-                        color=color, linewidth=0.8, linestyle="--",
-                        label=f"{side.upper()}'s model" if k == 0 else None)
+                t0, half = run["model"]["t0"], run["model"]["half_ns"]
+                if t0 and half and pts:
+                    top = max(q["added_ns"] for q in pts)
+                    ds = [top * i / 100 for i in range(101)]
+                    ax.plot(ds, [t0 / (1 + d / half) for d in ds], color=color,
+                            linewidth=0.8, linestyle="--",
+                            label=f"{side.upper()}'s model" if k == 0 else None)
         ax.set_xlabel("added latency per system call (ns)")
         ax.set_ylabel(f"{name} ({m['unit'] or ''})")
         ax.set_ylim(bottom=0)

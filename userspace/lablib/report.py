@@ -49,7 +49,7 @@ STATUS = {0: ("ok", "no figure worse"), 1: ("bad", "a figure got worse"),
 # How much of a compare the page shows: the differences of the sides'
 # meta.json, and the figures that moved (the rest is in its report.txt).
 DIFFERENCES = 5
-MOVED_SHOWN = 12
+MOVED_SHOWN = 6
 # Headline figures a run shows at most (the rest is in its summary).
 FIGURE_LINES = 6
 # A folder's date from its name, <experiment>-<date>-<time>[-N] (local time).

@@ -383,3 +383,31 @@ def test_ab_with_a_failed_boot_says_which_and_compares_nothing(tmp_path):
     assert p.returncode == 2 and "a boot failed" in p.stderr
     assert "logs/" in p.stderr and "nothing compared" in p.stderr
     assert not list(out.glob("compare-*"))
+
+
+def virtual_irqhook(d, wakeup):
+    from test_irqhook_analysis import SWITCHING, irqhook_dir
+    irqhook_dir(d, SWITCHING, wakeup)
+    meta = json.loads((d / "meta.json").read_text())
+    meta["machine"] = machine("virtual")
+    (d / "meta.json").write_text(json.dumps(meta))
+    return analysed("userspace/irqhook/analyse.py", d)
+
+
+def test_latency_distributions_compare_bin_by_bin_with_their_tails(tmp_path):
+    from test_irqhook_analysis import WAKEUP
+    a = virtual_irqhook(tmp_path / "a", WAKEUP)
+    same = virtual_irqhook(tmp_path / "same", WAKEUP)
+    slower = virtual_irqhook(tmp_path / "slower", [w + 5000 for w in WAKEUP])
+    p, c = compare(a, same, out=tmp_path)
+    d = c["distributions"]["wakeup"]
+    assert d["bins"]["differ"] == 0 and d["bins"]["moved_share"] == 0
+    assert d["a"]["n"] == len(WAKEUP) - 1 and d["a"]["p99"] == d["b"]["p99"]
+    assert (tmp_path / "c" / "ccdf.png").is_file()
+    shutil.rmtree(tmp_path / "c")
+    p, c = compare(a, slower, out=tmp_path)
+    d = c["distributions"]["wakeup"]
+    assert d["bins"]["moved_share"] == pytest.approx(1.0)
+    assert d["b"]["p50"] - d["a"]["p50"] == pytest.approx(5000)
+    assert c["distributions"]["switching"]["bins"]["differ"] == 0
+    assert "1 us bins:" in p.stdout and "wakeup (pooled" in p.stdout

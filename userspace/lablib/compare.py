@@ -396,6 +396,80 @@ def draw_curves(c, path):
     plot.save(fig, axes[-1], path)
 
 
+def _samples(run):
+    """{series: [ns]} of one run's latency samples, for the experiments
+    that keep them: irqhook's switching and wake-up times after the first
+    event (events.csv)."""
+    if run["experiment"] != "irqhook":
+        return None
+    from .experiments import irqhook
+    events = irqhook.read_events(run["path"])[1:]
+    return {name: [e[f"{name}_ns"] for e in events] for name in irqhook.SERIES}
+
+
+def distributions(a, b, clock):
+    """{series: {"a", "b": {n, p50, p99, p999, max} of the side's pooled
+    samples, "bins": {"width_ns", "differ", "total", "moved_share"}}} of
+    sides @a and @b, None for an experiment without samples.  On the
+    virtual clock the pooled 1 us histograms compare bin by bin: the bins
+    whose share of events differs, and the share of events that moved
+    (half the sum of the differences in share)."""
+    import numpy as np
+    from . import stats
+    got = {"a": [_samples(r) for r in a], "b": [_samples(r) for r in b]}
+    if any(g is None for g in got["a"] + got["b"]):
+        return None
+    out = {}
+    for name in got["a"][0]:
+        pooled = {s: [x for g in got[s] for x in g[name]] for s in ("a", "b")}
+        row = {s: {k: stats.summary(v)[k] for k in ("n", "p50", "p99", "p999", "max")}
+                  | {"ccdf": _ccdf(v)} for s, v in pooled.items()}
+        if clock == "virtual":
+            top = max(max(pooled["a"]), max(pooled["b"]))
+            edges = np.arange(0, top + 2000, 1000)
+            share = {s: np.histogram(v, edges)[0] / len(v) for s, v in pooled.items()}
+            diff = np.abs(share["a"] - share["b"])
+            row["bins"] = {"width_ns": 1000, "total": int(((share["a"] > 0) |
+                                                            (share["b"] > 0)).sum()),
+                           "differ": int((diff > 0).sum()),
+                           "moved_share": float(diff.sum() / 2)}
+        out[name] = row
+    return out
+
+
+def _ccdf(v, points=200):
+    """[(value, share of samples above it)] at up to @points values."""
+    x = sorted(v)
+    n = len(x)
+    step = max(1, n // points)
+    return [(x[i], (n - i - 1) / n) for i in range(0, n, step)]
+
+
+def draw_ccdf(c, path):
+    """ccdf.png: each latency series' share of samples above a time, both
+    sides pooled, log y axis: the tails side by side."""
+    from . import plot
+    series = list(c["distributions"].items())
+    fig, axes = plot.figure(ncols=len(series), width=5.0 * len(series))
+    axes = axes if len(series) > 1 else [axes]
+    for ax, (name, d) in zip(axes, series):
+        # B dashed over A solid: where the tails agree both show.
+        for side, color, style in (("a", "C0", "-"), ("b", "C1", "--")):
+            pts = [(x / 1e3, y) for x, y in d[side]["ccdf"] if y > 0]
+            ax.step([x for x, _ in pts], [y for _, y in pts], where="post", color=color,
+                    linestyle=style, linewidth=1.6 if side == "a" else 1.0,
+                    label=f"{side.upper()} (n {d[side]['n']}, p99 "
+                          f"{d[side]['p99'] / 1e3:.1f} us)")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{name} time (us)")
+        ax.set_ylabel("share of events above")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"compare: {c['of']}, {c['clock']} clock: the tails (every event after "
+                 "the first, pooled over each side's runs)", fontsize=8)
+    plot.save(fig, axes[-1], path)
+
+
 def compare(a_dirs, b_dirs, band=HOST_BAND):
     """The comparison of result folders @a_dirs with @b_dirs: a dict,
     compare.json's contents."""
@@ -416,6 +490,7 @@ def compare(a_dirs, b_dirs, band=HOST_BAND):
         row["ratio"] = bv / av if av else None
         row["worse"] = worse(row)
     curves = sweep_curves(a, b) if a[0]["experiment"] == "sweep" else None
+    dists = distributions(a, b, clock)
     counts = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -429,7 +504,8 @@ def compare(a_dirs, b_dirs, band=HOST_BAND):
             "a": {"folders": [r["path"] for r in a], "describe": a[0]["describe"]},
             "b": {"folders": [r["path"] for r in b], "describe": b[0]["describe"]},
             "differences": diff, "same": same, "band": band if clock == "host" else None,
-            "rows": rows, "verdicts": counts, "status": status, "curves": curves}
+            "rows": rows, "verdicts": counts, "status": status, "curves": curves,
+            "distributions": dists}
 
 
 # --- output ------------------------------------------------------------------------
@@ -508,6 +584,14 @@ def report(c):
         if r.get("why"):
             line += f"  ({r['why']})"
         out.append(line)
+    for name, d in (c.get("distributions") or {}).items():
+        qs = "  ".join(f"{q} {d['a'][q] / 1e3:.2f} -> {d['b'][q] / 1e3:.2f} us"
+                       for q in ("p50", "p99", "p999", "max"))
+        out.append(f"  {name} (pooled, n {d['a']['n']} -> {d['b']['n']}): {qs}")
+        if d.get("bins"):
+            b = d["bins"]
+            out.append(f"    1 us bins: {b['differ']} of {b['total']} differ in share; "
+                       f"{100 * b['moved_share']:.2f} % of the events moved")
     counts = ", ".join(f"{n} {v}" for v, n in c["verdicts"].items())
     worse_rows = [r["figure"] for r in c["rows"] if r["worse"]]
     out.append(f"verdicts: {counts}")
@@ -591,6 +675,9 @@ def write(c, parent, name=None, picture=True):
         if c.get("curves"):
             draw_curves(c, d / "curves.png")
             files.append("curves.png")
+        if c.get("distributions"):
+            draw_ccdf(c, d / "ccdf.png")
+            files.append("ccdf.png")
     d = pathlib.Path(lab("commit", d, *([] if name else ["compare"])))
     return d, files
 

@@ -299,6 +299,15 @@ def irqhook(d):
     return analysed("userspace/irqhook/analyse.py", irqhook_dir(d, SWITCHING, WAKEUP))
 
 
+def test_tailamp_replies_compare_as_distributions(tmp_path):
+    d = tailamp(tmp_path / "d")
+    p, c = compare(d, d, out=tmp_path)
+    assert set(c["distributions"]) == {"reply at 0 ppm", "reply at 10000 ppm"}
+    tail = c["distributions"]["reply at 10000 ppm"]
+    assert tail["a"]["n"] == 1000 and tail["a"]["p99"] > tail["a"]["p50"]
+    assert (tmp_path / "c" / "ccdf.png").is_file()
+
+
 @pytest.mark.parametrize("make, figure", [
     (hookcost, "(medians)"),
     (tailamp, "reply p99 at 10000 ppm"),

@@ -399,12 +399,22 @@ def draw_curves(c, path):
 def _samples(run):
     """{series: [ns]} of one run's latency samples, for the experiments
     that keep them: irqhook's switching and wake-up times after the first
-    event (events.csv)."""
-    if run["experiment"] != "irqhook":
-        return None
-    from .experiments import irqhook
-    events = irqhook.read_events(run["path"])[1:]
-    return {name: [e[f"{name}_ns"] for e in events] for name in irqhook.SERIES}
+    event (events.csv), tailamp's reply times at each share of delayed
+    calls (runs/ppm-P/logs/reply-nsD-1.csv)."""
+    if run["experiment"] == "irqhook":
+        from .experiments import irqhook
+        events = irqhook.read_events(run["path"])[1:]
+        return {name: [e[f"{name}_ns"] for e in events] for name in irqhook.SERIES}
+    if run["experiment"] == "tailamp":
+        from .experiments import workloads
+        ns = results.get(run["meta"], "settings", "ns")
+        out = {}
+        for d in sorted(pathlib.Path(run["path"]).glob("runs/ppm-*"),
+                        key=lambda f: int(f.name[4:])):
+            replies, _ = workloads.read_replies(d / f"logs/reply-ns{ns}-1.csv")
+            out[f"reply at {d.name[4:]} ppm"] = [sec * 1e9 for sec, _ in replies]
+        return out
+    return None
 
 
 def distributions(a, b, clock):
@@ -461,12 +471,12 @@ def draw_ccdf(c, path):
                     label=f"{side.upper()} (n {d[side]['n']}, p99 "
                           f"{d[side]['p99'] / 1e3:.1f} us)")
         ax.set_yscale("log")
-        ax.set_xlabel(f"{name} time (us)")
-        ax.set_ylabel("share of events above")
+        ax.set_xlabel(f"{name} (us)" if name.startswith("reply") else f"{name} time (us)")
+        ax.set_ylabel("share of samples above")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"compare: {c['of']}, {c['clock']} clock: the tails (every event after "
-                 "the first, pooled over each side's runs)", fontsize=8)
+    fig.suptitle(f"compare: {c['of']}, {c['clock']} clock: the tails, pooled over each "
+                 "side's runs", fontsize=8)
     plot.save(fig, axes[-1], path)
 
 

@@ -420,3 +420,18 @@ def test_latency_distributions_compare_bin_by_bin_with_their_tails(tmp_path):
     assert d["b"]["p50"] - d["a"]["p50"] == pytest.approx(5000)
     assert c["distributions"]["switching"]["bins"]["differ"] == 0
     assert "1 us bins:" in p.stdout and "wakeup (pooled" in p.stdout
+
+
+def test_rt_compares_kernels_compare_across_runs(tmp_path):
+    """rt-compare's kernel folders are sides of their own: stock of two
+    runs against rt of the same two, one way to compare kernels."""
+    from test_clocks import rt_compare
+    runs = [rt_compare(tmp_path / f"r{i}", "virtual", {"stock": "a", "rt": "b"})
+            for i in (1, 2)]
+    p, c = compare("-a", *(r / "stock" for r in runs), "-b", *(r / "rt" for r in runs),
+                   out=tmp_path)
+    assert c is not None, p.stderr
+    r = rows(c)
+    assert "cyclictest loaded p99.9" in r and "stock cyclictest loaded p99.9" not in r
+    assert r["cyclictest loaded max"]["verdict"] in ("changed", "changed (tiny)")
+    assert {d["key"] for d in c["differences"]} >= {"settings.variant"}

@@ -102,27 +102,38 @@ def read_sweep(d):
     return out
 
 
+def _rt_kernel(prefix, v):
+    """cyclictest's figures of one kernel of an rt-compare (@v: its part of
+    comparison.json, or experiments.rtcompare.read_kernel of its folder)."""
+    out = []
+    for load in ("idle", "loaded"):
+        pooled = results.get(v, "cyclictest", load, "pooled")
+        if pooled:
+            for q, key in (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999"), ("max", "max")):
+                if key in pooled:
+                    out.append(figure(f"{prefix}cyclictest {load} {q}", "us", pooled[key],
+                                      better="lower", kind="latency",
+                                      headline=q in ("p99.9", "max")))
+    for kind, dm in (v.get("delay") or {}).items():
+        for h in dm.get("holds") or []:
+            out.append(figure(f"{prefix}cyclictest max, {h['ns'] / 1e3:g} us hold ({kind})",
+                              "us", h.get("max"), better="lower", kind="latency"))
+    return out
+
+
 def read_rtcompare(d):
+    """An rt-compare run's figures, kernel by kernel ("stock cyclictest idle
+    p99.9"); or, for one of its kernel folders (DIR/stock/, DIR/rt/), that
+    kernel's, unprefixed, so that compare sets a kernel of one run against
+    a kernel of another: compare -a R1/stock R2/stock -b R1/rt R2/rt."""
+    if not (d / "comparison.json").is_file() and (d / "skipped.csv").is_file():
+        from .experiments import rtcompare
+        return _rt_kernel("", rtcompare.read_kernel(d))
     s = _summary(d, "comparison.json", "userspace/rtcompare/analyse.py")
     kernels = s.get("kernels")
     if not isinstance(kernels, dict):
         raise NotAResult(f"{d}/comparison.json: no kernels: not an rt-compare comparison")
-    out = []
-    for k, v in kernels.items():
-        for load in ("idle", "loaded"):
-            pooled = results.get(v, "cyclictest", load, "pooled")
-            if pooled:
-                for q, key in (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999"),
-                               ("max", "max")):
-                    if key in pooled:
-                        out.append(figure(f"{k} cyclictest {load} {q}", "us", pooled[key],
-                                          better="lower", kind="latency",
-                                          headline=q in ("p99.9", "max")))
-        for kind, dm in (v.get("delay") or {}).items():
-            for h in dm.get("holds") or []:
-                out.append(figure(f"{k} cyclictest max, {h['ns'] / 1e3:g} us hold ({kind})",
-                                  "us", h.get("max"), better="lower", kind="latency"))
-    return out
+    return [f for k, v in kernels.items() for f in _rt_kernel(f"{k} ", v)]
 
 
 def read_smp(d):

@@ -435,3 +435,18 @@ def test_rt_compares_kernels_compare_across_runs(tmp_path):
     assert "cyclictest loaded p99.9" in r and "stock cyclictest loaded p99.9" not in r
     assert r["cyclictest loaded max"]["verdict"] in ("changed", "changed (tiny)")
     assert {d["key"] for d in c["differences"]} >= {"settings.variant"}
+
+
+def test_cyclictest_histograms_compare_bin_by_bin(tmp_path):
+    from test_clocks import rt_compare
+    runs = [rt_compare(tmp_path / f"r{i}", "virtual", {"stock": "a", "rt": "b"})
+            for i in (1, 2)]
+    p, c = compare(runs[0] / "stock", runs[1] / "stock", out=tmp_path)
+    d = c["distributions"]["cyclictest loaded"]
+    assert d["bins"]["differ"] == 0 and d["a"]["n"] > 1000
+    assert (tmp_path / "c" / "ccdf.png").is_file()
+    shutil.rmtree(tmp_path / "c")
+    p, c = compare(runs[0] / "stock", runs[0] / "rt", out=tmp_path)
+    d = c["distributions"]["cyclictest idle"]
+    assert d["bins"]["differ"] > 0 and 0 < d["bins"]["moved_share"] <= 1
+    assert "cyclictest idle (pooled" in p.stdout

@@ -414,7 +414,38 @@ def _samples(run):
             replies, _ = workloads.read_replies(d / f"logs/reply-ns{ns}-1.csv")
             out[f"reply at {d.name[4:]} ppm"] = [sec * 1e9 for sec, _ in replies]
         return out
+    if run["experiment"] == "rt-compare":
+        return _cyclictest_samples(pathlib.Path(run["path"]))
     return None
+
+
+# Past this many samples a cyclictest histogram is not expanded into them.
+MAX_SAMPLES = 2_000_000
+
+
+def _cyclictest_samples(d):
+    """{"cyclictest LOAD": [ns]} of an rt-compare kernel folder: its
+    cyclictest histograms (1 us buckets, every thread added up) as the
+    samples they hold, a bucket's at its start; the samples past the
+    histogram (overflows) under "LOAD overflows" as a count.  None for a
+    whole rt-compare run (its kernels are the sides: R/stock, R/rt)."""
+    import numpy as np
+    from .experiments import rtcompare
+    if not (d / "cyclictest").is_dir():
+        return None
+    out = {}
+    for load in rtcompare.LOADS:
+        path = d / "cyclictest" / f"{load}.json"
+        if not path.is_file():
+            continue
+        ct = rtcompare.read_cyclictest(path)
+        counts = np.asarray(ct["hist"]["count"], dtype=np.int64)
+        if counts.sum() > MAX_SAMPLES or not counts.sum():
+            continue
+        us = np.asarray(ct["hist"]["us"], dtype=float)
+        out[f"cyclictest {load}"] = list(np.repeat(us * 1000, counts))
+        out[f"cyclictest {load} overflows"] = sum(t["overflow"] for t in ct["threads"])
+    return out or None
 
 
 def distributions(a, b, clock):
@@ -431,9 +462,13 @@ def distributions(a, b, clock):
         return None
     out = {}
     for name in got["a"][0]:
+        if name.endswith(" overflows") or not all(name in g for g in got["a"] + got["b"]):
+            continue
         pooled = {s: [x for g in got[s] for x in g[name]] for s in ("a", "b")}
         row = {s: {k: stats.summary(v)[k] for k in ("n", "p50", "p99", "p999", "max")}
                   | {"ccdf": _ccdf(v)} for s, v in pooled.items()}
+        for s in ("a", "b"):
+            row[s]["overflows"] = sum(g.get(f"{name} overflows", 0) for g in got[s])
         if clock == "virtual":
             top = max(max(pooled["a"]), max(pooled["b"]))
             edges = np.arange(0, top + 2000, 1000)
@@ -597,7 +632,9 @@ def report(c):
     for name, d in (c.get("distributions") or {}).items():
         qs = "  ".join(f"{q} {d['a'][q] / 1e3:.2f} -> {d['b'][q] / 1e3:.2f} us"
                        for q in ("p50", "p99", "p999", "max"))
-        out.append(f"  {name} (pooled, n {d['a']['n']} -> {d['b']['n']}): {qs}")
+        over = "".join(f", {d[s]['overflows']} overflows in {s.upper()}"
+                       for s in ("a", "b") if d[s].get("overflows"))
+        out.append(f"  {name} (pooled, n {d['a']['n']} -> {d['b']['n']}{over}): {qs}")
         if d.get("bins"):
             b = d["bins"]
             out.append(f"    1 us bins: {b['differ']} of {b['total']} differ in share; "

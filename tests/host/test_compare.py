@@ -450,3 +450,17 @@ def test_cyclictest_histograms_compare_bin_by_bin(tmp_path):
     d = c["distributions"]["cyclictest idle"]
     assert d["bins"]["differ"] > 0 and 0 < d["bins"]["moved_share"] <= 1
     assert "cyclictest idle (pooled" in p.stdout
+
+
+def test_rt_compare_kernel_folders_carry_rt_compares_own_figures(tmp_path):
+    """What rt-compare's own table sets side by side (perf stat, the square
+    wave) is in compare's figures of its kernel folders too."""
+    from test_rtcompare import kernel_dir
+    a = kernel_dir(tmp_path / "stock", "stock", 900, 1000, 1.5)
+    b = kernel_dir(tmp_path / "rt", "rt", 60, 1030, 1.02)
+    p, c = compare(a, b, out=tmp_path)
+    assert c is not None, p.stderr
+    r = rows(c)
+    assert r["perf stat sortsum unsorted: task-clock"]["ratio"] == pytest.approx(1.03)
+    assert r["cyclictest loaded max"]["b_value"] == 60
+    assert any(f.startswith("square wave c-rt-loaded: highest Hz") for f in r)

@@ -118,6 +118,35 @@ def _rt_kernel(prefix, v):
         for h in dm.get("holds") or []:
             out.append(figure(f"{prefix}cyclictest max, {h['ns'] / 1e3:g} us hold ({kind})",
                               "us", h.get("max"), better="lower", kind="latency"))
+    # The rest of what rt-compare's own table sets side by side.
+    for order, pf in (v.get("perfstat") or {}).items():
+        for e in ("task-clock", "seconds", "user_s", "sys_s", "context-switches",
+                  "cpu-migrations", "page-faults", "cycles", "branch-misses"):
+            if isinstance(pf.get(e), dict) and pf[e].get("mean") is not None:
+                out.append(figure(f"{prefix}perf stat sortsum {order}: {e}", pf[e]["unit"],
+                                  pf[e]["mean"], better="lower", headline=False))
+    for w, sq in (v.get("squarewave") or {}).items():
+        for key, what in (("highest_held_mean", "mean"), ("highest_held_p99", "p99")):
+            out.append(figure(f"{prefix}square wave {w}: highest Hz, {what} period within 10 %",
+                              "Hz", sq.get(key), better="higher", headline=False))
+    lab = v.get("lab") or {}
+    for call, cal in (lab.get("calibrate") or {}).items():
+        out.append(figure(f"{prefix}calibration {call} slope", "ns/loop",
+                          cal.get("slope_ns_per_loop"), kind="calibrate.slope", headline=False))
+        out.append(figure(f"{prefix}calibration {call} intercept", "ns",
+                          cal.get("intercept_ns"), better="lower", kind="calibrate.ns",
+                          headline=False))
+    for cell, c in (lab.get("irqhook") or {}).items():
+        for q in ("p50", "p99"):
+            if results.get(c, "wakeup", q) is not None:
+                out.append(figure(f"{prefix}wake-up (irqhook) {cell} {q}", "us",
+                                  c["wakeup"][q] / 1e3, better="lower", kind="latency",
+                                  headline=False))
+    for case, spans in (lab.get("smp") or {}).items():
+        for span, sp in spans.items():
+            if isinstance(sp, dict) and sp.get("p50") is not None:
+                out.append(figure(f"{prefix}smp {case} {span} p50", "ns", sp["p50"],
+                                  better="lower", kind="smp", headline=False))
     return out
 
 

@@ -83,3 +83,30 @@ def clocks_report(out_dir, *dirs):
         return out, d, None, None
     s = json.loads((d / "clocks.json").read_text())
     return out, d, {(f["experiment"], f["figure"]): f for f in s["figures"]}, s
+
+
+# --- compare (lablib.compare) ------------------------------------------------------------
+
+def compare_dirs(*args, out):
+    """lablib.compare over @args into @out/c: (its completed process,
+    compare.json or None)."""
+    out = pathlib.Path(out)
+    p = subprocess.run([sys.executable, "-m", "lablib.compare", "-o", out, "--name", "c",
+                        *map(str, args)], capture_output=True, text=True)
+    c = None
+    if (out / "c" / "compare.json").is_file():
+        c = json.loads((out / "c" / "compare.json").read_text())
+    return p, c
+
+
+def compare_rows(c):
+    """compare.json's rows by figure."""
+    return {r["figure"]: r for r in c["rows"]}
+
+
+def on_virtual_clock(d):
+    """Make the meta.json of folder @d say it ran on the virtual clock."""
+    meta = json.loads((pathlib.Path(d) / "meta.json").read_text())
+    meta["machine"] = machine("virtual")
+    (pathlib.Path(d) / "meta.json").write_text(json.dumps(meta))
+    return d

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from resultdirs import analysed, calibrate_dir, machine, write_meta
+from resultdirs import (analysed, calibrate_dir, compare_dirs, compare_rows, machine,
+                        write_meta)
 
 DATA = ROOT / "tests/host/data"
 
@@ -24,13 +25,7 @@ def built():
     subprocess.run(["make", "-s", "-C", ROOT / "userspace/lib"], check=True)
 
 
-def compare(*args, out):
-    p = subprocess.run([sys.executable, "-m", "lablib.compare", "-o", out, "--name", "c",
-                        *map(str, args)], capture_output=True, text=True)
-    c = None
-    if (out / "c" / "compare.json").is_file():
-        c = json.loads((out / "c" / "compare.json").read_text())
-    return p, c
+compare = compare_dirs
 
 
 def fits(slope, intercept=500.0, r2=1.0):
@@ -49,8 +44,7 @@ def calibration(d, clock, slope, intercept=500.0, entry=131.0, **meta):
     return d
 
 
-def rows(c):
-    return {r["figure"]: r for r in c["rows"]}
+rows = compare_rows
 
 
 # --- the virtual clock ----------------------------------------------------------------
@@ -279,49 +273,6 @@ def test_ab_without_gnu_parallel_says_what_to_install(tmp_path):
     assert not list(tmp_path.glob("ab-*"))
 
 
-# --- every experiment's figures -------------------------------------------------------
-
-def hookcost(d):
-    from test_hookcost import hookcost_dir
-    d = hookcost_dir(d)
-    subprocess.run([sys.executable, ROOT / "userspace/hookcost/analyse.py", d], check=True,
-                   capture_output=True)
-    return d
-
-
-def tailamp(d):
-    from test_tailamp import tailamp_dir
-    return analysed("userspace/tailamp/analyse.py", tailamp_dir(d))
-
-
-def irqhook(d):
-    from test_irqhook_analysis import SWITCHING, WAKEUP, irqhook_dir
-    return analysed("userspace/irqhook/analyse.py", irqhook_dir(d, SWITCHING, WAKEUP))
-
-
-def test_tailamp_replies_compare_as_distributions(tmp_path):
-    d = tailamp(tmp_path / "d")
-    p, c = compare(d, d, out=tmp_path)
-    assert set(c["distributions"]) == {"reply at 0 ppm", "reply at 10000 ppm"}
-    tail = c["distributions"]["reply at 10000 ppm"]
-    assert tail["a"]["n"] == 1000 and tail["a"]["p99"] > tail["a"]["p50"]
-    assert (tmp_path / "c" / "ccdf.png").is_file()
-
-
-@pytest.mark.parametrize("make, figure", [
-    (hookcost, "(medians)"),
-    (tailamp, "reply p99 at 10000 ppm"),
-    (irqhook, "wakeup after the first event: p99"),
-])
-def test_each_experiments_figures_are_read(tmp_path, make, figure):
-    d = make(tmp_path / "d")
-    p, c = compare(d, d, out=tmp_path)
-    assert c is not None, p.stderr
-    names = [r["figure"] for r in c["rows"]]
-    assert any(figure in n for n in names), names
-    assert all(r["diff"] == 0 for r in c["rows"])
-
-
 def test_two_sweeps_compare_point_by_point_with_both_curves(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for d in (a, b):
@@ -392,75 +343,3 @@ def test_ab_with_a_failed_boot_says_which_and_compares_nothing(tmp_path):
     assert p.returncode == 2 and "a boot failed" in p.stderr
     assert "logs/" in p.stderr and "nothing compared" in p.stderr
     assert not list(out.glob("compare-*"))
-
-
-def virtual_irqhook(d, wakeup):
-    from test_irqhook_analysis import SWITCHING, irqhook_dir
-    irqhook_dir(d, SWITCHING, wakeup)
-    meta = json.loads((d / "meta.json").read_text())
-    meta["machine"] = machine("virtual")
-    (d / "meta.json").write_text(json.dumps(meta))
-    return analysed("userspace/irqhook/analyse.py", d)
-
-
-def test_latency_distributions_compare_bin_by_bin_with_their_tails(tmp_path):
-    from test_irqhook_analysis import WAKEUP
-    a = virtual_irqhook(tmp_path / "a", WAKEUP)
-    same = virtual_irqhook(tmp_path / "same", WAKEUP)
-    slower = virtual_irqhook(tmp_path / "slower", [w + 5000 for w in WAKEUP])
-    p, c = compare(a, same, out=tmp_path)
-    d = c["distributions"]["wakeup"]
-    assert d["bins"]["differ"] == 0 and d["bins"]["moved_share"] == 0
-    assert d["a"]["n"] == len(WAKEUP) - 1 and d["a"]["p99"] == d["b"]["p99"]
-    assert (tmp_path / "c" / "ccdf.png").is_file()
-    shutil.rmtree(tmp_path / "c")
-    p, c = compare(a, slower, out=tmp_path)
-    d = c["distributions"]["wakeup"]
-    assert d["bins"]["moved_share"] == pytest.approx(1.0)
-    assert d["b"]["p50"] - d["a"]["p50"] == pytest.approx(5000)
-    assert c["distributions"]["switching"]["bins"]["differ"] == 0
-    assert "1 us bins:" in p.stdout and "wakeup (pooled" in p.stdout
-
-
-def test_rt_compares_kernels_compare_across_runs(tmp_path):
-    """rt-compare's kernel folders are sides of their own: stock of two
-    runs against rt of the same two, one way to compare kernels."""
-    from test_clocks import rt_compare
-    runs = [rt_compare(tmp_path / f"r{i}", "virtual", {"stock": "a", "rt": "b"})
-            for i in (1, 2)]
-    p, c = compare("-a", *(r / "stock" for r in runs), "-b", *(r / "rt" for r in runs),
-                   out=tmp_path)
-    assert c is not None, p.stderr
-    r = rows(c)
-    assert "cyclictest loaded p99.9" in r and "stock cyclictest loaded p99.9" not in r
-    assert r["cyclictest loaded max"]["verdict"] in ("changed", "changed (tiny)")
-    assert {d["key"] for d in c["differences"]} >= {"settings.variant"}
-
-
-def test_cyclictest_histograms_compare_bin_by_bin(tmp_path):
-    from test_clocks import rt_compare
-    runs = [rt_compare(tmp_path / f"r{i}", "virtual", {"stock": "a", "rt": "b"})
-            for i in (1, 2)]
-    p, c = compare(runs[0] / "stock", runs[1] / "stock", out=tmp_path)
-    d = c["distributions"]["cyclictest loaded"]
-    assert d["bins"]["differ"] == 0 and d["a"]["n"] > 1000
-    assert (tmp_path / "c" / "ccdf.png").is_file()
-    shutil.rmtree(tmp_path / "c")
-    p, c = compare(runs[0] / "stock", runs[0] / "rt", out=tmp_path)
-    d = c["distributions"]["cyclictest idle"]
-    assert d["bins"]["differ"] > 0 and 0 < d["bins"]["moved_share"] <= 1
-    assert "cyclictest idle (pooled" in p.stdout
-
-
-def test_rt_compare_kernel_folders_carry_rt_compares_own_figures(tmp_path):
-    """What rt-compare's own table sets side by side (perf stat, the square
-    wave) is in compare's figures of its kernel folders too."""
-    from test_rtcompare import kernel_dir
-    a = kernel_dir(tmp_path / "stock", "stock", 900, 1000, 1.5)
-    b = kernel_dir(tmp_path / "rt", "rt", 60, 1030, 1.02)
-    p, c = compare(a, b, out=tmp_path)
-    assert c is not None, p.stderr
-    r = rows(c)
-    assert r["perf stat sortsum unsorted: task-clock"]["ratio"] == pytest.approx(1.03)
-    assert r["cyclictest loaded max"]["b_value"] == 60
-    assert any(f.startswith("square wave c-rt-loaded: highest Hz") for f in r)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from resultdirs import ANALYSERS, write_csv, write_meta
+from resultdirs import ANALYSERS, compare_dirs, compare_rows, write_csv, write_meta
 import runners
 
 # ns per call of each case, over 2 boots x 3 rounds.
@@ -79,3 +79,12 @@ RUNNER_BAD = [
 
 
 test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
+
+
+def test_compare_reads_hookcost_figures(root, tmp_path):
+    d = hookcost_dir(tmp_path / "h")
+    assert analyse(root, d).returncode == 0
+    p, c = compare_dirs(d, d, out=tmp_path)
+    names = list(compare_rows(c))
+    assert any("(medians)" in n for n in names) and "one loop (medians)" in names
+    assert all(r["diff"] == 0 for r in c["rows"])

@@ -6,13 +6,14 @@ import csv
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 import plotcheck
-from resultdirs import write_csv, write_meta
+from resultdirs import compare_dirs, compare_rows, on_virtual_clock, write_csv, write_meta
 from conftest import load_script
 
 ANALYSERS = {"irqhook": "userspace/irqhook/analyse.py",
@@ -296,3 +297,33 @@ def test_sweep_plot_is_readable(root, tmp_path, monkeypatch):
     # Where it was measured, as every experiment's picture says.
     head = axes[0]["figure_title"]
     assert head.startswith("irqhook: ") and "kernel " in head and " CPUs" in head, head
+
+
+# --- compare (lablib.compare) of irqhook folders --------------------------------------
+
+def virtual_irqhook(root, d, wakeup):
+    irqhook_dir(d, SWITCHING, wakeup)
+    on_virtual_clock(d)
+    out = run(root, "irqhook", d, "--no-plot")
+    assert out.returncode == 0, out.stderr
+    return d
+
+
+def test_compare_reads_irqhook_figures_and_distributions(root, tmp_path):
+    a = virtual_irqhook(root, tmp_path / "a", WAKEUP)
+    same = virtual_irqhook(root, tmp_path / "same", WAKEUP)
+    slower = virtual_irqhook(root, tmp_path / "slower", [w + 5000 for w in WAKEUP])
+    p, c = compare_dirs(a, same, out=tmp_path)
+    assert "wakeup after the first event: p99" in compare_rows(c)
+    d = c["distributions"]["wakeup"]
+    assert d["bins"]["differ"] == 0 and d["bins"]["moved_share"] == 0
+    assert d["a"]["n"] == len(WAKEUP) - 1 and d["a"]["p99"] == d["b"]["p99"]
+    assert (tmp_path / "c" / "ccdf.png").is_file()
+    shutil.rmtree(tmp_path / "c")
+    p, c = compare_dirs(a, slower, out=tmp_path)
+    d = c["distributions"]["wakeup"]
+    assert d["bins"]["moved_share"] == pytest.approx(1.0)
+    assert d["b"]["p50"] - d["a"]["p50"] == pytest.approx(5000)
+    assert c["distributions"]["switching"]["bins"]["differ"] == 0
+    assert "1 us bins:" in p.stdout and "wakeup (pooled" in p.stdout
+    assert compare_rows(c)["wakeup after the first event: p50"]["worse"]

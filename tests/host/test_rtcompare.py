@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import plotcheck
-from resultdirs import write_csv, write_meta
+from resultdirs import compare_dirs, compare_rows, on_virtual_clock, write_csv, write_meta
 from lablib.experiments import rtcompare
 from lablib.readers import ftrace
 from conftest import load_script
@@ -613,3 +613,31 @@ test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 test_meta_json_keeps_the_whole_command_line = runners.meta_test(
     "rtcompare", ["sortsum", "squarewave"], ["--variants", "stock", "--", "--quick"], "rt-compare")
+
+
+# --- compare (lablib.compare) of rt-compare's kernel folders ----------------------------
+
+def test_compare_sets_kernel_folders_of_several_runs_against_each_other(tmp_path):
+    """rt-compare's kernel folders are sides of their own (compare -a
+    R1/stock R2/stock -b R1/rt R2/rt), with rt-compare's own figures and
+    cyclictest's histograms bin by bin on the virtual clock."""
+    runs = [tmp_path / f"r{i}" for i in (1, 2)]
+    for r in runs:
+        on_virtual_clock(kernel_dir(r / "stock", "stock", 900, 1000, 1.5))
+        on_virtual_clock(kernel_dir(r / "rt", "rt", 60, 1030, 1.02))
+    p, c = compare_dirs("-a", *(r / "stock" for r in runs), "-b", *(r / "rt" for r in runs),
+                        out=tmp_path)
+    assert c is not None, p.stderr
+    rows = compare_rows(c)
+    assert rows["cyclictest loaded max"]["verdict"] == "changed"
+    assert rows["cyclictest loaded max"]["b_value"] == 60
+    assert rows["perf stat sortsum unsorted: task-clock"]["ratio"] == pytest.approx(1.03)
+    assert any(f.startswith("square wave c-rt-loaded: highest Hz") for f in rows)
+    assert "settings.variant" in {d["key"] for d in c["differences"]}
+    loaded = c["distributions"]["cyclictest loaded"]
+    assert loaded["bins"]["differ"] > 0 and 0 < loaded["bins"]["moved_share"] <= 1
+    assert "cyclictest idle (pooled" in p.stdout
+    shutil.rmtree(tmp_path / "c")
+    p, c = compare_dirs(runs[0] / "stock", runs[1] / "stock", out=tmp_path)
+    assert c["distributions"]["cyclictest loaded"]["bins"]["differ"] == 0
+    assert {r["verdict"] for r in c["rows"]} == {"identical"}

@@ -12,7 +12,7 @@ import pytest
 import plotcheck
 import runners
 from conftest import load_script
-from resultdirs import write_csv, write_meta
+from resultdirs import compare_dirs, compare_rows, write_csv, write_meta
 
 ANALYSER = "userspace/tailamp/analyse.py"
 NS = 1000000                # a delayed call: 1 ms
@@ -186,3 +186,14 @@ def test_the_runner_gives_the_guest_hours(tmp_path, given, limit):
                          env=env)
     assert f"limit={limit}\n" in out.stderr, out.stderr
 
+
+
+def test_compare_reads_tailamp_figures_and_reply_distributions(root, tmp_path):
+    d = tailamp_dir(tmp_path / "d")
+    assert analyse(root, d, "--no-plot").returncode == 0
+    p, c = compare_dirs(d, d, out=tmp_path)
+    assert "reply p99 at 10000 ppm" in compare_rows(c)
+    assert set(c["distributions"]) == {"reply at 0 ppm", "reply at 10000 ppm"}
+    tail = c["distributions"]["reply at 10000 ppm"]
+    assert tail["a"]["n"] == 1000 and tail["a"]["p99"] > tail["a"]["p50"]
+    assert (tmp_path / "c" / "ccdf.png").is_file()

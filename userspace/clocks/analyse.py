@@ -22,7 +22,6 @@ one line on stderr and exit status 2, nothing made.
 """
 import json
 import pathlib
-import subprocess
 import sys
 
 from lablib import cli, figures, results, stats, text
@@ -31,7 +30,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CLOCKS = ("host", "virtual")
 EXPERIMENTS = ("calibrate", "rt-compare", "smp", "msgq-profile", "sweep")
-LAB = ROOT / "userspace/lib/lab"
 CSV_COLUMNS = ("experiment", "figure", "unit", "host", "host_min", "host_max", "host_n",
                "virtual", "virtual_min", "virtual_max", "virtual_n", "virtual_over_host",
                "host_folders", "virtual_folders")
@@ -159,15 +157,6 @@ def tag_folders(found):
 
 # --- the result folder --------------------------------------------------------------
 
-def lab(*args):
-    if not LAB.is_file():
-        raise ValueError(f"{LAB.relative_to(ROOT)} is not built; run 'make userspace'")
-    out = subprocess.run([str(LAB), *map(str, args)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ValueError(f"lab {args[0]}: {out.stderr.strip() or out.returncode}")
-    return out.stdout.strip()
-
-
 def csv_rows(rows):
     for r in rows:
         row = {k: r[k] for k in ("experiment", "figure", "unit", "virtual_over_host")}
@@ -203,14 +192,15 @@ def work(args, prog=None):
                            for t, f in folders.items()},
                "figures": rows}
     pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
-    d = pathlib.Path(lab("begin", args.output, "clocks", *([args.name] if args.name else [])))
-    lab("meta", d, "clocks", f"folders:={json.dumps(args.dirs)}", "--",
+    d = pathlib.Path(results.lab("begin", args.output, "clocks",
+                                 *([args.name] if args.name else [])))
+    results.lab("meta", d, "clocks", f"folders:={json.dumps(args.dirs)}", "--",
         sys.argv[0], *args.argv)
     results.write_json(d / "clocks.json", summary)
     results.write_csv(d / "clocks.csv", CSV_COLUMNS, csv_rows(rows))
     report_text = report(rows, folders)
     results.write_text(d / "report.txt", report_text)
-    d = pathlib.Path(lab("commit", d, *([] if args.name else ["clocks"])))
+    d = pathlib.Path(results.lab("commit", d, *([] if args.name else ["clocks"])))
     cli.show(args, summary, report_text, d, ["report.txt", "clocks.csv", "clocks.json"])
     return 0
 

@@ -31,9 +31,9 @@ import subprocess
 import sys
 
 from lablib import cli, compare, host, results
+from lablib.figures import SWEEPS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SWEEPS = ("kbuild", "grep", "apache", "redis", "cmd")
 KEYS = {"VARIANT": "VARIANT", "APPEND": "VM_APPEND", "ARGS": None}
 DEFAULT_RUNS = {"virtual": 2, "host": 10}
 
@@ -139,10 +139,10 @@ def work(args):
     if not shutil.which("parallel"):
         raise cli.BadInput("GNU parallel is not installed (make deps installs it)")
     pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
-    folder = pathlib.Path(compare.lab("begin", args.output, "ab"))
+    folder = pathlib.Path(results.lab("begin", args.output, "ab"))
     boots = plan(args.experiment, sides, n, args.seed, folder, args.clock, args.common)
     (folder / "logs").mkdir(exist_ok=True)
-    compare.lab("meta", folder, "ab", f"of={args.experiment}", f"clock={args.clock}",
+    results.lab("meta", folder, "ab", f"of={args.experiment}", f"clock={args.clock}",
                 f"runs:={n}", f"jobs:={jobs}", f"seed:={args.seed}",
                 f"a:={json.dumps(sides['a'])}", f"b:={json.dumps(sides['b'])}",
                 f"order:={json.dumps([b['side'] for b in boots])}", "--", "ab.py",
@@ -166,7 +166,7 @@ def work(args):
         raise cli.BadInput(f"a boot failed (GNU parallel's exit status {run.returncode}); "
                            f"see {where}; nothing compared, {folder} kept")
     # Committed first: the boots' folders then have the paths compare records.
-    done = pathlib.Path(compare.lab("commit", folder, "ab"))
+    done = pathlib.Path(results.lab("commit", folder, "ab"))
     for boot in boots:
         boot["parent"] = done / boot["parent"].relative_to(folder)
     folder = done

@@ -26,14 +26,12 @@ nondeterministic)."""
 import json
 import math
 import pathlib
-import subprocess
 import sys
 import textwrap
 
 from . import cli, figures, results
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-LAB = ROOT / "userspace/lib/lab"
 
 # Virtual clock: how far two boots' values of a figure may be apart and
 # still be the same run, (relative, absolute); measured between boots
@@ -695,21 +693,12 @@ def draw(c, path):
     plot.save(fig, ax, path)
 
 
-def lab(*args):
-    if not LAB.is_file():
-        raise ValueError(f"{LAB.relative_to(ROOT)} is not built; run 'make userspace'")
-    out = subprocess.run([str(LAB), *map(str, args)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ValueError(f"lab {args[0]}: {out.stderr.strip() or out.returncode}")
-    return out.stdout.strip()
-
-
 def write(c, parent, name=None, picture=True):
     """The result folder PARENT/compare-<date>-<time> (or @name) with
     @c's files; returns (folder, files)."""
     pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
-    d = pathlib.Path(lab("begin", parent, "compare", *([name] if name else [])))
-    lab("meta", d, "compare", f"of={c['of']}", f"clock={c['clock']}",
+    d = pathlib.Path(results.lab("begin", parent, "compare", *([name] if name else [])))
+    results.lab("meta", d, "compare", f"of={c['of']}", f"clock={c['clock']}",
         f"a:={json.dumps(c['a']['folders'])}", f"b:={json.dumps(c['b']['folders'])}",
         "--", "compare")
     results.write_json(d / "compare.json", c)
@@ -725,7 +714,7 @@ def write(c, parent, name=None, picture=True):
         if c.get("distributions"):
             draw_ccdf(c, d / "ccdf.png")
             files.append("ccdf.png")
-    d = pathlib.Path(lab("commit", d, *([] if name else ["compare"])))
+    d = pathlib.Path(results.lab("commit", d, *([] if name else ["compare"])))
     return d, files
 
 

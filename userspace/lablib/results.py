@@ -9,6 +9,22 @@ import csv
 import json
 import os
 import pathlib
+import subprocess
+
+
+# liblab's command for result folders, in the lab this lablib belongs to.
+LAB = pathlib.Path(__file__).resolve().parents[1] / "lib/lab"
+
+
+def lab(*args):
+    """Run 'lab ARGS...' (begin, meta, commit: userspace/lib/lab); its output,
+    one line.  ValueError if it is not built or it fails."""
+    if not LAB.is_file():
+        raise ValueError("userspace/lib/lab is not built; run 'make userspace'")
+    out = subprocess.run([str(LAB), *map(str, args)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError(f"lab {args[0]}: {out.stderr.strip() or out.returncode}")
+    return out.stdout.strip()
 
 
 @contextlib.contextmanager

@@ -32,13 +32,18 @@ def figure(name, unit, value, spread=None, better=None, kind="default", headline
             "better": better, "kind": kind, "headline": headline}
 
 
-def _summary(d, name, analyser):
+def _summary(d, name, analyser, key=None, kind=dict, what=""):
+    """The JSON of @d/@name, which @analyser writes (NotAResult if it is
+    missing); with @key, it must hold @key as a @kind (NotAResult naming
+    @what it is then not)."""
     path = d / name
     if not path.is_file():
         raise NotAResult(f"{d}: no {name}: analyse it first ({analyser} {d})")
     s = results.read_json(path)
     if not isinstance(s, (dict, list)):
         raise NotAResult(f"{path}: not a JSON object")
+    if key is not None and not (isinstance(s, dict) and isinstance(s.get(key), kind)):
+        raise NotAResult(f"{d}/{name}: no {key}: not {what}")
     return s
 
 
@@ -69,9 +74,8 @@ def read_calibrate(d):
 
 
 def read_sweep(d):
-    s = _summary(d, "summary.json", "workloads/analyse.py")
-    if not isinstance(s.get("measures"), dict):
-        raise NotAResult(f"{d}/summary.json: no measures: not a workload sweep's summary")
+    s = _summary(d, "summary.json", "workloads/analyse.py", "measures",
+                 what="a workload sweep's summary")
     out = []
     for name, m in s["measures"].items():
         mod = m.get("model") or {}
@@ -158,26 +162,21 @@ def read_rtcompare(d):
     if not (d / "comparison.json").is_file() and (d / "skipped.csv").is_file():
         from .experiments import rtcompare
         return _rt_kernel("", rtcompare.read_kernel(d))
-    s = _summary(d, "comparison.json", "userspace/rtcompare/analyse.py")
-    kernels = s.get("kernels")
-    if not isinstance(kernels, dict):
-        raise NotAResult(f"{d}/comparison.json: no kernels: not an rt-compare comparison")
-    return [f for k, v in kernels.items() for f in _rt_kernel(f"{k} ", v)]
+    s = _summary(d, "comparison.json", "userspace/rtcompare/analyse.py", "kernels",
+                 what="an rt-compare comparison")
+    return [f for k, v in s["kernels"].items() for f in _rt_kernel(f"{k} ", v)]
 
 
 def read_smp(d):
-    s = _summary(d, "summary.json", "userspace/smp/analyse.py")
-    if not isinstance(s.get("cases"), dict):
-        raise NotAResult(f"{d}/summary.json: no cases: not an smp summary")
+    s = _summary(d, "summary.json", "userspace/smp/analyse.py", "cases", what="an smp summary")
     return [figure(f"{case} {span} p50", "ns", v["ns"]["p50"], _spread(v.get("round_p50")),
                    better="lower", kind="smp")
             for case, c in s["cases"].items() for span, v in c["spans"].items()]
 
 
 def read_msgq(d):
-    s = _summary(d, "summary.json", "userspace/msgq/analyse.py")
-    if not isinstance(s.get("strategies"), dict):
-        raise NotAResult(f"{d}/summary.json: no strategies: not a msgq profile's summary")
+    s = _summary(d, "summary.json", "userspace/msgq/analyse.py", "strategies",
+                 what="a msgq profile's summary")
     out = []
     for strat, v in s["strategies"].items():
         f = results.get(v, "figures", "cpu_us_per_msg")
@@ -192,9 +191,8 @@ def read_msgq(d):
 
 
 def read_hookcost(d):
-    s = _summary(d, "summary.json", "userspace/hookcost/analyse.py")
-    if not isinstance(s.get("cases"), dict):
-        raise NotAResult(f"{d}/summary.json: no cases: not a hookcost summary")
+    s = _summary(d, "summary.json", "userspace/hookcost/analyse.py", "cases",
+                 what="a hookcost summary")
     out = [figure(f"{k} {c.get('label', '')}: median".replace("  ", " "), "ns", c.get("p50"),
                   (c.get("min"), c.get("max")) if c.get("n", 0) > 1 else None,
                   better="lower", kind="calibrate.ns")
@@ -208,9 +206,8 @@ def read_hookcost(d):
 
 
 def read_tailamp(d):
-    s = _summary(d, "summary.json", "userspace/tailamp/analyse.py")
-    if not isinstance(s.get("points"), list):
-        raise NotAResult(f"{d}/summary.json: no points: not a tailamp summary")
+    s = _summary(d, "summary.json", "userspace/tailamp/analyse.py", "points", list,
+                 "a tailamp summary")
     out = [figure("system calls per request", "calls", s.get("calls_per_request"),
                   kind="sweep.calls")]
     for p in s["points"]:
@@ -228,11 +225,9 @@ def _latency_figures(prefix, series):
 
 
 def read_irqhook(d):
-    s = _summary(d, "summary.json", "userspace/irqhook/analyse.py")
-    after = s.get("after_first") if isinstance(s, dict) else None
-    if not isinstance(after, dict):
-        raise NotAResult(f"{d}/summary.json: no after_first: not an irqhook summary")
-    return [f for name, series in after.items()
+    s = _summary(d, "summary.json", "userspace/irqhook/analyse.py", "after_first",
+                 what="an irqhook summary")
+    return [f for name, series in s["after_first"].items()
             for f in _latency_figures(f"{name} after the first event: ", series)]
 
 

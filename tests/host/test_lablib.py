@@ -108,17 +108,6 @@ def test_split2():
     assert stats.split2([])["fast_n"] == 0
 
 
-def test_beyond_spread_is_ranges_apart():
-    assert stats.beyond_spread([1, 2, 3], [4, 5, 6]) is True
-    assert stats.beyond_spread([4, 5, 6], [1, 2, 3]) is True
-    assert stats.beyond_spread([1, 2, 4], [3, 5, 6]) is False     # 3 < 4: overlap
-    assert stats.beyond_spread([1, 1], [1, 1]) is False
-    # One run has no spread; None values are left out.
-    assert stats.beyond_spread([1], [4, 5]) is None
-    assert stats.beyond_spread([1, None, 2], [4, None, 5]) is True
-    assert stats.beyond_spread([], []) is None
-
-
 # --- lists -------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, want", [

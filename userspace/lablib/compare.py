@@ -299,6 +299,17 @@ def ratio_interval(a, b):
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def fewest_runs(tests):
+    """The fewest runs a side with which the exact two-sided Mann-Whitney
+    U test can reach ALPHA after Holm's correction over @tests figures: its
+    smallest p, with every run of one side above every run of the other,
+    is 2 / C(2n, n)."""
+    n = 2
+    while 2 / math.comb(2 * n, n) >= ALPHA / tests:
+        n += 1
+    return n
+
+
 def host_rows(rows, band):
     """Fill the host clock's statistics and verdict into each of @rows."""
     from scipy import stats as sps
@@ -315,6 +326,7 @@ def host_rows(rows, band):
             row["runs_needed"] = max(2, math.ceil(2 * (1.96 * cv / band) ** 2))
         if len(row["a"]) < 2 or len(row["b"]) < 2 or not sa["median"]:
             row["verdict"] = "inconclusive"
+            row["runs_needed"] = max(row["runs_needed"] or 0, fewest_runs(len(rows)))
             row["why"] = "one run a side: no test"
             continue
         row["p"] = float(sps.mannwhitneyu(row["a"], row["b"], alternative="two-sided",
@@ -326,7 +338,9 @@ def host_rows(rows, band):
         tested.append(row)
     if tested:
         holm = multipletests([r["p"] for r in tested], alpha=ALPHA, method="holm")[1]
+        least = fewest_runs(len(tested))
         for row, p in zip(tested, holm):
+            row["runs_needed"] = max(row["runs_needed"] or 0, least)
             row["p_holm"] = float(p)
             lo, hi = row["ci"]
             if p < ALPHA and (lo > 1 + band or hi < 1 - band):
@@ -337,6 +351,26 @@ def host_rows(rows, band):
                 row["verdict"] = "inconclusive"
                 row["why"] = (f"about {row['runs_needed']} runs a side would tell"
                               if row["runs_needed"] else "")
+    return rows
+
+
+def judge(rows, clock, band=HOST_BAND, workload=None):
+    """The verdict of B against A in each of @rows ({figure, unit, better,
+    kind, a: [values], b: [values]}, one value per run), on @clock
+    ("virtual": BANDS, "host": the tests and @band): fills a_value,
+    b_value, verdict, why, diff, ratio, worse and the statistics the
+    verdict came from.  What every comparison in the lab says its
+    verdicts with."""
+    if clock == "virtual":
+        for row in rows:
+            row.update(virtual_row(row, workload))
+    else:
+        host_rows(rows, band)
+    for row in rows:
+        av, bv = row["a_value"], row["b_value"]
+        row["diff"] = bv - av
+        row["ratio"] = bv / av if av else None
+        row["worse"] = worse(row)
     return rows
 
 
@@ -522,16 +556,7 @@ def compare(a_dirs, b_dirs, band=HOST_BAND):
     rows = collect(a, b)
     if not rows:
         raise Refused("the two sides have no figure in common")
-    if clock == "virtual":
-        for row in rows:
-            row.update(virtual_row(row, exp))
-    else:
-        host_rows(rows, band)
-    for row in rows:
-        av, bv = row["a_value"], row["b_value"]
-        row["diff"] = bv - av
-        row["ratio"] = bv / av if av else None
-        row["worse"] = worse(row)
+    judge(rows, clock, band, exp)
     curves = sweep_curves(a, b) if a[0]["experiment"] == "sweep" else None
     dists = distributions(a, b, clock)
     counts = {}

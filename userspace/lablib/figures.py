@@ -106,16 +106,27 @@ def read_sweep(d):
     return out
 
 
-def _rt_kernel(prefix, v):
-    """cyclictest's figures of one kernel of an rt-compare (@v: its part of
-    comparison.json, or experiments.rtcompare.read_kernel of its folder)."""
+def _range(values):
+    v = [x for x in values if x is not None]
+    return (min(v), max(v)) if len(v) > 1 else None
+
+
+def rt_kernel(v, prefix=""):
+    """The figures of one kernel of an rt-compare (@v: its part of
+    comparison.json, or experiments.rtcompare.read_kernel of its folder):
+    cyclictest's, then the rest rt-compare's own table sets side by side.
+    A spread is over cyclictest's threads or perf stat's repeats: inside
+    one boot."""
     out = []
     for load in ("idle", "loaded"):
-        pooled = results.get(v, "cyclictest", load, "pooled")
+        ct = results.get(v, "cyclictest", load) or {}
+        pooled = ct.get("pooled")
         if pooled:
-            for q, key in (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999"), ("max", "max")):
+            for q, key in (("min", "min"), ("mean", "mean"), ("p50", "p50"), ("p99", "p99"),
+                           ("p99.9", "p999"), ("max", "max")):
                 if key in pooled:
                     out.append(figure(f"{prefix}cyclictest {load} {q}", "us", pooled[key],
+                                      _range([t.get(key) for t in ct.get("threads") or []]),
                                       better="lower", kind="latency",
                                       headline=q in ("p99.9", "max")))
     for kind, dm in (v.get("delay") or {}).items():
@@ -128,7 +139,8 @@ def _rt_kernel(prefix, v):
                   "cpu-migrations", "page-faults", "cycles", "branch-misses"):
             if isinstance(pf.get(e), dict) and pf[e].get("mean") is not None:
                 out.append(figure(f"{prefix}perf stat sortsum {order}: {e}", pf[e]["unit"],
-                                  pf[e]["mean"], better="lower", headline=False))
+                                  pf[e]["mean"], _range((pf.get("values") or {}).get(e, ())),
+                                  better="lower", headline=False))
     for w, sq in (v.get("squarewave") or {}).items():
         for key, what in (("highest_held_mean", "mean"), ("highest_held_p99", "p99")):
             out.append(figure(f"{prefix}square wave {w}: highest Hz, {what} period within 10 %",
@@ -161,10 +173,10 @@ def read_rtcompare(d):
     a kernel of another: compare -a R1/stock R2/stock -b R1/rt R2/rt."""
     if not (d / "comparison.json").is_file() and (d / "skipped.csv").is_file():
         from .experiments import rtcompare
-        return _rt_kernel("", rtcompare.read_kernel(d))
+        return rt_kernel(rtcompare.read_kernel(d))
     s = _summary(d, "comparison.json", "userspace/rtcompare/analyse.py", "kernels",
                  what="an rt-compare comparison")
-    return [f for k, v in s["kernels"].items() for f in _rt_kernel(f"{k} ", v)]
+    return [f for k, v in s["kernels"].items() for f in rt_kernel(v, f"{k} ")]
 
 
 def read_smp(d):

@@ -59,22 +59,6 @@ def summary(values):
             "p99": percentile(v, 99), "p999": percentile(v, 99.9), "max": v[-1]}
 
 
-def beyond_spread(a, b):
-    """Whether two sets of repeated measurements of one figure differ by
-    more than their spread: True when their ranges do not overlap (every
-    value of one set is below every value of the other), False when they
-    do, None when either set has fewer than two values (one run has no
-    spread).  None values are left out.  It assumes nothing about the
-    distribution: two sets of m and n runs of the same thing come apart
-    so only by chance, with probability 2 m! n! / (m + n)! (0.1 for 3 runs
-    each, 0.008 for 5 each)."""
-    a = [x for x in a if x is not None]
-    b = [x for x in b if x is not None]
-    if len(a) < 2 or len(b) < 2:
-        return None
-    return max(a) < min(b) or max(b) < min(a)
-
-
 def linfit(xs, ys):
     """Least-squares line y = intercept + slope * x: {"intercept", "slope",
     "r2", "n"}.  r2 is 1 for a constant y.  ValueError for fewer than two

@@ -5,9 +5,10 @@ loaded (histograms, min, mean, p99, p99.9, max per thread and pooled), perf
 stat of sortsum unsorted and sorted, the square wave's highest frequency
 held within 10 %, and the lab's own experiments (calibration slope,
 wake-up medians, SMP medians, unloads under load).  Then, for every
-measurement: stock against RT, their ratio, and whether the difference is
-beyond the spread the run itself shows: the two kernels' ranges over the
-repeats (or threads) do not overlap.
+figure: stock against RT, their ratio and lablib.compare's verdict (one
+boot a kernel: exact on the virtual clock, inconclusive on the host's),
+and the spread inside the boot (over perf stat's repeats or cyclictest's
+threads) as a description.
 
 Writes DIR/comparison.json, DIR/comparison.csv, DIR/report.txt,
 DIR/cyclictest-idle.png, DIR/cyclictest-loaded.png (both kernels' log
@@ -20,13 +21,14 @@ import math
 import pathlib
 import sys
 
-from lablib import cli, plot, results, stats
+from lablib import cli, figures, plot, results
+from lablib import compare as lab_compare
 from lablib.experiments.rtcompare import HOLD, LOADS, kernels_of
 from lablib.text import num
 
 IMPLS = ("python", "c-nanosleep", "c-rt")
-COLUMNS = ("group", "measurement", "unit", "base", "other", "ratio", "base_spread",
-           "other_spread", "spread_kind", "beyond_spread")
+COLUMNS = ("figure", "unit", "base", "other", "ratio", "verdict", "why", "base_spread",
+           "other_spread")
 
 
 # --- cyclictest, in words ----------------------------------------------------
@@ -171,65 +173,29 @@ def plot_delay(d, kernels):
 # --- the comparison ----------------------------------------------------------------
 
 
-def _range(values):
-    return max(values) - min(values) if values and len(values) > 1 else None
+def _width(spread):
+    return spread[1] - spread[0] if spread else None
 
 
-def row(group, name, unit, a, b, runs_a=(), runs_b=(), kind=None):
-    """One comparison row: figure @a of the base kernel against @b of the
-    other, their ratio, and, where the figure was measured several times
-    on each kernel (@runs_a, @runs_b: perf stat's repeats, or cyclictest's
-    threads, as @kind says), the range of each and stats.beyond_spread."""
-    ratio = b / a if a not in (None, 0) and b is not None else None
-    return {"group": group, "measurement": name, "unit": unit, "base": a, "other": b,
-            "ratio": ratio, "base_spread": _range(runs_a), "other_spread": _range(runs_b),
-            "spread_kind": kind if runs_a and runs_b else None,
-            "beyond_spread": stats.beyond_spread(runs_a, runs_b)}
-
-
-def compare(base, other):
-    """The comparison rows of kernel @other against kernel @base."""
+def compare(base, other, clock):
+    """The rows of kernel @other against kernel @base: every figure
+    figures.rt_kernel gives both, with lablib.compare's verdict on @clock
+    (one boot a kernel: exact on the virtual clock; on the host's,
+    inconclusive until compare sets several runs' kernel folders against
+    each other) and, as a description, the spread inside the boot."""
+    fa = {f["figure"]: f for f in figures.rt_kernel(base)}
     rows = []
-    for load in LOADS:
-        a, b = results.get(base, "cyclictest", load), results.get(other, "cyclictest", load)
-        if not a or not b:
+    for f in figures.rt_kernel(other):
+        a = fa.get(f["figure"])
+        if not a or a["value"] is None or f["value"] is None:
             continue
-        for key in ("min", "mean", "p99", "p999", "max"):
-            rows.append(row(f"cyclictest {load}", key, "us", a["pooled"][key],
-                            b["pooled"][key], [t[key] for t in a["threads"]],
-                            [t[key] for t in b["threads"]], "threads"))
-    for order in ("unsorted", "sorted"):
-        pa, pb = results.get(base, "perfstat", order), results.get(other, "perfstat", order)
-        if not pa or not pb:
-            continue
-        for e in ("task-clock", "seconds", "user_s", "sys_s", "context-switches",
-                  "cpu-migrations", "page-faults", "cycles", "branch-misses"):
-            if e in pa and e in pb:
-                rows.append(row(f"perf stat sortsum {order}", e, pa[e]["unit"], pa[e]["mean"],
-                                pb[e]["mean"], pa["values"][e], pb["values"][e], "repeats"))
-    waves = set(results.get(base, "squarewave") or {}) & set(results.get(other, "squarewave") or {})
-    for w in sorted(waves):
-        for key, what in (("highest_held_mean", "mean period"), ("highest_held_p99",
-                                                                  "p99 period")):
-            rows.append(row("square wave", f"{w}: highest Hz, {what} within 10 %", "Hz",
-                            base["squarewave"][w][key], other["squarewave"][w][key]))
-    ca, cb = results.get(base, "lab", "calibrate"), results.get(other, "lab", "calibrate")
-    for name in sorted(set(ca or {}) & set(cb or {})):
-        for key, unit in (("slope_ns_per_loop", "ns/loop"), ("intercept_ns", "ns")):
-            rows.append(row("calibration", f"{name} {key.split('_')[0]}", unit,
-                            ca[name][key], cb[name][key]))
-    ia, ib = results.get(base, "lab", "irqhook"), results.get(other, "lab", "irqhook")
-    for cell in sorted(set(ia or {}) & set(ib or {}), key=lambda c: (c.split("-")[1],
-                                                                      int(c.split("-")[0]))):
-        for key in ("p50", "p99"):
-            rows.append(row("wake-up (irqhook)", f"{cell} wake-up {key}", "us",
-                            ia[cell]["wakeup"][key] / 1e3, ib[cell]["wakeup"][key] / 1e3))
-    sa_, sb_ = results.get(base, "lab", "smp"), results.get(other, "lab", "smp")
-    for case in sorted(set(sa_ or {}) & set(sb_ or {})):
-        for span in sa_[case]:
-            if span in sb_[case]:
-                rows.append(row("smp", f"{case} {span} p50", "ns", sa_[case][span]["p50"],
-                                sb_[case][span]["p50"]))
+        rows.append({"figure": f["figure"], "unit": f["unit"], "better": f["better"],
+                     "kind": f["kind"], "a": [float(a["value"])], "b": [float(f["value"])],
+                     "base": a["value"], "other": f["value"],
+                     "base_spread": _width(a["spread"]), "other_spread": _width(f["spread"])})
+    lab_compare.judge(rows, clock)
+    for r in rows:
+        del r["a"], r["b"]
     return rows
 
 
@@ -304,19 +270,25 @@ def report(d, kernels, rows, names):
             lines.append(f"    {caught_line(c)}")
     lines += delay_lines(kernels)
     if len(names) == 2 and rows:
+        clock = "virtual" if virtual_clock(kernels) else "host"
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "
-                  f"'beyond' = the two kernels' ranges do not overlap (over perf stat's "
-                  f"repeats, or over cyclictest's threads): more than run-to-run noise"]
-        lines.append(f"{'measurement':<52}{'unit':>8}{names[0]:>12} {names[1]:>12}"
-                     f"{'ratio':>8}{'beyond':>8}")
-        group = None
+                  f"verdict: lablib.compare's on the {clock} clock, one boot a kernel "
+                  + ("(exact: identical within the figure's band, or changed)" if
+                     clock == "virtual" else
+                     "(inconclusive: a verdict takes several runs, then compare -a "
+                     "R1/" + names[0] + " R2/" + names[0] + " -b R1/" + names[1] + " R2/"
+                     + names[1] + ")")
+                  + "; spread: the range over cyclictest's threads or perf stat's "
+                  "repeats inside the boot, a description, not a test"]
+        lines.append(f"{'figure':<58}{'unit':>8}{names[0]:>12} {names[1]:>12}"
+                     f"{'ratio':>8}  {'verdict':<16}{'spread':>22}")
         for r in rows:
-            if r["group"] != group:
-                group = r["group"]
-                lines.append(f"{group}:")
-            lines.append(f"  {r['measurement'][:50]:<50}{r['unit']:>8}{num(r['base']):>12}"
-                         f" {num(r['other']):>12}{num(r['ratio']):>8}"
-                         f"{num(r['beyond_spread']):>8}")
+            spread = (f"{num(r['base_spread'])} / {num(r['other_spread'])}"
+                      if r["base_spread"] is not None and r["other_spread"] is not None
+                      else "")
+            lines.append(f"{r['figure'][:57]:<58}{r['unit']:>8}{num(r['base']):>12}"
+                         f" {num(r['other']):>12}{num(r['ratio']):>8}  {r['verdict']:<16}"
+                         f"{spread:>22}")
     if len(names) == 2:
         emulated = any(results.get(k, "meta", "machine", "accelerator") == "tcg"
                        for k in kernels.values())
@@ -338,19 +310,17 @@ def report(d, kernels, rows, names):
     return "\n".join(lines) + "\n"
 
 
-def _find(rows, group, measurement):
+def _find(rows, name):
     for r in rows:
-        if r["group"] == group and r["measurement"] == measurement and r["ratio"]:
+        if r["figure"] == name and r["ratio"]:
             return r
     return None
 
 
-def _said(r, names, better_low=True):
-    """'stock 1,234 -> rt 567 us (x0.46, beyond the spread)'."""
-    spread = {True: ", beyond the spread", False: ", within the spread",
-              None: ""}[r["beyond_spread"]]
+def _said(r, names):
+    """'stock 1,234 -> rt 567 us (x0.46, changed)'."""
     return (f"{names[0]} {num(r['base'])} -> {names[1]} {num(r['other'])} {r['unit']} "
-            f"(x{r['ratio']:.2f}{spread})")
+            f"(x{r['ratio']:.2f}, {r['verdict']})")
 
 
 def virtual_clock(kernels):
@@ -366,8 +336,8 @@ def findings(rows, names, emulated, virtual=False):
     little throughput and every system call and wake-up a little time)."""
     out = []
     a, b = names
-    tail = [r for r in (_find(rows, "cyclictest loaded", "max"),
-                        _find(rows, "cyclictest loaded", "p999")) if r]
+    tail = [r for r in (_find(rows, "cyclictest loaded max"),
+                        _find(rows, "cyclictest loaded p99.9")) if r]
     if tail:
         won = all(r["ratio"] < 1 for r in tail)
         out.append(f"Tail latency of a FIFO 90 thread under load (cyclictest loaded): max "
@@ -375,28 +345,28 @@ def findings(rows, names, emulated, virtual=False):
                                                   if len(tail) > 1 else "") +
                    (f". {b} {'holds the tail' if won else 'does not hold the tail better'}"
                     " here."))
-    typical = _find(rows, "cyclictest loaded", "mean")
+    typical = _find(rows, "cyclictest loaded mean")
     if typical:
         out.append(f"Typical latency under load (cyclictest mean): {_said(typical, names)}: "
                    f"{'dearer' if typical['ratio'] > 1 else 'cheaper'} on {b}, where "
                    "interrupts and softirqs run in threads that must be scheduled.")
     for order in ("unsorted", "sorted"):
-        r = _find(rows, f"perf stat sortsum {order}", "task-clock")
-        cs = _find(rows, f"perf stat sortsum {order}", "context-switches")
+        r = _find(rows, f"perf stat sortsum {order}: task-clock")
+        cs = _find(rows, f"perf stat sortsum {order}: context-switches")
         if r:
             out.append(f"A CPU-bound program at normal priority ({order} sort-and-sum): "
                        f"task-clock {_said(r, names)}"
                        + (f"; context switches {_said(cs, names)}" if cs else "") + ".")
     for sc in ("getppid", "close"):
-        r = _find(rows, "calibration", f"{sc} intercept")
-        s = _find(rows, "calibration", f"{sc} slope")
+        r = _find(rows, f"calibration {sc} intercept")
+        s = _find(rows, f"calibration {sc} slope")
         if r:
             out.append(f"A system call with the delay module loaded at 0 ({sc}, the "
                        f"calibration's intercept): {_said(r, names)}"
                        + (f"; the delay loop's cost per iteration {_said(s, names)}"
                           if s else "") + ".")
     for cell in ("16-normal", "16-rt"):
-        r = _find(rows, "wake-up (irqhook)", f"{cell} wake-up p99")
+        r = _find(rows, f"wake-up (irqhook) {cell} p99")
         if r:
             out.append(f"Wake-up p99 of a {'SCHED_RR' if cell.endswith('rt') else 'normal'} "
                        f"reader with 16 load tasks (/dev/irqhook): {_said(r, names)}.")
@@ -408,8 +378,8 @@ def findings(rows, names, emulated, virtual=False):
     elif emulated and out:
         out.append("Under TCG the emulator sets the scale: a timer interrupt costs ~200 us "
                    "and an emulated CPU can lose its host CPU for milliseconds, so "
-                   "idle and p99 latencies are the emulator's on both kernels; only "
-                   "what differs beyond the spread inside one run is the kernel's.")
+                   "idle and p99 latencies are the emulator's on both kernels; one boot "
+                   "a kernel gives no verdict here: compare several runs' kernel folders.")
     return out
 
 
@@ -482,7 +452,8 @@ def work(args):
     d = pathlib.Path(args.dir)
     kernels = kernels_of(d)
     names = list(kernels)
-    rows = compare(kernels[names[0]], kernels[names[1]]) if len(names) >= 2 else []
+    clock = "virtual" if virtual_clock(kernels) else "host"
+    rows = compare(kernels[names[0]], kernels[names[1]], clock) if len(names) >= 2 else []
     for v, k in kernels.items():
         traces = [("cyclictest", results.get(k, "cyclictest", "traced"))]
         traces += [(f"delay/{kind}", dm.get("traced"))

@@ -8,6 +8,7 @@ that check)."""
 import html.parser
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -373,3 +374,33 @@ def test_root_runs_chromium_without_sandbox(monkeypatch, tmp_path):
     report.dump_dom(tmp_path / "p.html")
     assert ("--no-sandbox" in calls[0]) == (os.geteuid() == 0)
     assert "--headless=new" in calls[0] and calls[0][-1].startswith("file://")
+
+
+def test_an_ab_folder_shows_its_boots_not_the_host(tmp_path):
+    """make ab's folder is written on the host: its row names the kernels,
+    clock and machine of its boots (runs/*/*/meta.json), what it ran, each
+    side's settings and the compare it ended in; one whose boots are not
+    all there says so."""
+    root = tmp_path / "results"
+    settings = {"of": "calibrate", "clock": "virtual", "runs": 2, "a": {},
+                "b": {"APPEND": "preempt=full"}, "order": ["a", "b", "b", "a"]}
+    host = {"release": "6.18.host", "preemption": "dynamic"}
+    ab = write_meta(root / "ab-20261127-100000", "ab", settings, date=date("ab-20261127-100000"),
+                    kernel=host, machine={"cpus": 2, "clock": None})
+    for k, (side, how) in enumerate(zip("abba", ["voluntary", "full", "full", "voluntary"]), 1):
+        boot = meta(ab / "runs" / f"0{k}-{side}" / f"calibrate-2026112{k}-100000", "calibrate",
+                    kernel={"release": "6.12.test-lab", "variant": "stock", "preemption": how})
+        (boot.parent / "latest-calibrate").symlink_to(boot.name)
+    compared = meta(root / "compare-20261127-110000", "compare")
+    (ab / "compare").symlink_to(f"../{compared.name}")
+    text = report.write(root).read_text()
+    r = row(text, "ab-20261127-100000")
+    assert "6.18.host" not in r and "6.12.test-lab" in r and "stock, voluntary | stock, full" in r
+    assert "virtual (shift 0)" in r and "1 CPU, tcg (QEMU 10.0.2), no PMU" in r
+    assert "calibrate: 2 boot(s) a side, order A B B A" in r
+    assert "A: as built" in r and "B: APPEND=preempt=full" in r
+    assert "compared in compare-20261127-110000" in r
+    shutil.rmtree(ab / "runs" / "04-a")
+    (ab / "compare").unlink()
+    r = row(report.write(root).read_text(), "ab-20261127-100000")
+    assert "3 of 4 boots have a result" in r and "compared in" not in r

@@ -337,6 +337,55 @@ def headline(meta, folder):
     return lines, exact, None
 
 
+# --- make ab folders ----------------------------------------------------------
+
+def ab_side(settings):
+    """A side of make ab in a few words: its VARIANT=, APPEND=, ARGS=."""
+    if not isinstance(settings, dict) or not settings:
+        return "as built"
+    return " ".join(f"{k}={v}" for k, v in settings.items())
+
+
+def ab_info(folder, meta):
+    """What the page shows of make ab's folder @folder: the host ran it,
+    so the kernels, clock and machine are its boots' (runs/*/*/meta.json),
+    its figures what it ran (the experiment, boots a side and their order,
+    each side's settings, the compare it ended in)."""
+    settings = meta.get("settings") if isinstance(meta.get("settings"), dict) else {}
+    boots = []
+    for m in sorted((folder / "runs").glob("*/*/meta.json")):
+        if m.parent.is_symlink():
+            continue
+        try:
+            boots.append(results.read_meta(m.parent))
+        except (OSError, ValueError):
+            continue
+    info = {"figures": [], "exact": None, "note": None}
+    runs, order = settings.get("runs"), settings.get("order")
+    what = f"{settings.get('of') or '?'}: {runs if runs is not None else '?'} boot(s) a side"
+    if isinstance(order, list) and order:
+        what += ", order " + " ".join(str(o).upper() for o in order)
+    info["figures"] = [what, f"A: {ab_side(settings.get('a'))}",
+                       f"B: {ab_side(settings.get('b'))}"]
+    compared = folder / "compare"
+    if compared.is_dir():
+        info["figures"].append(f"compared in {compared.resolve().name}")
+    else:
+        info["note"] = "no compare yet"
+    if isinstance(order, list) and len(boots) < len(order):
+        info["note"] = f"{len(boots)} of {len(order)} boots have a result"
+    if boots:
+        kernels = [kernel_text(b) for b in boots]
+        info["kernel"] = " | ".join(dict.fromkeys(k[0] for k in kernels))
+        info["kernel_how"] = " | ".join(dict.fromkeys(k[1] for k in kernels))
+        kind, guest = guest_meta(folder, boots[0])
+        info["clock"] = clock_text(kind, guest)
+        info["machine"], info["machine_title"] = machine_text(guest)
+    else:
+        info["clock"] = str(settings.get("clock") or "?")
+    return info
+
+
 # --- compare folders -----------------------------------------------------------
 
 def side_value(row, side):
@@ -477,6 +526,8 @@ def entry(folder, root, page_dir):
     if e["compare"]:
         e["badge"] = e["badge"] or "compare"
         e.update(compare_info(folder, root, page_dir))
+    elif meta is not None and e["experiment"] == "ab":
+        e.update(ab_info(folder, meta))
     elif meta is not None:
         kind, guest = guest_meta(folder, meta)
         e["kernel"], e["kernel_how"] = kernel_text(guest)

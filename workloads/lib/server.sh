@@ -45,7 +45,8 @@
 #   srv_finish      put back what it changed (may be empty)
 # and the sweep calls the wl_* steps below.  Settings every server takes:
 #   SERVER_REQUESTS     reference requests a run (10; 100 on the virtual clock)
-#   SERVER_INTERVAL_MS  their grid (1000)
+#   SERVER_INTERVAL_MS  their grid (SRV_INTERVAL_MS, the server's own
+#                       default: 1000 unless it sets another)
 #   SERVER_SATURATION   0 leaves the saturation measure out (tailamp)
 #   SERVER_FAIR_SERVER  the fair server's runtime while it runs (0: off;
 #                       "keep": the machine's own)
@@ -63,7 +64,8 @@ server_requests() {
 		echo 10
 	fi
 }
-SERVER_INTERVAL_MS=${SERVER_INTERVAL_MS:-1000}
+SRV_INTERVAL_MS=1000
+SERVER_INTERVAL_MS=${SERVER_INTERVAL_MS:-}
 # Where on the interval's grid a request starts (reqtime --phase): half a
 # second after the whole seconds for an interval of whole seconds, else 0.
 SERVER_PHASE_MS=0
@@ -113,6 +115,7 @@ wl_check() {
 	command -v chrt >/dev/null || die "chrt (util-linux) is not installed"
 	SERVER_REQUESTS=$(server_requests)
 	want_uint SERVER_REQUESTS "$SERVER_REQUESTS" 1
+	SERVER_INTERVAL_MS=${SERVER_INTERVAL_MS:-$SRV_INTERVAL_MS}
 	want_uint SERVER_INTERVAL_MS "$SERVER_INTERVAL_MS" 1
 	SERVER_PHASE_MS=$((SERVER_INTERVAL_MS % 1000 ? 0 : 500))
 	case $SERVER_SATURATION in 0 | 1) ;; *) bad_arg "SERVER_SATURATION wants 0 or 1, not '$SERVER_SATURATION'" ;; esac

@@ -65,7 +65,6 @@ server_requests() {
 	fi
 }
 SRV_INTERVAL_MS=1000
-SERVER_INTERVAL_MS=${SERVER_INTERVAL_MS:-}
 # Where on the interval's grid a request starts (reqtime --phase): half a
 # second after the whole seconds for an interval of whole seconds, else 0.
 SERVER_PHASE_MS=0

@@ -13,18 +13,59 @@
 
 #include "liblab.h"
 
+/*
+ * The length of the UTF-8 sequence at @s (1 to 4), or 0 if the bytes there
+ * are not one: a stray continuation byte, a sequence cut short, an
+ * overlong form, a surrogate or a code point beyond U+10FFFF.
+ */
+static int utf8_length(const unsigned char *s)
+{
+	unsigned int cp;
+	int n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * A byte that is not part of valid UTF-8 is written as U+FFFD, so that
+ * whatever a tool copies into a string (a file of sysfs, a command's
+ * output) the file stays JSON that every reader accepts.
+ */
 void lab_json_string(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
+	int n;
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
+	fputc('"', f);
+	while (*p) {
+		n = utf8_length(p);
+		if (n == 0)
+			fputs("\\ufffd", f);
+		else if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
 		else
-			fputc(c, f);
+			fwrite(p, 1, (size_t)n, f);
+		p += n ? n : 1;
 	}
 	fputc('"', f);
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -307,7 +308,33 @@ static const char *preemption_of(const char *version, char *buf, size_t size)
 	return "none or voluntary";
 }
 
-/* "name": {"parameters": {...}, "stats": {...}} of a loaded module. */
+/*
+ * The first line of the text attribute @path into @buf ("" if it cannot
+ * be read); NULL for a binary one (a NUL byte in what it gives, as in the
+ * u64 counts of the delay module's stats/by_call).
+ */
+static char *read_text_attr(const char *path, char *buf, size_t size)
+{
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, buf, size - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	else if (memchr(buf, '\0', (size_t)n))
+		return NULL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+/*
+ * "name": {"parameters": {...}, "stats": {...}} of a loaded module: its
+ * text attributes (a binary one is no setting to record, and no string).
+ */
 static void module_json(struct lab_json *j, const char *mod)
 {
 	static const char *const groups[] = { "parameters", "stats" };
@@ -325,7 +352,8 @@ static void module_json(struct lab_json *j, const char *mod)
 			if (de->d_name[0] == '.')
 				continue;
 			snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
-			lab_json_str(j, de->d_name, read_line(file, val, sizeof(val)));
+			if (read_text_attr(file, val, sizeof(val)))
+				lab_json_str(j, de->d_name, val);
 		}
 		if (d)
 			closedir(d);

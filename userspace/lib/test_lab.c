@@ -235,6 +235,18 @@ static void test_json(void)
 		      "\"f\": false, \"n\": null, \"a\": [1, {}, []], \"raw\": {\"x\": [1]}}"),
 	      "JSON writer: every kind of value, strings escaped, NaN and inf as null");
 
+	/* Bytes that are no UTF-8: stray, cut short, overlong, surrogate. */
+	lab_json_mem(&j, 0);
+	lab_json_array(&j, NULL);
+	lab_json_str(&j, NULL, "a\x88\x13" "b");
+	lab_json_str(&j, NULL, "\xe2\x82");
+	lab_json_str(&j, NULL, "\xc0\xaf\xed\xa0\x80\xf0\x9f\x98\x80");
+	lab_json_end(&j);
+	check(json_is(lab_json_text(&j),
+		      "[\"a\\ufffd\\u0013b\", \"\\ufffd\\ufffd\", "
+		      "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\xf0\x9f\x98\x80\"]"),
+	      "JSON writer: a byte that is not UTF-8 becomes U+FFFD, valid UTF-8 stays");
+
 	lab_json_mem(&j, 1);
 	lab_json_object(&j, NULL);
 	lab_json_break(&j);

@@ -143,6 +143,19 @@ struct delay_counters {
 
 DECLARE_PER_CPU(struct delay_counters, delay_counters);
 
+/*
+ * The calls of DELAY_CALLS by number (stats/by_call): one counter for
+ * each of the 64-bit table's numbers, then one for the calls that have
+ * none (32-bit compat calls, x32's own, numbers beyond the table).
+ */
+#define DELAY_BY_CALL_OTHER NR_syscalls
+
+struct delay_call_counts {
+	unsigned long n[NR_syscalls + 1];
+};
+
+DECLARE_PER_CPU(struct delay_call_counts, delay_call_counts);
+
 extern u64 delay_clock_ns;
 extern const struct attribute_group delay_stats_group;
 

@@ -258,7 +258,7 @@ static void delay_stop_delaying(void)
  */
 static void delay_run(int nr, enum syscall_hook_abi abi, bool at_exit)
 {
-	unsigned int loops, ns;
+	unsigned int loops, ns, slot = DELAY_BY_CALL_OTHER;
 	bool sleep = false;
 	u32 setting;
 	u64 start, end;
@@ -269,6 +269,9 @@ static void delay_run(int nr, enum syscall_hook_abi abi, bool at_exit)
 	if (setting == DELAY_NONE)
 		return;
 	this_cpu_inc(delay_counters.n[DELAY_CALLS]);
+	if (delay_numbered(nr, abi))
+		slot = array_index_nospec((unsigned int)nr, NR_syscalls);
+	this_cpu_inc(delay_call_counts.n[slot]);
 	if (!delay_setting_delays(setting))
 		return;
 	loops = delay_setting_loops(setting);

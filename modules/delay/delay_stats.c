@@ -8,6 +8,7 @@
 #include <linux/minmax.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
+#include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/timekeeping.h>
 
@@ -17,6 +18,7 @@
 #define DELAY_CLOCK_TRIES 1000
 
 DEFINE_PER_CPU(struct delay_counters, delay_counters);
+DEFINE_PER_CPU(struct delay_call_counts, delay_call_counts);
 
 u64 delay_clock_ns;
 
@@ -85,6 +87,49 @@ static ssize_t clock_ns_show(struct module_attribute *attr,
 static struct module_attribute mean_ns_attr = __ATTR_RO_MODE(mean_ns, 0400);
 static struct module_attribute clock_ns_attr = __ATTR_RO_MODE(clock_ns, 0400);
 
+/* Slot @slot of delay_call_counts summed over the CPUs. */
+static u64 delay_call_sum(unsigned int slot)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(&delay_call_counts, cpu)->n[slot]);
+	return sum;
+}
+
+/*
+ * stats/by_call: the counts of delay_call_counts as an array of u64 in
+ * the CPU's byte order, indexed by call number, the calls of no 64-bit
+ * number last.  Binary, because one line a call would not fit the page a
+ * text attribute has.  sysfs has already cut @off and @count to the
+ * file's size; a read may start and end inside a count.
+ */
+static ssize_t by_call_read(struct file *file, struct kobject *kobj,
+			    struct bin_attribute *attr, char *buf, loff_t off,
+			    size_t count)
+{
+	size_t done = 0;
+
+	while (done < count) {
+		loff_t pos = off + done;
+		size_t skip = pos % sizeof(u64);
+		size_t n = min(count - done, sizeof(u64) - skip);
+		u64 sum = delay_call_sum(pos / sizeof(u64));
+
+		memcpy(buf + done, (char *)&sum + skip, n);
+		done += n;
+	}
+	return done;
+}
+
+static BIN_ATTR_ADMIN_RO(by_call, sizeof(u64) * (DELAY_BY_CALL_OTHER + 1));
+
+static struct bin_attribute *delay_stats_bin_attrs[] = {
+	&bin_attr_by_call,
+	NULL,
+};
+
 static struct attribute *delay_stats_attrs[] = {
 	&delay_stat_calls.attr.attr,
 	&delay_stat_delayed.attr.attr,
@@ -102,6 +147,7 @@ static struct attribute *delay_stats_attrs[] = {
 const struct attribute_group delay_stats_group = {
 	.name = "stats",
 	.attrs = delay_stats_attrs,
+	.bin_attrs = delay_stats_bin_attrs,
 };
 
 /* The minimum filters out the tries an interrupt or preemption lengthened. */

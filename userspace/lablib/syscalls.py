@@ -1,0 +1,63 @@
+"""System calls by number: the delay module's stats/by_call and the
+kernel's 64-bit table that names them.
+
+stats/by_call is an array of unsigned 64-bit counts in the machine's byte
+order: one for each number of the 64-bit table, then one for the calls of
+no 64-bit number (modules/delay/README.md).  A sweep keeps a copy before
+and after a timed window; their difference is the window's calls by
+number.
+"""
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TABLE = "arch/x86/entry/syscalls/syscall_64.tbl"
+OTHER = "other"                 # the name of the last slot
+
+
+def by_call(data):
+    """The counts of one copy of stats/by_call (bytes or a path)."""
+    if not isinstance(data, (bytes, bytearray)):
+        data = pathlib.Path(data).read_bytes()
+    if not data or len(data) % 8:
+        raise ValueError(f"stats/by_call holds 8-byte counts, not {len(data)} bytes")
+    return np.frombuffer(data, dtype=np.dtype(np.uint64).newbyteorder(
+        "<" if sys.byteorder == "little" else ">")).astype(np.int64)
+
+
+def window(before, after):
+    """The calls by number between two copies; a count that went back
+    (the module was loaded again between them) is refused."""
+    b, a = by_call(before), by_call(after)
+    if len(a) != len(b):
+        raise ValueError(f"two copies of stats/by_call of {len(b)} and {len(a)} counts")
+    diff = a - b
+    if (diff < 0).any():
+        raise ValueError("stats/by_call went back between its two copies: "
+                         "the module was loaded again")
+    return diff
+
+
+def table(tree=None):
+    """{number: name} of the 64-bit table's calls (abi common or 64),
+    from a kernel tree: @tree, else the lab's source."""
+    tree = pathlib.Path(tree) if tree else ROOT / "build/src/linux-source-6.12"
+    names = {}
+    for line in (tree / TABLE).read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and not line.startswith("#") and fields[1] in ("common", "64"):
+            names[int(fields[0])] = fields[2]
+    return names
+
+
+def named(counts, names):
+    """{name: count} of the nonzero counts, by number; a number the table
+    does not name is kept as its number, the last slot as OTHER."""
+    out = {}
+    last = len(counts) - 1
+    for nr in np.flatnonzero(counts):
+        nr = int(nr)
+        out[OTHER if nr == last else names.get(nr, str(nr))] = int(counts[nr])
+    return out

@@ -590,6 +590,7 @@ sweep_setup() {
 	lab_python "$SWEEP_DIR/progress.py" columns >"$LAB_DIR/raw.csv" ||
 		die "cannot write $LAB_DIR/raw.csv"
 	echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
+	[ ! -e "$BY_CALL" ] || echo "loops,ns,nr,calls" >"$LAB_DIR/by_call.csv"
 	wl_prepare
 	write_meta
 }
@@ -632,6 +633,17 @@ fmt_duration() {
 
 # The module's own account of a point: delayed calls and the ns it spun.
 stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
+# And its calls by number (stats/by_call, a module that counts them):
+# by_call_copy N keeps copy N in memory; by_call_point appends the point's
+# calls between copies 0 and 1 to by_call.csv (a row per call number).
+BY_CALL=$DELAY_DIR/stats/by_call
+by_call_copy() { [ ! -e "$BY_CALL" ] || cat "$BY_CALL" >"$SCRATCH/by_call.$1"; }
+by_call_point() {
+	[ -e "$SCRATCH/by_call.0" ] || return 0
+	by_call_copy 1
+	lab_python -m lablib.syscalls window "$SCRATCH/by_call.0" "$SCRATCH/by_call.1" \
+		"$LOOPS,$NS" >>"$LAB_DIR/by_call.csv" || die "cannot count the point's calls by number"
+}
 
 # --- Phase: one point: its repeats, the module's account, a progress line --
 # sweep_point I VALUE: point I of the part's VALUES.  LOOPS or NS, POINT
@@ -646,6 +658,7 @@ sweep_point() {
 	fi
 	d0=$(stat_or_empty delayed)
 	s0=$(stat_or_empty spun_ns)
+	by_call_copy 0
 	delay_set "$KNOB" "$value"
 	wl_point_begin
 	for ((REPEAT = 1; REPEAT <= REPEATS; REPEAT++)); do
@@ -655,6 +668,7 @@ sweep_point() {
 	delay_set "$KNOB" 0
 	d1=$(stat_or_empty delayed)
 	s1=$(stat_or_empty spun_ns)
+	by_call_point
 	measured=
 	if [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -gt "$d0" ]; then
 		measured=$(awk -v d=$((d1 - d0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", s / d }')

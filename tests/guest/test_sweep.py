@@ -119,6 +119,10 @@ def test_cmd_sweep_calibrates_and_slows_down(tmp_path):
     assert sorted({int(r["loops"]) for r in cal}) == [0, 20000]
     # dd makes two system calls a byte, and the count says so.
     assert all(40000 <= n < 41000 for n in syscalls_at_zero(d))
+    # By number: a read and a write a byte, in each of the point's 3 runs.
+    by_call = [r for r in csv.DictReader(open(d / "by_call.csv")) if r["loops"] == "0"]
+    calls = {int(r["nr"]): int(r["calls"]) for r in by_call}
+    assert 60000 <= calls[0] < 61000 and 60000 <= calls[1] < 61000, calls
 
 
 # What make test staged on the host for the small kbuild and grep

@@ -1,4 +1,5 @@
 """lablib.syscalls: the delay module's stats/by_call and the 64-bit table."""
+import subprocess
 import sys
 
 import pytest
@@ -46,3 +47,26 @@ def test_named_keeps_the_nonzero_counts_and_the_other_slot():
     names = {0: "read", 1: "write"}
     assert syscalls.named(syscalls.by_call(counts(3, 0, 7, 2)), names) == \
         {"read": 3, "2": 7, syscalls.OTHER: 2}
+
+
+def test_numbers_of_names_in_the_order_given(tmp_path):
+    tbl = {0: "read", 1: "write", 110: "getppid"}
+    assert syscalls.numbers("getppid,read,1", tbl) == [110, 0, 1]
+    with pytest.raises(ValueError, match="'bogus' is no call"):
+        syscalls.numbers("read,bogus", tbl)
+    with pytest.raises(ValueError, match="listed twice"):
+        syscalls.numbers("read,0", tbl)
+
+
+def test_window_cli_writes_a_line_per_nonzero_count(tmp_path):
+    before, after = tmp_path / "b.bin", tmp_path / "a.bin"
+    before.write_bytes(counts(1, 2, 3, 0))
+    after.write_bytes(counts(1, 12, 3, 4))
+    out = subprocess.run([sys.executable, "-m", "lablib.syscalls", "window", before, after,
+                          "0,"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["0,,1,10", "0,,3,4"]
+    after.write_bytes(counts(0, 12, 3, 4))
+    out = subprocess.run([sys.executable, "-m", "lablib.syscalls", "window", before, after,
+                          "0,"], capture_output=True, text=True)
+    assert out.returncode == 2 and "loaded again" in out.stderr

@@ -61,3 +61,59 @@ def named(counts, names):
         nr = int(nr)
         out[OTHER if nr == last else names.get(nr, str(nr))] = int(counts[nr])
     return out
+
+
+def numbers(names, table_=None):
+    """The numbers of a comma-separated list of names (or numbers) of the
+    64-bit table, in the order given; an unknown name is a ValueError."""
+    table_ = table() if table_ is None else table_
+    by_name = {v: k for k, v in table_.items()}
+    out = []
+    for item in names.split(","):
+        if item.isdigit() and int(item) in table_:
+            out.append(int(item))
+        elif item in by_name:
+            out.append(by_name[item])
+        else:
+            raise ValueError(f"{item!r} is no call of the 64-bit table")
+    if len(set(out)) != len(out):
+        raise ValueError(f"a call is listed twice in {names!r}")
+    return out
+
+
+def window_rows(before, after, prefix):
+    """The CSV lines "PREFIX,nr,calls" of the nonzero counts between two
+    copies of stats/by_call (the last slot, the calls of no 64-bit number,
+    under its own number: the table's size)."""
+    diff = window(before, after)
+    return [f"{prefix},{int(nr)},{int(diff[nr])}" for nr in np.flatnonzero(diff)]
+
+
+def main(argv=None):
+    """python -m lablib.syscalls numbers NAMES: the numbers, comma-separated;
+    python -m lablib.syscalls window BEFORE AFTER PREFIX: the calls by number
+    between two copies of stats/by_call, a CSV line "PREFIX,nr,calls" each."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m lablib.syscalls", description=main.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="what", required=True)
+    n = sub.add_parser("numbers", help="the numbers of names of the 64-bit table")
+    n.add_argument("names", help="names or numbers of the 64-bit table, comma-separated")
+    w = sub.add_parser("window", help="the calls by number between two copies of by_call")
+    w.add_argument("before")
+    w.add_argument("after")
+    w.add_argument("prefix", help="the first columns of each line, e.g. '0,' (loops,ns)")
+    args = p.parse_args(argv)
+    try:
+        if args.what == "numbers":
+            print(",".join(str(n) for n in numbers(args.names)))
+        else:
+            lines = window_rows(args.before, args.after, args.prefix)
+            if lines:
+                print("\n".join(lines))
+    except (ValueError, OSError) as e:
+        p.exit(2, f"{p.prog}: {e}\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -44,6 +44,10 @@ packages=(
 	gcc-multilib shellcheck
 	# the field's own tools the experiments compare with
 	strace linux-perf rt-tests
+	# the system-call taxes (userspace/tax): seccomp filters through
+	# libseccomp, audit rules (auditctl; Debian's package also starts its
+	# daemon on a host with systemd), BPF on the entry tracepoint
+	libseccomp-dev auditd bpftrace
 	# the results page's browser test (make report; tests/host/test_report.py)
 	chromium
 )

@@ -10,6 +10,7 @@ PACKAGES_NEEDED = ["linux-source-6.12", "quilt", "flex", "bison", "ccache", "tra
                    "apache2-bin", "httperf", "redis-tools", "parallel", "gcc-multilib",
                    "shellcheck", "chromium",
                    "udev", "python3-venv", "strace", "linux-perf", "rt-tests",
+                   "libseccomp-dev", "auditd", "bpftrace",
                    # make deb: the kernel's bindeb-pkg and its declared build dependency
                    "dpkg-dev", "rsync", "debhelper"]
 

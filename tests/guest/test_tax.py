@@ -1,0 +1,133 @@
+"""userspace/tax in the guest: each tax applied (the call it taxes is
+dearer under it) and put back after its run, whether the run ends or is
+stopped; a tax the kernel cannot apply skipped with its reason."""
+import csv
+import os
+import pathlib
+import signal
+import statistics
+import subprocess
+import time
+
+import pytest
+from conftest import GETPPID, ROOT
+
+GUEST = ROOT / "userspace/tax/guest.sh"
+TRACEFS = pathlib.Path("/sys/kernel/tracing")
+READ = 0
+
+
+def run(d, taxes, calls=f"{READ},{GETPPID}", batches=3, per_batch=20):
+    out = subprocess.run([GUEST, d, "base", calls, taxes, str(batches), str(per_batch)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def added(d, tax, nr):
+    """The median ns per call of @nr under @tax less the untaxed one's."""
+    rows = list(csv.DictReader(open(d / "raw.csv")))
+
+    def median(t):
+        v = [float(r["ns_per_call"]) for r in rows if r["tax"] == t and int(r["nr"]) == nr]
+        assert v, (t, nr, rows[:4])
+        return statistics.median(v)
+    return median(tax) - median("none")
+
+
+def skipped(d):
+    return {r["tax"]: r["reason"] for r in csv.DictReader(open(d / "skipped.csv"))}
+
+
+def processes(name):
+    return subprocess.run(["pgrep", "-x", name], capture_output=True).returncode == 0
+
+
+def nothing_left():
+    """No tax in force: no event enabled, no tracer or daemon of a tax
+    running, no audit rule; this process under no seccomp filter."""
+    assert (TRACEFS / "set_event").read_text().strip() == ""
+    for name in ("strace", "bpftrace", "auditd", "trace-cmd"):
+        assert not processes(name), name
+    status = (pathlib.Path("/proc/self/status")).read_text()
+    assert "Seccomp:\t0" in status
+    audit = subprocess.run(["auditctl", "-l"], capture_output=True, text=True)
+    assert audit.returncode != 0 or "lab-tax" not in audit.stdout, audit.stdout
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("tax, least_ns", [
+    ("seccomp-linear", 50), ("seccomp-tree", 50), ("seccomp-nocache", 100),
+    ("seccomp-linear-nocache", 300), ("trace", 500), ("strace", 5000)])
+def test_each_tax_makes_every_call_dearer(tmp_path, tax, least_ns):
+    run(tmp_path, f"none,{tax}")
+    for nr in (READ, GETPPID):
+        assert added(tmp_path, tax, nr) >= least_ns, (tax, nr)
+    nothing_left()
+
+
+@pytest.mark.timing
+def test_the_args_filter_taxes_only_the_calls_it_checks(tmp_path):
+    # clone (56) is one of the three whose arguments the filter reads.
+    run(tmp_path, "none,seccomp-linear,seccomp-args", calls=f"{READ},56")
+    assert added(tmp_path, "seccomp-args", READ) == pytest.approx(
+        added(tmp_path, "seccomp-linear", READ), abs=20)
+    assert added(tmp_path, "seccomp-args", 56) > added(tmp_path, "seccomp-linear", 56) + 100
+
+
+@pytest.mark.timing
+def test_strace_one_stops_only_its_call(tmp_path):
+    run(tmp_path, "none,strace-one")
+    assert added(tmp_path, "strace-one", GETPPID) > 5000
+    assert added(tmp_path, "strace-one", READ) < 1000
+
+
+def test_the_trace_tax_leaves_its_record(tmp_path):
+    run(tmp_path, "trace", batches=1)
+    assert (tmp_path / "trace-raw_syscalls.dat").stat().st_size > 0
+    nothing_left()
+
+
+@pytest.mark.parametrize("tax, ready", [
+    ("trace", lambda: (TRACEFS / "set_event").read_text().strip() != ""),
+    ("strace", lambda: processes("strace"))])
+def test_a_stopped_run_puts_its_tax_back(tmp_path, tax, ready):
+    p = subprocess.Popen([GUEST, tmp_path, "base", str(GETPPID), tax, "100000", "200"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready():
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.1)
+        os.kill(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 143, err
+    nothing_left()
+
+
+def test_a_tax_the_kernel_cannot_apply_is_skipped_with_its_reason(tmp_path):
+    if subprocess.run(["auditctl", "-s"], capture_output=True).returncode == 0:
+        pytest.skip("this kernel has audit: the tax variant")
+    out = run(tmp_path, "none,audit-one", batches=1)
+    assert "CONFIG_AUDIT" in skipped(tmp_path)["audit-one"]
+    assert "audit-one" in out.stderr
+    rows = list(csv.DictReader(open(tmp_path / "raw.csv")))
+    assert {r["tax"] for r in rows} == {"none"}
+
+
+def test_a_mitigation_not_in_force_is_skipped(tmp_path):
+    if "pti" in pathlib.Path("/proc/cpuinfo").read_text().split():
+        pytest.skip("this boot isolates page tables")
+    run(tmp_path, "none,pti", batches=1)
+    assert "pti=on" in skipped(tmp_path)["pti"]
+    meta = tmp_path / "boots/base/meta.json"
+    assert meta.exists()
+
+
+def test_an_unknown_tax_is_refused(tmp_path):
+    out = subprocess.run([GUEST, tmp_path, "base", str(GETPPID), "none,bogus", "1", "1"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "unknown tax 'bogus'" in out.stderr

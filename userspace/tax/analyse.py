@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Summarise a system-call tax run (make tax): what each tax adds to each call.
+
+Reads DIR/raw.csv (tax,nr,batch,calls,ns_per_call: every timed batch of
+callcost), DIR/skipped.csv (tax,reason), DIR/meta.json and each boot's
+DIR/boots/BOOT/meta.json (base: the software taxes; pti, retpoline: the
+boots with that mitigation in force); writes
+DIR/summary.json, summary.csv (a row per tax and call: the median ns per
+call, its spread over the batches, and the tax: the median less the
+untaxed median), report.txt (the table, calls down, taxes across) and
+tax.png (the table as a heat map).  A tax whose batches spread more than
+the tax itself is not a figure: it is marked so in the table and hatched in
+the picture.
+"""
+import pathlib
+import sys
+
+import numpy as np
+from lablib import cli, plot, results, stats, syscalls
+
+RAW_COLUMNS = ("tax", "nr", "batch", "calls", "ns_per_call")
+SUMMARY_COLUMNS = ("tax", "nr", "call", "batches", "median_ns", "min_ns", "max_ns",
+                   "added_ns", "exact")
+BASE = "none"
+
+
+def read_raw(path):
+    """{tax: {nr: [ns_per_call, ...]}}, taxes and calls in the order met."""
+    out = {}
+    for line, row in enumerate(results.read_csv(path, RAW_COLUMNS), 2):
+        try:
+            nr, ns = int(row["nr"]), float(row["ns_per_call"])
+        except ValueError:
+            raise ValueError(f"{path} line {line}: nr {row['nr']!r} or ns_per_call "
+                             f"{row['ns_per_call']!r} is not a number") from None
+        if not 0 < ns < float("inf"):
+            raise ValueError(f"{path} line {line}: ns_per_call {ns} is not a time > 0")
+        out.setdefault(row["tax"], {}).setdefault(nr, []).append(ns)
+    if BASE not in out:
+        raise ValueError(f"{path}: no rows of tax '{BASE}', the untaxed calls every tax "
+                         f"is measured against")
+    return out
+
+
+def read_skipped(path):
+    """[(tax, reason)] of skipped.csv; [] without the file."""
+    if not pathlib.Path(path).exists():
+        return []
+    return [(r["tax"], r["reason"]) for r in results.read_csv(path, ("tax", "reason"))]
+
+
+def iqr(values):
+    q1, q3 = np.percentile(values, [25, 75])
+    return float(q3 - q1)
+
+
+def summarise(raw, names, skipped, virtual):
+    """The summary.json dict: per tax and call the median, min, max and the
+    tax (median less the untaxed median).  A tax is exact where the middle
+    half of the batches of both runs (their interquartile ranges, which a
+    batch a timer interrupt lengthened does not move) spreads less than the
+    tax adds, or on the virtual clock by less than a ns."""
+    base = raw[BASE]
+    rows, missing = [], []
+    for tax, calls in raw.items():
+        for nr, ns in calls.items():
+            if nr not in base:
+                missing.append(f"{tax}/{nr}")
+                continue
+            s, b = stats.summary(ns), stats.summary(base[nr])
+            added = s["p50"] - b["p50"]
+            spread = iqr(ns) + iqr(base[nr])
+            rows.append({"tax": tax, "nr": nr, "call": names.get(nr, str(nr)),
+                         "batches": s["n"], "median_ns": s["p50"], "min_ns": s["min"],
+                         "max_ns": s["max"], "added_ns": added,
+                         "exact": bool(tax == BASE or spread < abs(added)
+                                       or (virtual and spread < 1.0))})
+    if missing:
+        raise ValueError(f"calls with a tax but no untaxed run: {', '.join(missing)}")
+    return {"experiment": "tax", "unit": "ns", "base": BASE,
+            "taxes": [t for t in raw if t != BASE], "calls": list(base),
+            "rows": rows, "skipped": [{"tax": t, "reason": r} for t, r in skipped]}
+
+
+MITIGATIONS = ("pti", "spectre_v2")
+
+
+def read_boots(d):
+    """{boot: meta} of DIR/boots/*/meta.json, the base boot first."""
+    boots = {m.parent.name: results.read_meta(m.parent)
+             for m in sorted(pathlib.Path(d).glob("boots/*/meta.json"))}
+    return dict(sorted(boots.items(), key=lambda kv: kv[0] != "base"))
+
+
+def boot_line(name, meta):
+    """'base: pti=off spectre_v2=off' from the mitigation options of the
+    boot's command line."""
+    words = ((meta.get("kernel") or {}).get("cmdline") or "").split()
+    chosen = [w for w in words if w.split("=")[0] in MITIGATIONS]
+    return f"boot {name}: {' '.join(chosen) or 'the default mitigations'}"
+
+
+def table(meta, s, boots=()):
+    """report.txt: calls down, taxes across, ns added per call."""
+    cells = {(r["tax"], r["nr"]): r for r in s["rows"]}
+    widths = {t: max(9, len(t) + 1) for t in s["taxes"]}
+    out = [f"tax: ns each tax adds to a call, {results.describe(meta)}", *boots,
+           "(the median of the batches less the untaxed median of the base boot; '~' marks "
+           "a figure the batches' spread hides)", ""]
+    label = {nr: f"{cells[(BASE, nr)]['call']} ({nr})" for nr in s["calls"]}
+    first = max([len(v) + 1 for v in label.values()] + [18])
+    out.append(f"{'call':<{first}}{'untaxed':>9}"
+               + "".join(f"{t:>{widths[t]}}" for t in s["taxes"]))
+    for nr in s["calls"]:
+        base = cells[(BASE, nr)]
+        line = f"{label[nr]:<{first}}{base['median_ns']:>9.1f}"
+        for t in s["taxes"]:
+            c = cells.get((t, nr))
+            text = "-" if c is None else f"{'' if c['exact'] else '~'}{c['added_ns']:+.1f}"
+            line += f"{text:>{widths[t]}}"
+        out.append(line)
+    for sk in s["skipped"]:
+        out.append(f"not measured: {sk['tax']}: {sk['reason']}")
+    return "\n".join(out) + "\n"
+
+
+def draw(s, meta, path):
+    """tax.png: a heat map of the ns each tax adds to each call, on a log
+    colour scale, each cell labelled; a figure the spread hides hatched."""
+    plt = plot.pyplot()
+    from matplotlib import colors
+    taxes, calls = s["taxes"], s["calls"]
+    cells = {(r["tax"], r["nr"]): r for r in s["rows"]}
+    grid = np.full((len(calls), len(taxes)), np.nan)
+    for i, nr in enumerate(calls):
+        for j, t in enumerate(taxes):
+            c = cells.get((t, nr))
+            if c is not None:
+                grid[i, j] = c["added_ns"]
+    fig, ax = plot.figure(width=1.1 * len(taxes) + 3, height=0.35 * len(calls) + 2.5)
+    positive = grid[np.isfinite(grid) & (grid > 0)]
+    norm = colors.LogNorm(vmin=max(1.0, positive.min()), vmax=positive.max()) \
+        if positive.size else None
+    im = ax.imshow(np.where(grid > 0, grid, np.nan), aspect="auto", cmap="viridis", norm=norm)
+    for i, nr in enumerate(calls):
+        for j, t in enumerate(taxes):
+            c = cells.get((t, nr))
+            if c is None:
+                continue
+            bright = norm is not None and c["added_ns"] > 0 and norm(c["added_ns"]) > 0.6
+            ax.text(j, i, plot.short_number(round(c["added_ns"])), ha="center", va="center",
+                    fontsize=7, color="black" if bright or c["added_ns"] <= 0 else "white")
+            if not c["exact"]:
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                                           edgecolor="grey", linewidth=0))
+    ax.set_xticks(range(len(taxes)), taxes, rotation=40, ha="right", fontsize=8)
+    ax.set_yticks(range(len(calls)), [cells[(BASE, nr)]["call"] for nr in calls], fontsize=8)
+    ax.set_xlabel("tax")
+    ax.set_ylabel("system call (made to fail fast: every argument -1)")
+    if norm is not None:
+        fig.colorbar(im, ax=ax, label="ns added per call (log scale)")
+    plot.headline(fig, "what each tax adds to each system call", meta)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def measured_meta(d):
+    """The meta.json that says where the calls ran: the base boot's, or
+    the folder's own for a run without boots/."""
+    boots = read_boots(d)
+    return next(iter(boots.values())) if boots else results.read_meta(d), boots
+
+
+def analyse(d):
+    meta, boots = measured_meta(d)
+    raw = read_raw(d / "raw.csv")
+    try:
+        names = syscalls.table()
+    except OSError:
+        names = {}
+    s = summarise(raw, names, read_skipped(d / "skipped.csv"), results.on_virtual_clock(meta))
+    s["boots"] = {name: boot_line(name, m).split(": ", 1)[1] for name, m in boots.items()}
+    text = table(meta, s, [boot_line(name, m) for name, m in boots.items()])
+    files = results.write_summary(d, s, SUMMARY_COLUMNS, s["rows"], text)
+    return s, text, files
+
+
+def draw_folder(s, d):
+    draw(s, measured_meta(d)[0], d / "tax.png")
+
+
+add_args, work = cli.folder_analyser("DIR", "a tax result folder", analyse, plot=draw_folder,
+                                     picture="tax.png")
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__, "userspace/tax/analyse.py results/latest-tax", add_args, work))

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Predict what each tax of a tax run does to a workload, before running it.
+
+Reads a workload sweep's folder (SWEEP: raw.csv, and by_call.csv, the
+calls of its targeted tasks by number, which the delay module counts) and
+a tax folder (TAX: summary.json, the ns each tax adds to each call).  For
+each measure of the workload at its untaxed point (loops 0 or ns 0): the
+time of a unit of work (the median window's seconds per unit), its calls
+(the median window's system calls per unit), their mix by number (the
+point's by_call.csv), and under each tax
+
+    predicted = base + calls per unit x sum over numbers (share x tax of the number)
+
+A call number the tax run did not time takes the tax's figure only where
+the tax is one figure for every call it timed (within 1 ns: a cached
+seccomp answer, a trace event); otherwise its share is left out and said
+so (covered < 100 %).  Writes SWEEP/prediction-<tax run>.csv and prints
+the table.  NOTES.md, "The prediction", says why the mix of the point.
+"""
+import pathlib
+import statistics
+import sys
+
+from lablib import cli, results
+
+PREDICTION_COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit",
+                      "added_ns_per_call", "predicted_s", "change_pct", "covered_pct",
+                      "uniform")
+# A tax is one figure for every call where its figures spread less than this.
+UNIFORM_NS = 1.0
+
+
+def untaxed_rows(sweep):
+    """The raw.csv rows of the untaxed point (loops 0 or ns 0), by measure."""
+    out = {}
+    for r in results.read_csv(sweep / "raw.csv", ("workload", "measure", "units", "seconds",
+                                                   "syscalls")):
+        if (r.get("loops") or "0") in ("0", "") and (r.get("ns") or "0") in ("0", ""):
+            out.setdefault((r["workload"], r["measure"]), []).append(r)
+    if not out:
+        raise ValueError(f"{sweep}/raw.csv has no row at loops 0 or ns 0: no untaxed point")
+    return out
+
+
+def mix(sweep):
+    """{nr: share} of the untaxed point's calls by number (by_call.csv)."""
+    path = sweep / "by_call.csv"
+    if not path.exists():
+        raise ValueError(f"{sweep} has no by_call.csv: the sweep ran with a delay module "
+                         "that does not count calls by number (make module, then sweep again)")
+    counts = {}
+    for r in results.read_csv(path, ("loops", "ns", "nr", "calls")):
+        if (r["loops"] or "0") == "0" and (r["ns"] or "0") == "0":
+            counts[int(r["nr"])] = counts.get(int(r["nr"]), 0) + int(r["calls"])
+    total = sum(counts.values())
+    if not total:
+        raise ValueError(f"{path}: no call counted at the untaxed point")
+    return {nr: n / total for nr, n in counts.items()}
+
+
+def taxes(tax_summary):
+    """{tax: ({nr: added_ns}, uniform or None)}: the exact figures of each
+    tax, and the one figure of a tax that is the same for every call."""
+    out = {}
+    for r in tax_summary["rows"]:
+        if r["tax"] == tax_summary.get("base", "none") or not r["exact"]:
+            continue
+        out.setdefault(r["tax"], {})[int(r["nr"])] = float(r["added_ns"])
+    uniform = {}
+    for tax, cells in out.items():
+        v = list(cells.values())
+        uniform[tax] = statistics.median(v) if max(v) - min(v) < UNIFORM_NS else None
+    return {t: (cells, uniform[t]) for t, cells in out.items()}
+
+
+def predict(sweep, tax_dir):
+    sweep, tax_dir = pathlib.Path(sweep), pathlib.Path(tax_dir)
+    shares = mix(sweep)
+    per_tax = taxes(results.read_json(tax_dir / "summary.json"))
+    rows = []
+    for (workload, measure), raw in untaxed_rows(sweep).items():
+        base = statistics.median(float(r["seconds"]) / int(r["units"]) for r in raw)
+        calls = statistics.median(int(r["syscalls"]) / int(r["units"]) for r in raw)
+        for tax, (cells, uniform) in per_tax.items():
+            added = covered = 0.0
+            for nr, share in shares.items():
+                ns = cells.get(nr, uniform)
+                if ns is not None:
+                    added += share * ns
+                    covered += share
+            predicted = base + calls * added * 1e-9
+            rows.append({"workload": workload, "measure": measure, "tax": tax,
+                         "base_s": base, "calls_per_unit": calls,
+                         "added_ns_per_call": added, "predicted_s": predicted,
+                         "change_pct": 100 * (predicted - base) / base,
+                         "covered_pct": 100 * covered, "uniform": uniform is not None})
+    return rows
+
+
+def table(rows, tax_dir):
+    out = [f"predicted under the taxes of {tax_dir} (time of a unit of work):",
+           f"{'workload':<10}{'measure':<12}{'tax':<24}{'base':>12}{'calls':>10}"
+           f"{'ns/call':>10}{'predicted':>12}{'change':>9}{'covered':>9}"]
+    for r in rows:
+        out.append(f"{r['workload']:<10}{r['measure']:<12}{r['tax']:<24}{r['base_s']:>12.6g}"
+                   f"{r['calls_per_unit']:>10.0f}{r['added_ns_per_call']:>10.1f}"
+                   f"{r['predicted_s']:>12.6g}{r['change_pct']:>+8.2f}%"
+                   f"{r['covered_pct']:>8.1f}%")
+    return "\n".join(out) + "\n"
+
+
+def add_args(p):
+    p.add_argument("sweep", metavar="SWEEP", help="a workload sweep's result folder")
+    p.add_argument("tax", metavar="TAX", help="a tax run's result folder (make tax)")
+    cli.add_json_option(p)
+
+
+def work(args):
+    rows = predict(args.sweep, args.tax)
+    name = f"prediction-{pathlib.Path(args.tax).resolve().name}.csv"
+    results.write_csv(pathlib.Path(args.sweep) / name, PREDICTION_COLUMNS, rows)
+    cli.show(args, rows, table(rows, args.tax), args.sweep, [name])
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__, "userspace/tax/predict.py results/latest-grep results/latest-tax",
+                      add_args, work))

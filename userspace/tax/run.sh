@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The system-call tax: what real kernel features add to each system call.
+# Boots the lab kernel (VARIANT, default tax: audit, BPF and the
+# mitigations compiled in) on the virtual clock with one vCPU and times
+# each call of CALLS under each tax of TAXES (guest.sh).  The software
+# taxes run in one boot with no mitigation in force (pti=off
+# spectre_v2=off); pti and retpoline each in a boot of their own, the same
+# but for the one mitigation.  Analyses here (analyse.py):
+# results/tax-<date>-<time>/.
+#
+#   CALLS=NAMES    the calls, names or numbers of the 64-bit table
+#                  (default: the null calls and the workloads' commonest)
+#   TAXES=LIST     the taxes (default all; guest.sh lists them)
+#   BATCHES=21     timed batches per call and tax
+#   PER_BATCH=200  calls per batch
+#
+# Example:  CALLS=getppid,read TAXES=none,seccomp-linear,pti userspace/tax/run.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../scripts/lib.sh"
+lab_help "$@"
+[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH come from the environment"
+
+CALLS=${CALLS:-getppid,getpid,read,write,close,newfstatat,openat,mmap,munmap,brk,futex,epoll_wait,rt_sigprocmask,ioctl,lseek}
+TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
+lab_env_uint BATCHES 21 1  PER_BATCH 200 1
+lab_built "$LAB_TOOL" "$here/callcost"
+numbers=$(lab_python -m lablib.syscalls numbers "$CALLS") || bad_arg "CALLS: see above"
+[[ ,$TAXES, == *,none,* ]] || bad_arg "TAXES must hold none: every tax is measured against it"
+
+# The boots: the software taxes in the base one, each mitigation alone in
+# its own (its calls untaxed, against the base boot's).
+base=() mitigations=()
+IFS=, read -r -a list <<<"$TAXES"
+for tax in "${list[@]}"; do
+	case $tax in
+	pti | retpoline) mitigations+=("$tax") ;;
+	*) base+=("$tax") ;;
+	esac
+done
+declare -A APPEND=([base]="pti=off spectre_v2=off" [pti]="pti=on spectre_v2=off"
+	[retpoline]="pti=off spectre_v2=retpoline")
+
+export VARIANT=${VARIANT:-tax} VM_CLOCK=${VM_CLOCK:-virtual} VM_CPUS=${VM_CPUS:-1}
+log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
+make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
+lab_begin "$LAB_ROOT/results" tax
+"$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
+	calls_per_batch:="$PER_BATCH" variant="$VARIANT" -- "$0" "$@"
+boot() {
+	local name=$1 taxes=$2
+	log "boot $name (${APPEND[$name]}): $taxes"
+	VM_APPEND="${VM_APPEND:+$VM_APPEND }${APPEND[$name]}" lab_guest true "$here/guest.sh" \
+		"$LAB_DIR" "$name" "$numbers" "$taxes" "$BATCHES" "$PER_BATCH"
+}
+boot base "$(IFS=,; echo "${base[*]}")"
+for tax in "${mitigations[@]}"; do boot "$tax" "$tax"; done
+lab_commit tax
+lab_python "$here/analyse.py" "$LAB_DIR"

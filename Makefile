@@ -38,10 +38,13 @@ KCSAN_TESTS := $(STRESS_TESTS) $(MODULE_TESTS) $(VARIANT_TESTS)
 # model more than anything else the lab adds.
 NOPREEMPT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS)
 RT_TESTS := $(VARIANT_TESTS) $(STRESS_TESTS) $(MODULE_TESTS)
+# tax: the taxes only the tax variant can apply (audit, bpftrace) applied
+# and put back, with the others.
+TAX_TESTS := $(wildcard tests/guest/test_tax.py)
 # The passes, longest first, and the variant each boots (its own name but
 # for faults).  DEBUG_JOBS of them run at once: each VM keeps about one
 # host CPU busy (its tests are mostly one process at a time).
-DEBUG_PASSES := faults debug kcsan nopreempt rt
+DEBUG_PASSES := faults debug kcsan nopreempt rt $(if $(TAX_TESTS),tax)
 pass_variant = $(if $(filter faults,$1),debug,$1)
 DEBUG_JOBS ?= 2
 # Where test-debug keeps each boot's output and streamed kernel log (no
@@ -149,8 +152,8 @@ test-timing: setup
 		echo "test-timing: round $$i of $(REPEAT)"; \
 		$(PY) -m pytest -q -p no:cacheprovider -m timing tests/guest || exit 1; done'
 
-## test-debug: build the debug variants (debug kcsan nopreempt rt), boot one per pass
-## (faults debug kcsan nopreempt rt) and run it; no checker may report (not part of 'make test')
+## test-debug: build the debug variants (debug kcsan nopreempt rt tax), boot one per pass
+## (faults debug kcsan nopreempt rt tax) and run it; no checker may report (not part of 'make test')
 # Every pass runs even if one fails, DEBUG_JOBS at a time, each in a boot
 # of its own with its own time limit (on a busy 2-core host the debug pass
 # ran 64 tests in an hour, and vm.sh's default of 3600 s stopped it
@@ -219,6 +222,7 @@ TESTS_faults := $(FAULTS_TESTS)
 TESTS_kcsan := $(KCSAN_TESTS)
 TESTS_nopreempt := $(NOPREEMPT_TESTS)
 TESTS_rt := $(RT_TESTS)
+TESTS_tax := $(TAX_TESTS)
 # The rt boot's vCPUs on one host thread, on the host's clock (no time is
 # asserted): one of three rt boots with a host thread per vCPU ended
 # without a word 58 s in (2026-11-27), and the virtual clock took 13.5 min

@@ -82,6 +82,36 @@ def test_strace_one_stops_only_its_call(tmp_path):
     assert added(tmp_path, "strace-one", READ) < 1000
 
 
+def has_audit():
+    return subprocess.run(["auditctl", "-s"], capture_output=True).returncode == 0
+
+
+def backlog_limit():
+    out = subprocess.run(["auditctl", "-s"], capture_output=True, text=True).stdout
+    return next(ln.split()[1] for ln in out.splitlines() if ln.startswith("backlog_limit"))
+
+
+@pytest.mark.skipif(not has_audit(), reason="the kernel has no audit: VARIANT=tax")
+def test_the_audit_taxes_record_and_put_back_their_rules(tmp_path):
+    backlog = backlog_limit()
+    run(tmp_path, "none,audit-one,audit-all", batches=1, per_batch=5)
+    assert added(tmp_path, "audit-one", GETPPID) > added(tmp_path, "audit-one", READ) > 0
+    assert "syscall=110" in (tmp_path / "audit-one.log").read_text()
+    assert "syscall=0 " in (tmp_path / "audit-all.log").read_text()
+    rules = subprocess.run(["auditctl", "-l"], capture_output=True, text=True).stdout
+    assert "No rules" in rules and backlog_limit() == backlog
+    nothing_left()
+
+
+# The sysctl is there only with CONFIG_BPF_SYSCALL.
+@pytest.mark.skipif(not pathlib.Path("/proc/sys/kernel/unprivileged_bpf_disabled").exists(),
+                    reason="the kernel has no BPF syscall: VARIANT=tax")
+def test_the_bpftrace_tax_taxes_every_call_and_ends(tmp_path):
+    run(tmp_path, "none,bpftrace", batches=1)
+    assert added(tmp_path, "bpftrace", READ) > 100
+    nothing_left()
+
+
 def test_the_trace_tax_leaves_its_record(tmp_path):
     run(tmp_path, "trace", batches=1)
     assert (tmp_path / "trace-raw_syscalls.dat").stat().st_size > 0

@@ -55,16 +55,43 @@ ONE_CALLS=getppid ONE_NR=110
 
 # measure CMD...: the timed command, in this worker's process group.  A
 # stop asked before it began (the supervisor's signal found nothing to
-# stop) stops it now; after a stop, what is left of it (a tracee strace
-# let go of) is killed.
+# stop) kills it now; after a stop, what is left of it (a tracee strace
+# let go of) is killed too.
 measure() {
 	local pid status=0
 	"$@" &
 	pid=$!
-	! lab_stopping || lab_signal_group TERM "$$"
+	! lab_stopping || kill_the_rest
 	wait "$pid" || status=$?
-	! lab_stopping || lab_signal_group KILL "$$"
+	! lab_stopping || kill_the_rest
 	return "$status"
+}
+
+# kill_the_rest: SIGKILL to every other process of this worker's group
+# (the timed command, its tracer and tracees) until none is left: one that
+# forked while the group was walked is found the next time.
+kill_the_rest() {
+	local i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		lab_signal_group KILL "$$"
+		group_alone && return 0
+		sleep 0.1
+	done
+	log "warning: processes of group $$ outlived SIGKILL"
+}
+
+# group_alone: no process but this one (and its zombies) is in its group.
+group_alone() {
+	local stat line pid rest state pgrp
+	for stat in /proc/[0-9]*/stat; do
+		read -r line 2>/dev/null <"$stat" || continue
+		pid=${line%% *}
+		rest=${line##*) }
+		read -r state _ pgrp _ <<<"$rest"
+		if [ "$pgrp" = "$$" ] && [ "$pid" != "$$" ] && [ "$state" != Z ]; then
+			return 1
+		fi
+	done
 }
 
 # Each tax: can_TAX says why it cannot be applied here (nothing if it can),
@@ -95,8 +122,12 @@ run_trace() {
 	put_back
 }
 can_strace() { command -v strace >/dev/null || echo "strace is not installed"; }
-run_strace() { measure strace -f -qq -o /dev/null -- "$@"; }
-run_strace_one() { measure strace -f -qq --seccomp-bpf -e trace="$ONE_CALLS" -o /dev/null -- "$@"; }
+# -I1: strace dies of the stop's SIGTERM (by default, writing to a file, it
+# blocks it, and a tracee it had yet to start then ran on: NOTES.md).
+run_strace() { measure strace -I1 -f -qq -o /dev/null -- "$@"; }
+run_strace_one() {
+	measure strace -I1 -f -qq --seccomp-bpf -e trace="$ONE_CALLS" -o /dev/null -- "$@"
+}
 can_audit() {
 	command -v auditctl >/dev/null || { echo "auditctl is not installed (auditd)"; return; }
 	auditctl -s >/dev/null 2>&1 || echo "the kernel has no audit (CONFIG_AUDIT): VARIANT=tax"
@@ -145,7 +176,10 @@ bpftrace_env() {
 }
 run_bpftrace() {
 	local pid
-	bpftrace_env bpftrace -e 'tracepoint:raw_syscalls:sys_enter { @calls = count(); }' \
+	# env execs bpftrace: $! is bpftrace's own pid, which undo kills.
+	env BPFTRACE_KERNEL_SOURCE="$LAB_BUILD/src/linux-source-6.12" \
+		BPFTRACE_KERNEL_BUILD="$(kobj_of "$("$LAB_TOOL" variant)")" \
+		bpftrace -e 'tracepoint:raw_syscalls:sys_enter { @calls = count(); }' \
 		>"$scratch/bpftrace.txt" 2>&1 &
 	pid=$!
 	undo+=("kill $pid 2>/dev/null; wait $pid 2>/dev/null || true")

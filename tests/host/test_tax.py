@@ -182,3 +182,19 @@ def test_a_sweep_without_calls_by_number_is_refused(root, tmp_path):
     out = subprocess.run([sys.executable, root / PREDICT, sweep, tax],
                          capture_output=True, text=True)
     assert out.returncode == 1 and "no by_call.csv" in out.stderr
+
+
+def test_the_prediction_beside_the_measured_time_under_the_tax(root, tmp_path):
+    sweep, tax = predict_dirs(tmp_path)
+    taxed = write_meta(tmp_path / "grep-taxed", "workload", {"workload": "grep"})
+    write_csv(taxed / "raw.csv", RAW_HEADER,
+              [("grep", "grep", 0, "", 1, 1, 0.01225, 1000, 0, 0, "")])
+    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--measured", taxed,
+                          "--tax", "trace", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    [row] = json.loads(out.stdout)
+    assert row["measured_s"] == pytest.approx(0.01225)
+    assert row["error_pct"] == pytest.approx(100 * (row["predicted_s"] - 0.01225) / 0.01225)
+    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--measured", taxed],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "go together" in out.stderr

@@ -12,10 +12,14 @@ point's by_call.csv), and under each tax
     predicted = base + calls per unit x sum over numbers (share x tax of the number)
 
 A call number the tax run did not time takes the tax's figure only where
-the tax is one figure for every call it timed (within 1 ns: a cached
-seccomp answer, a trace event); otherwise its share is left out and said
+the tax is one figure for every call it timed (within 1 % or 1 ns: a
+cached seccomp answer, a trace event); otherwise its share is left out and said
 so (covered < 100 %).  Writes SWEEP/prediction-<tax run>.csv and prints
 the table.  NOTES.md, "The prediction", says why the mix of the point.
+
+With --measured DIR (the same sweep run under one tax, e.g. a make ab's B
+side) and --tax NAME, the table also holds the measured time of a unit
+of work there and how far the prediction lies from it.
 """
 import pathlib
 import statistics
@@ -25,9 +29,11 @@ from lablib import cli, results
 
 PREDICTION_COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit",
                       "added_ns_per_call", "predicted_s", "change_pct", "covered_pct",
-                      "uniform")
-# A tax is one figure for every call where its figures spread less than this.
+                      "uniform", "measured_s", "measured_change_pct", "error_pct")
+# A tax is one figure for every call where its figures spread less than
+# this many ns, or this share of their median.
 UNIFORM_NS = 1.0
+UNIFORM_SHARE = 0.01
 
 
 def untaxed_rows(sweep):
@@ -69,8 +75,33 @@ def taxes(tax_summary):
     uniform = {}
     for tax, cells in out.items():
         v = list(cells.values())
-        uniform[tax] = statistics.median(v) if max(v) - min(v) < UNIFORM_NS else None
+        mid = statistics.median(v)
+        uniform[tax] = mid if max(v) - min(v) < max(UNIFORM_NS, UNIFORM_SHARE * abs(mid)) \
+            else None
     return {t: (cells, uniform[t]) for t, cells in out.items()}
+
+
+def unit_time(raw):
+    """The median window's seconds per unit of work."""
+    return statistics.median(float(r["seconds"]) / int(r["units"]) for r in raw)
+
+
+def measured(rows, taxed, tax):
+    """@rows with the measured time of sweep folder @taxed (run under
+    @tax) beside their prediction; the other taxes' rows dropped."""
+    got = {key: unit_time(raw) for key, raw in untaxed_rows(pathlib.Path(taxed)).items()}
+    out = [r for r in rows if r["tax"] == tax]
+    if not out:
+        raise ValueError(f"the tax run has no exact figure of the tax '{tax}'")
+    for r in out:
+        m = got.get((r["workload"], r["measure"]))
+        if m is None:
+            raise ValueError(f"{taxed} has no {r['workload']} {r['measure']} at its "
+                             "untaxed point")
+        r["measured_s"] = m
+        r["measured_change_pct"] = 100 * (m - r["base_s"]) / r["base_s"]
+        r["error_pct"] = 100 * (r["predicted_s"] - m) / m
+    return out
 
 
 def predict(sweep, tax_dir):
@@ -79,7 +110,7 @@ def predict(sweep, tax_dir):
     per_tax = taxes(results.read_json(tax_dir / "summary.json"))
     rows = []
     for (workload, measure), raw in untaxed_rows(sweep).items():
-        base = statistics.median(float(r["seconds"]) / int(r["units"]) for r in raw)
+        base = unit_time(raw)
         calls = statistics.median(int(r["syscalls"]) / int(r["units"]) for r in raw)
         for tax, (cells, uniform) in per_tax.items():
             added = covered = 0.0
@@ -98,26 +129,41 @@ def predict(sweep, tax_dir):
 
 
 def table(rows, tax_dir):
+    check = "measured_s" in rows[0] if rows else False
     out = [f"predicted under the taxes of {tax_dir} (time of a unit of work):",
            f"{'workload':<10}{'measure':<12}{'tax':<24}{'base':>12}{'calls':>10}"
-           f"{'ns/call':>10}{'predicted':>12}{'change':>9}{'covered':>9}"]
+           f"{'ns/call':>10}{'predicted':>12}{'change':>9}{'covered':>9}"
+           + (f"{'measured':>12}{'change':>9}{'error':>9}" if check else "")]
     for r in rows:
-        out.append(f"{r['workload']:<10}{r['measure']:<12}{r['tax']:<24}{r['base_s']:>12.6g}"
-                   f"{r['calls_per_unit']:>10.0f}{r['added_ns_per_call']:>10.1f}"
-                   f"{r['predicted_s']:>12.6g}{r['change_pct']:>+8.2f}%"
-                   f"{r['covered_pct']:>8.1f}%")
+        line = (f"{r['workload']:<10}{r['measure']:<12}{r['tax']:<24}{r['base_s']:>12.6g}"
+                f"{r['calls_per_unit']:>10.0f}{r['added_ns_per_call']:>10.1f}"
+                f"{r['predicted_s']:>12.6g}{r['change_pct']:>+8.2f}%"
+                f"{r['covered_pct']:>8.1f}%")
+        if check:
+            line += (f"{r['measured_s']:>12.6g}{r['measured_change_pct']:>+8.2f}%"
+                     f"{r['error_pct']:>+8.2f}%")
+        out.append(line)
     return "\n".join(out) + "\n"
 
 
 def add_args(p):
     p.add_argument("sweep", metavar="SWEEP", help="a workload sweep's result folder")
     p.add_argument("tax", metavar="TAX", help="a tax run's result folder (make tax)")
+    p.add_argument("--measured", metavar="DIR",
+                   help="the same sweep run under one tax: its time beside the prediction")
+    p.add_argument("--tax", dest="tax_name", metavar="NAME",
+                   help="the tax DIR ran under (with --measured)")
     cli.add_json_option(p)
 
 
 def work(args):
+    if bool(args.measured) != bool(args.tax_name):
+        raise cli.BadInput("--measured DIR and --tax NAME go together")
     rows = predict(args.sweep, args.tax)
     name = f"prediction-{pathlib.Path(args.tax).resolve().name}.csv"
+    if args.measured:
+        rows = measured(rows, args.measured, args.tax_name)
+        name = f"prediction-{pathlib.Path(args.tax).resolve().name}-{args.tax_name}.csv"
     results.write_csv(pathlib.Path(args.sweep) / name, PREDICTION_COLUMNS, rows)
     cli.show(args, rows, table(rows, args.tax), args.sweep, [name])
 

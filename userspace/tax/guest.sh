@@ -165,21 +165,22 @@ run_audit() {
 }
 can_bpftrace() {
 	command -v bpftrace >/dev/null || { echo "bpftrace is not installed"; return; }
-	bpftrace_env bpftrace -e 'BEGIN { exit(); }' >/dev/null 2>&1 ||
+	bpftrace_command
+	"${BPFTRACE[@]}" -e 'BEGIN { exit(); }' >/dev/null 2>&1 ||
 		echo "bpftrace cannot load a program (CONFIG_BPF_SYSCALL, BPF_EVENTS): VARIANT=tax"
 }
 # bpftrace reads the tracepoint's layout with the kernel's headers: the
 # lab kernel's source and build tree (the guest has no /lib/modules/*/build).
-bpftrace_env() {
-	BPFTRACE_KERNEL_SOURCE=$LAB_BUILD/src/linux-source-6.12 \
-		BPFTRACE_KERNEL_BUILD=$(kobj_of "$("$LAB_TOOL" variant)") "$@"
+# bpftrace_command sets BPFTRACE, the command that runs it so; env execs
+# bpftrace, so that a background one's $! is bpftrace's own pid.
+bpftrace_command() {
+	BPFTRACE=(env BPFTRACE_KERNEL_SOURCE="$LAB_BUILD/src/linux-source-6.12"
+		BPFTRACE_KERNEL_BUILD="$(kobj_of "$("$LAB_TOOL" variant)")" bpftrace)
 }
 run_bpftrace() {
 	local pid
-	# env execs bpftrace: $! is bpftrace's own pid, which undo kills.
-	env BPFTRACE_KERNEL_SOURCE="$LAB_BUILD/src/linux-source-6.12" \
-		BPFTRACE_KERNEL_BUILD="$(kobj_of "$("$LAB_TOOL" variant)")" \
-		bpftrace -e 'tracepoint:raw_syscalls:sys_enter { @calls = count(); }' \
+	bpftrace_command
+	"${BPFTRACE[@]}" -e 'tracepoint:raw_syscalls:sys_enter { @calls = count(); }' \
 		>"$scratch/bpftrace.txt" 2>&1 &
 	pid=$!
 	undo+=("kill $pid 2>/dev/null; wait $pid 2>/dev/null || true")

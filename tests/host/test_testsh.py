@@ -15,7 +15,7 @@ FAKE_PY = r"""#!/bin/bash
 case "$*" in
 *"tests/host"*) which=host ;;
 *"-m timing"*) which=timing ;;
-*"--ignore="*) which=stock ;;
+*"--deselect="*) which=stock ;;
 *"not timing"*) which=later-stock ;;
 *) which=unknown ;;
 esac
@@ -75,8 +75,8 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
     assert "stock: passed" in out.stdout and "test.sh: all passed" in out.stderr
     # The front pass leaves out the files the second stock boot runs.
     assert "stock: -m pytest -q --durations=15 -p no:cacheprovider -m not timing " \
-        "--ignore=tests/guest/test_vm.py --ignore=tests/guest/test_delay_module.py tests/guest" \
-        in out.stdout
+        "--deselect=tests/guest/test_vm.py --deselect=tests/guest/test_delay_module.py " \
+        "tests/guest" in out.stdout
     later = (stand_ins / "logs/later.log").read_text()
     assert "vm: VARIANT=stock VM_CLOCK=virtual VM_TCG_THREAD=multi klog=timing-kernel.log" \
         in later
@@ -116,6 +116,20 @@ def test_a_failed_pass_fails_the_whole_and_shows_its_log(root, stand_ins, fail, 
     # pass too.
     ran = {p.name for p in (stand_ins / "passes").iterdir()}
     assert ran == {"host", "stock", "timing", "later-stock"}
+
+
+def test_a_test_of_a_file_moves_by_its_node_id(root, stand_ins):
+    """One test of a file in the second stock boot (a parameter's in
+    brackets): the front pass runs the rest of its file."""
+    node = "tests/guest/test_sweep.py::test_small_sweep[kbuild-series1]"
+    out = run(root, stand_ins, later=f"tests/guest/test_vm.py {node}")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"--deselect=tests/guest/test_vm.py --deselect={node} tests/guest" in out.stdout
+    later = (stand_ins / "logs/later.log").read_text()
+    assert f"-m not timing tests/guest/test_vm.py {node}\n" in later
+    out = run(root, stand_ins, later="tests/guest/test_gone.py::test_x[a]")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "later-stock" not in (stand_ins / "logs/later.log").read_text()
 
 
 def test_arguments_are_refused(root):

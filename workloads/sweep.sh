@@ -8,6 +8,15 @@ SWEEP_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$SWEEP_DIR/../scripts/lib.sh"
 # shellcheck source=workloads/lib/common.sh
 . "$SWEEP_DIR/lib/common.sh"
+# The tax experiment's taxes, for --tax (a lab without it has none).
+TAXES_SH=$LAB_ROOT/userspace/tax/taxes.sh
+if [ -e "$TAXES_SH" ]; then
+	# shellcheck source=userspace/tax/taxes.sh
+	. "$TAXES_SH"
+else
+	TAX_PROGRAMS=()
+	tax_off() { :; }
+fi
 
 usage() {
 	cat <<'EOF'
@@ -84,6 +93,13 @@ Options:
       --step-seconds S   apache: length of one httperf rate step (default 4;
                          1 on the virtual clock, where there is no noise
                          for a longer step to average out)
+      --tax TAX          run the workload under a real kernel cost for the
+                         whole sweep: one of the tax experiment's taxes
+                         (userspace/tax/README.md: seccomp-linear, trace,
+                         audit-one, bpftrace, strace ...), applied after the
+                         staging and put back before the calibration and
+                         however the sweep ends; recorded in meta.json
+                         ("tax").  Its tool runs from the staged root
       --no-stage         in the VM, run the workload from the host's files
                          (9p) as they are, not from a copy in memory of what
                          it touched (see below)
@@ -159,6 +175,7 @@ PART=
 POINTS=()
 DRY_RUN=0
 PLAN=0
+TAX=
 COMMAND=()
 ARGS=("$@")
 
@@ -170,6 +187,7 @@ sweep_parse() {
 		--ns) want_value "$@"; NS_LIST=$2; shift 2 ;;
 		--syscalls) want_value "$@"; SYSCALL_NAMES=$2; shift 2 ;;
 		--set) want_value "$@"; SETTINGS+=("$2"); shift 2 ;;
+		--tax) want_value "$@"; TAX=$2; shift 2 ;;
 		-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
 		--scale) want_value "$@"; SCALE=$2; shift 2 ;;
 		--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
@@ -351,6 +369,10 @@ sweep_check() {
 			bad_arg "--set ${BASH_REMATCH[1]} given twice"
 		SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
 	done
+	if [ -n "$TAX" ]; then
+		[ -e "$TAXES_SH" ] || bad_arg "--tax needs the tax experiment (userspace/tax), not in this lab"
+		tax_known "$TAX" || bad_arg "--tax wants one of ${TAXES_KNOWN[*]}, not '$TAX'"
+	fi
 }
 # --- Phase: plan ------------------------------------------------------------
 # The sweep's points are ALL_VALUES; a part's (--part K/N --points LIST,
@@ -394,7 +416,7 @@ sweep_plan() {
 		apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
 		redis) step=", $(server_requests) replies a reference" ;;
 		esac
-		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}"
+		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}${TAX:+; under the tax $TAX}"
 		exit 0
 	fi
 }
@@ -469,6 +491,11 @@ sweep_check_kernel() {
 		[ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
 			die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
 	fi
+	if [ -n "$TAX" ]; then
+		local why
+		why=$(tax_why "$TAX")
+		[ -z "$why" ] || die "--tax $TAX: $why"
+	fi
 	wl_check
 }
 
@@ -479,6 +506,7 @@ sweep_check_kernel() {
 # root; done before the result folder gets its final name.
 restore() {
 	wl_finish || true
+	tax_off
 	if [ "$LOADED_HERE" -eq 1 ]; then
 		forget_settings "$DELAY_DIR/"
 		restore_settings
@@ -592,7 +620,26 @@ sweep_setup() {
 	echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
 	[ ! -e "$BY_CALL" ] || echo "loops,ns,nr,calls" >"$LAB_DIR/by_call.csv"
 	wl_prepare
+	[ -z "$TAX" ] || tax_begin
 	write_meta
+}
+
+# tax_begin: --tax applied for the points (taxes.sh), with its tool from
+# the staged root if there is one; WL_TAX is what the workload's own
+# commands run under, and meta.json says what was applied.
+tax_begin() {
+	TAX_SCRATCH=$SCRATCH/tax
+	mkdir -p "$TAX_SCRATCH"
+	tax_on "$TAX"
+	local prog=${TAX_CMD[0]:-}
+	if [ -n "$prog" ] && [ -n "$STAGE" ]; then
+		prog=$(command -v "$prog")
+		[ -x "$STAGE$prog" ] ||
+			die "--tax $TAX: the staged root has no $prog (an archive of an older lab? stage again)"
+	fi
+	WL_TAX=("${TAX_CMD[@]}")
+	META_ARGS+=(tax="$TAX" "tax_command=${TAX_CMD[*]}")
+	log "under the tax $TAX${TAX_CMD[*]:+: ${TAX_CMD[*]}}"
 }
 
 # calibrate_here: calibrate the sweep's loop counts (every task delayed, on
@@ -690,6 +737,10 @@ sweep_point() {
 }
 
 sweep_finish() {
+	# The calibration untaxed: what it measures is the delay's own cost.
+	# shellcheck disable=SC2034  # the workload's (lib/*.sh)
+	WL_TAX=()
+	tax_off "$LAB_DIR"
 	[ "$CALIBRATE_AFTER" -eq 0 ] || calibrate_here
 	restore
 	lab_commit "$WORKLOAD"

@@ -69,7 +69,7 @@ def lab_copy(root, dest):
     return dest
 
 
-EXPERIMENTS = [("irqhook", "irqhook-sweep"), ("msgq", "msgq"), ("smp", "smp")]
+EXPERIMENTS = [("irqhook", "irqhook-sweep"), ("msgq", "msgq"), ("smp", "smp"), ("tax", "tax")]
 
 
 def delete_experiment(lab, experiment):
@@ -108,6 +108,11 @@ def test_deleting_an_experiment_leaves_a_working_lab(root, tmp_path, experiment,
     gone = subprocess.run(["make", "-n", "-C", lab, target], capture_output=True,
                           text=True)
     assert gone.returncode != 0 and "No rule to make target" in gone.stderr
+    if experiment == "tax":
+        # A sweep's --tax says what is missing.
+        out = subprocess.run([lab / "workloads/sweep.sh", "grep", "--tax", "trace",
+                              "--dry-run"], capture_output=True, text=True)
+        assert out.returncode == 2 and "--tax needs the tax experiment" in out.stderr, out
     if (root / "modules" / experiment).is_dir():
         # (Not 'make -n': it runs the recipe lines that call $(MAKE).)
         mods = subprocess.run(["make", "-s", "-C", lab / "modules", "--eval",

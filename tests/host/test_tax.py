@@ -1,6 +1,8 @@
 """userspace/tax: analyse.py on a made-up raw.csv (each tax's ns per call,
 its exactness, the skipped taxes) and the tools' refusals."""
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -198,3 +200,47 @@ def test_the_prediction_beside_the_measured_time_under_the_tax(root, tmp_path):
     out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--measured", taxed],
                          capture_output=True, text=True)
     assert out.returncode == 1 and "go together" in out.stderr
+
+
+# --- a workload sweep under a tax (workloads/sweep.sh --tax) -----------------
+
+def sweep_dry_run(root, tmp_path, *args):
+    cmdline = tmp_path / "cmdline"
+    cmdline.write_text("root=/dev/root lab.variant=tax lab.clock=virtual\n")
+    return subprocess.run([root / "workloads/sweep.sh", *args, "--dry-run"],
+                          capture_output=True, text=True,
+                          env={**os.environ, "LAB_CMDLINE": str(cmdline)})
+
+
+def test_a_sweep_says_its_tax(root, tmp_path):
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0,1000", "--tax", "trace")
+    assert out.returncode == 0, out.stderr
+    assert "2 points of ns, 5 runs each; under the tax trace" in out.stderr
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--tax", "nosuch"], "--tax wants one of none seccomp-linear"),
+    (["--tax", "trace,pti"], "not 'trace,pti'"),
+])
+def test_a_sweep_refuses_a_tax_it_does_not_know(root, tmp_path, args, said):
+    out = sweep_dry_run(root, tmp_path, "grep", *args)
+    assert out.returncode == 2 and said in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="staging needs strace")
+def test_a_staged_workload_takes_the_taxes_tools_with_it(root, tmp_path):
+    """The taxed work runs in the staged root under its tool: strace and
+    seccomptax are staged with every workload (no 9p request to start
+    them in a timed window)."""
+    if not (root / "build/src/linux-source-6.12/kernel").is_dir():
+        pytest.skip("needs the unpacked kernel tree (make kernel)")
+    out = subprocess.run([root / "workloads/sweep.sh", "grep", "--scale", "small",
+                          "--stage-only", tmp_path / "stage"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    names = set(subprocess.run(["tar", "-tf", tmp_path / "stage/grep.tar"],
+                               capture_output=True, text=True, check=True).stdout.split())
+    tools = ["./usr/bin/strace"]
+    if (root / "userspace/tax/seccomptax").exists():
+        tools.append(f".{root}/userspace/tax/seccomptax")
+    assert set(tools) <= names, sorted(n for n in names if "bin/" in n)[:20]

@@ -95,6 +95,9 @@ WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin H
 	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
 WL_ENV=(env -i "${WL_ENV_VARS[@]}")
 WL_EXEC=("${WL_ENV[@]}")
+# What the workload's own commands run under, after WL_EXEC: a --tax's
+# command (sweep.sh's tax_begin), nothing otherwise.
+WL_TAX=()
 STAGE_INFO='"none"'
 STAGE_LOGS=()
 STAGE_TRACE=(-e 'trace=%file,%process,chdir,fchdir')
@@ -145,11 +148,13 @@ stage_strace() {
 }
 
 # stage_copy DEST [stage.py options]: copy what the recorded runs touched
-# into DEST; STAGE_INFO (meta.json's "stage") says what was copied.
+# into DEST, and the taxes' tools (TAX_PROGRAMS); STAGE_INFO (meta.json's "stage") says what was copied.
 stage_copy() {
-	local dest=$1
+	local dest=$1 prog taxes=()
 	shift
-	lab_python "$SWEEP_DIR/stage.py" "$dest" "${STAGE_LOGS[@]}" "$@" \
+	# The taxes' tools too (--tax runs the work under one of them).
+	for prog in "${TAX_PROGRAMS[@]}"; do [ ! -x "$prog" ] || taxes+=(--program "$prog"); done
+	lab_python "$SWEEP_DIR/stage.py" "$dest" "${STAGE_LOGS[@]}" "$@" "${taxes[@]}" \
 		--program /usr/sbin/chroot --program /usr/bin/env --program /usr/bin/bash \
 		${STAGE_OUTPUT:+--output "$STAGE_OUTPUT"} ${WL_STAGE_KEY:+--key "$WL_STAGE_KEY"} \
 		--json "$SCRATCH/stage.json" \

@@ -171,7 +171,7 @@ load_run() {
 # A fresh server for each point (with the point's delay already set).
 wl_point_begin() {
 	server_stop
-	srv_start in_work_cgroup "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" ||
+	srv_start in_work_cgroup "${WL_EXEC[@]}" "${WL_TAX[@]}" taskset -c "$SERVER_CPU" ||
 		die "$SRV_NAME did not start at $POINT; see $SRV_DIR"
 	server_wait_up
 	server_ready

@@ -1,7 +1,10 @@
 """userspace/tax in the guest: each tax applied (the call it taxes is
 dearer under it) and put back after its run, whether the run ends or is
-stopped; a tax the kernel cannot apply skipped with its reason."""
+stopped; a tax the kernel cannot apply skipped with its reason; a
+workload sweep under a tax (sweep.sh --tax) runs its work under it,
+stays exact and puts it back."""
 import csv
+import json
 import os
 import pathlib
 import signal
@@ -161,3 +164,69 @@ def test_an_unknown_tax_is_refused(tmp_path):
     out = subprocess.run([GUEST, tmp_path, "base", str(GETPPID), "none,bogus", "1", "1"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "unknown tax 'bogus'" in out.stderr
+
+
+# --- a workload sweep under a tax (workloads/sweep.sh --tax) -----------------
+
+SWEEP = ROOT / "workloads/sweep.sh"
+TEST_STAGE = ROOT / "build/stage-test"
+PROBE = ["grep", "-E", "^(Seccomp|TracerPid):", "/proc/self/status"]
+
+
+def tax_sweep(out, workload, tax, *args):
+    r = subprocess.run([SWEEP, workload, "-o", out, "--no-analysis", "--ns", "0,100", "-r", "1",
+                        "--tax", tax, *args], capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = out / f"latest-{workload}"
+    meta = json.loads((d / "meta.json").read_text())["settings"]
+    assert meta["tax"] == tax, meta
+    return d.resolve(), meta, r.stderr
+
+
+@pytest.mark.parametrize("tax, field, under", [
+    ("seccomp-linear", "Seccomp", lambda v: v == "2"),
+    ("strace", "TracerPid", lambda v: v != "0")])
+def test_a_swept_command_runs_under_the_tax(tmp_path, tax, field, under):
+    """The timed runs of the command are under the tax (a filter in
+    force, a tracer attached); the sweep's own processes are not, and
+    after it nothing is."""
+    d, meta, err = tax_sweep(tmp_path, "cmd", tax, "--", *PROBE)
+    assert f"under the tax {tax}" in err
+    status = dict(line.split(":\t") for line in
+                  (d / "logs/cmd-ns0-1.txt").read_text().splitlines())
+    assert under(status[field]), status
+    assert meta["tax_command"].split()[0].endswith(("seccomptax", "strace")), meta
+    nothing_left()
+
+
+@pytest.mark.skipif(not (TEST_STAGE / "grep.tar").exists(),
+                    reason="no staged grep: make workloads-test-stage")
+def test_a_staged_workload_under_a_tax_stays_exact(tmp_path):
+    """grep, staged, under the trace events: no request to the host's
+    files in a timed window; the trace's record kept beside the results.
+    (The commands above ran their tools from the staged root.)"""
+    d, _, _ = tax_sweep(tmp_path, "grep", "trace", "--scale", "small",
+                        "--stage-from", TEST_STAGE)
+    raw = list(csv.DictReader(open(d / "raw.csv")))
+    assert raw and all(r["p9_requests"] == "0" for r in raw), raw
+    assert (d / "trace-raw_syscalls.dat").stat().st_size > 0
+    nothing_left()
+
+
+def test_a_stopped_sweep_puts_its_tax_back(tmp_path):
+    p = subprocess.Popen([SWEEP, "cmd", "-o", tmp_path, "--no-analysis", "--ns", "0,100", "-r",
+                          "1000", "--tax", "trace", "--", "sleep", "0.1"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while (TRACEFS / "set_event").read_text().strip() == "":
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.1)
+        os.kill(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 143, err
+    assert "what was measured is in" in err
+    nothing_left()

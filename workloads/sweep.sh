@@ -624,20 +624,23 @@ sweep_setup() {
 	write_meta
 }
 
-# tax_begin: --tax applied for the points (taxes.sh), with its tool from
-# the staged root if there is one; WL_TAX is what the workload's own
-# commands run under, and meta.json says what was applied.
+# tax_begin: --tax applied for the points (taxes.sh): its machine-wide
+# part now; its command (TAX_CMD) before the shell of each timed window
+# (TIMED_TAX) and before a server (WL_TAX), from the staged root if there
+# is one.  meta.json says what was applied.
 tax_begin() {
+	local prog
 	TAX_SCRATCH=$SCRATCH/tax
 	mkdir -p "$TAX_SCRATCH"
 	tax_on "$TAX"
-	local prog=${TAX_CMD[0]:-}
-	if [ -n "$prog" ] && [ -n "$STAGE" ]; then
-		prog=$(command -v "$prog")
+	WL_TAX=("${TAX_CMD[@]}") TIMED_TAX=("${TAX_CMD[@]}")
+	if [ ${#TAX_CMD[@]} -gt 0 ] && [ -n "$STAGE" ]; then
+		# Where it is, not a link to it (/bin is /usr/bin's).
+		prog=$(readlink -f "$(command -v "${TAX_CMD[0]}")")
 		[ -x "$STAGE$prog" ] ||
 			die "--tax $TAX: the staged root has no $prog (an archive of an older lab? stage again)"
+		TIMED_TAX=("${STAGE_RUN[@]}" "$STAGE$prog" "${TAX_CMD[@]:1}")
 	fi
-	WL_TAX=("${TAX_CMD[@]}")
 	META_ARGS+=(tax="$TAX" "tax_command=${TAX_CMD[*]}")
 	log "under the tax $TAX${TAX_CMD[*]:+: ${TAX_CMD[*]}}"
 }
@@ -738,8 +741,8 @@ sweep_point() {
 
 sweep_finish() {
 	# The calibration untaxed: what it measures is the delay's own cost.
-	# shellcheck disable=SC2034  # the workload's (lib/*.sh)
-	WL_TAX=()
+	# shellcheck disable=SC2034  # the workload's (lib/server.sh)
+	WL_TAX=() TIMED_TAX=()
 	tax_off "$LAB_DIR"
 	[ "$CALIBRATE_AFTER" -eq 0 ] || calibrate_here
 	restore

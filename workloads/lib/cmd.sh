@@ -45,7 +45,7 @@ wl_stage_record() {
 wl_prepare() {
 	local out=$LAB_DIR/logs/cmd-warmup.txt
 	if stage_wanted; then stage_workload; fi
-	"${WL_EXEC[@]}" "${WL_TAX[@]}" "${COMMAND[@]}" >"$out" 2>&1 ||
+	"${WL_EXEC[@]}" "${COMMAND[@]}" >"$out" 2>&1 ||
 		die "the command fails${STAGE:+ in the staged root}; see $out"
 	[ -n "$STAGE" ] || return 0
 	if stage_output_matches "$out"; then
@@ -58,7 +58,7 @@ wl_prepare() {
 wl_point_begin() { :; }
 
 wl_run() {
-	timed cmd "$LAB_DIR/logs/cmd-$TAG-$REPEAT.txt" "${WL_EXEC[@]}" "${WL_TAX[@]}" "${COMMAND[@]}"
+	timed cmd "$LAB_DIR/logs/cmd-$TAG-$REPEAT.txt" "${WL_EXEC[@]}" "${COMMAND[@]}"
 }
 
 wl_finish() { :; }

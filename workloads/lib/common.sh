@@ -84,6 +84,9 @@ scratch_remove() {
 # nothing is staged (the root is not 9p: on hardware, where the page cache
 # does the same; or --no-stage).
 STAGE=
+# The staged root's loader and libraries, to run one of its programs
+# from outside it (stage_workload).
+STAGE_RUN=()
 # How every workload command starts: in the staged root if there is one,
 # and in a fixed environment (WL_ENV), the same on the host that stages and
 # in the guest that runs: the kernel's Makefile asks the PATH for rustc,
@@ -95,9 +98,13 @@ WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin H
 	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
 WL_ENV=(env -i "${WL_ENV_VARS[@]}")
 WL_EXEC=("${WL_ENV[@]}")
-# What the workload's own commands run under, after WL_EXEC: a --tax's
-# command (sweep.sh's tax_begin), nothing otherwise.
+# Under a --tax (sweep.sh's tax_begin; empty otherwise): WL_TAX, what a
+# server runs under (after WL_EXEC, in the staged root); TIMED_TAX, what
+# the shell of each timed() window runs under, started before the window
+# opens: the tax's tool, from the staged root if there is one (NOTES.md,
+# "A workload under a tax").
 WL_TAX=()
+TIMED_TAX=()
 STAGE_INFO='"none"'
 STAGE_LOGS=()
 STAGE_TRACE=(-e 'trace=%file,%process,chdir,fchdir')
@@ -227,10 +234,9 @@ stage_workload() {
 		[ -x "$STAGE$prog" ] ||
 			die "the staged root has no $prog (an archive of an older lab? stage again)"
 	done
-	WL_EXEC=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir"
-		"$STAGE/usr/sbin/chroot" "$STAGE" "${WL_ENV[@]}")
-	WINDOW_BASH=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir"
-		"$STAGE/usr/bin/bash")
+	STAGE_RUN=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir")
+	WL_EXEC=("${STAGE_RUN[@]}" "$STAGE/usr/sbin/chroot" "$STAGE" "${WL_ENV[@]}")
+	WINDOW_BASH=("${STAGE_RUN[@]}" "$STAGE/usr/bin/bash")
 }
 
 # stage_output_matches FILE: FILE, a run's output in the staged root, is
@@ -251,6 +257,7 @@ stage_remove() {
 	umount "$STAGE" 2>/dev/null || log "warning: could not unmount $STAGE"
 	rmdir "$STAGE" 2>/dev/null || true
 	STAGE=
+	STAGE_RUN=()
 	WL_EXEC=("${WL_ENV[@]}")
 	WINDOW_BASH=(bash)
 }
@@ -265,6 +272,8 @@ stage_remove() {
 # The C locale first: chroot (the program) runs in the host's root, and
 # with the caller's LANG=C.UTF-8 it read the locale's files over 9p.
 WINDOW_BASH=(bash)
+# What runs the window's shell (timed(): TIMED_TAX).
+WINDOW_TAX=()
 # shellcheck disable=SC2016  # the window's own code
 WINDOW_CODE='export LC_ALL=C
 p9=$1 cg=$2 out=$3
@@ -282,7 +291,7 @@ if [ -n "$p9" ]; then echo 0 >"$p9/tracing_on"; fi
 echo "${t0}000 ${t1}000 $status"'
 window() {
 	! lab_stopping || return 1
-	"${WINDOW_BASH[@]}" -c "$WINDOW_CODE" window "$P9_DIR" "$@"
+	"${WINDOW_TAX[@]}" "${WINDOW_BASH[@]}" -c "$WINDOW_CODE" window "$P9_DIR" "$@"
 }
 
 # Run a command inside the work cgroup (it and all its children).  A
@@ -433,7 +442,7 @@ record() {
 # the VM, LOG is on the host's share, and every write to it would be a 9p
 # round trip timed with the work.
 timed() {
-	local measure=$1 logfile=$2
+	local measure=$1 logfile=$2 WINDOW_TAX=("${TIMED_TAX[@]}")
 	shift 2
 	measured_window "$WORK_CG" "$logfile" "$@" ||
 		die "the timed window of $measure at $POINT said nothing"

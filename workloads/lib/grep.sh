@@ -58,12 +58,12 @@ wl_prepare() {
 
 wl_point_begin() {
 	[ -n "$STAGE" ] || drop_caches
-	"${WL_EXEC[@]}" "${WL_TAX[@]}" "${GREP_CMD[@]}" ||
+	"${WL_EXEC[@]}" "${GREP_CMD[@]}" ||
 		die "grep -rF $GREP_PATTERN found nothing or failed in $TREE"
 }
 
 wl_run() {
-	timed grep "$LAB_DIR/logs/grep-$TAG-$REPEAT.txt" "${WL_EXEC[@]}" "${WL_TAX[@]}" "${GREP_CMD[@]}"
+	timed grep "$LAB_DIR/logs/grep-$TAG-$REPEAT.txt" "${WL_EXEC[@]}" "${GREP_CMD[@]}"
 }
 
 wl_finish() { :; }

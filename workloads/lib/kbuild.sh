@@ -102,7 +102,7 @@ wl_run() {
 	[ -n "$STAGE" ] || drop_caches
 	# shellcheck disable=SC2046  # the targets are words
 	timed build "$LAB_DIR/logs/build-$TAG-$REPEAT.txt" \
-		"${WL_EXEC[@]}" "${WL_TAX[@]}" make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets)
+		"${WL_EXEC[@]}" make -C "$TREE" O="$KBUILD_OBJ" -j"$JOBS" $(kbuild_targets)
 }
 
 wl_finish() { :; }

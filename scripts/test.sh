@@ -3,12 +3,13 @@
 # stock guest pass (its output here); beside it the host tests; and a lane
 # of the timing pass on the virtual clock, then a second stock boot with
 # the guest tests of STOCK_LATER_TESTS (files or pytest node ids), which
-# the front pass leaves out.  A guest pass keeps about one host CPU busy, its tests being mostly
-# one process at a time; the second stock boot moves work from the longest
-# lane to one that would end long before it.  The background lanes' output
-# goes to LOGS/host.log and LOGS/later.log, is shown when the front pass
-# ends (all of a lane that failed, the end of one that passed), and a line
-# says when each ended.  Exit status 0 when all passed, 1 otherwise.
+# the front pass leaves out.  A guest pass keeps about one host CPU busy,
+# its tests being mostly one process at a time; the second stock boot
+# moves work from the longest lane to one that would end long before it.
+# The background lanes' output goes to LOGS/host.log and LOGS/later.log,
+# is shown when the front pass ends (all of a lane that failed, the end of
+# one that passed), and a line says when each ended.  Exit status 0 when
+# all passed, 1 otherwise.
 #
 # Only the stock kernel, which make has built: the other variants, rt
 # among them, boot in make test-debug.  On a fresh machine their builds

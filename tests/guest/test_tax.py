@@ -121,22 +121,32 @@ def test_the_trace_tax_leaves_its_record(tmp_path):
     nothing_left()
 
 
-@pytest.mark.parametrize("tax, ready", [
-    ("trace", lambda: (TRACEFS / "set_event").read_text().strip() != ""),
-    ("strace", lambda: processes("strace"))])
-def test_a_stopped_run_puts_its_tax_back(tmp_path, tax, ready):
-    p = subprocess.Popen([GUEST, tmp_path, "base", str(GETPPID), tax, "100000", "200"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def events_on():
+    return (TRACEFS / "set_event").read_text().strip() != ""
+
+
+def stop_once(p, ready, seconds):
+    """SIGTERM to @p once @ready() (within @seconds, while @p runs); its
+    stderr, once it has ended.  Killed if it does not."""
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + seconds
         while not ready():
             assert p.poll() is None and time.monotonic() < deadline, p.communicate()
             time.sleep(0.1)
         os.kill(p.pid, signal.SIGTERM)
-        _, err = p.communicate(timeout=120)
+        return p.communicate(timeout=120)[1]
     finally:
         if p.poll() is None:
             p.kill()
+
+
+@pytest.mark.parametrize("tax, ready", [
+    ("trace", events_on),
+    ("strace", lambda: processes("strace"))])
+def test_a_stopped_run_puts_its_tax_back(tmp_path, tax, ready):
+    p = subprocess.Popen([GUEST, tmp_path, "base", str(GETPPID), tax, "100000", "200"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = stop_once(p, ready, 120)
     assert p.returncode == 143, err
     nothing_left()
 
@@ -217,16 +227,7 @@ def test_a_stopped_sweep_puts_its_tax_back(tmp_path):
     p = subprocess.Popen([SWEEP, "cmd", "-o", tmp_path, "--no-analysis", "--ns", "0,100", "-r",
                           "1000", "--tax", "trace", "--", "sleep", "0.1"],
                          stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 300
-        while (TRACEFS / "set_event").read_text().strip() == "":
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.1)
-        os.kill(p.pid, signal.SIGTERM)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    err = stop_once(p, events_on, 300)
     assert p.returncode == 143, err
     assert "what was measured is in" in err
     nothing_left()

@@ -155,7 +155,8 @@ stage_strace() {
 }
 
 # stage_copy DEST [stage.py options]: copy what the recorded runs touched
-# into DEST, and the taxes' tools (TAX_PROGRAMS); STAGE_INFO (meta.json's "stage") says what was copied.
+# into DEST, and the taxes' tools (TAX_PROGRAMS); STAGE_INFO (meta.json's
+# "stage") says what was copied.
 stage_copy() {
 	local dest=$1 prog taxes=()
 	shift

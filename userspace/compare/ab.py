@@ -26,8 +26,6 @@ import os
 import pathlib
 import random
 import shlex
-import shutil
-import subprocess
 import sys
 
 from lablib import cli, compare, host, results
@@ -87,22 +85,17 @@ def plan(experiment, sides, n, seed, folder, clock, common):
 
 def job_line(boot):
     """One boot as a shell command line for GNU parallel."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in boot["env"].items())
-    cmd = " ".join(shlex.quote(c) for c in boot["command"])
-    done = shlex.quote(f"ab: boot {boot['k']} (side {boot['side'].upper()}, run "
-                       f"{boot['run']}) done")
-    return (f"mkdir -p {shlex.quote(str(boot['parent']))} && env {env} {cmd} "
-            f"> {shlex.quote(str(boot['log']))} 2>&1 && echo {done}")
+    return host.job_line(boot["env"], boot["command"], boot["parent"], boot["log"],
+                         f"ab: boot {boot['k']} (side {boot['side'].upper()}, run "
+                         f"{boot['run']}) done")
 
 
 def result_of(boot):
     """The result folder a boot made in its parent folder."""
-    found = [p for p in boot["parent"].iterdir()
-             if p.is_dir() and not p.is_symlink() and (p / "meta.json").is_file()]
-    if len(found) != 1:
-        raise cli.BadInput(f"boot {boot['k']}: {len(found)} result folders in "
-                           f"{boot['parent']} (see {boot['log']})")
-    return found[0]
+    try:
+        return host.result_of(boot["parent"], f"boot {boot['k']} (see {boot['log']})")
+    except ValueError as e:
+        raise cli.BadInput(str(e)) from None
 
 
 def add_args(p):
@@ -136,8 +129,10 @@ def work(args):
         for b in plan(args.experiment, sides, n, args.seed, folder, args.clock, args.common):
             print(f"{b['k']:>3} {b['side'].upper()}  {job_line(b)}")
         return 0
-    if not shutil.which("parallel"):
-        raise cli.BadInput("GNU parallel is not installed (make deps installs it)")
+    try:
+        host.need_parallel()
+    except FileNotFoundError as e:
+        raise cli.BadInput(str(e)) from None
     pathlib.Path(args.output).mkdir(parents=True, exist_ok=True)
     folder = pathlib.Path(results.lab("begin", args.output, "ab"))
     boots = plan(args.experiment, sides, n, args.seed, folder, args.clock, args.common)
@@ -155,15 +150,12 @@ def work(args):
           f"a time, in the order {' '.join(b['side'].upper() for b in boots)} "
           f"(seed {args.seed}){'; A and B the same: an A/A' if sides['a'] == sides['b'] else ''}"
           f"; plan: {folder}/plan.csv", flush=True)
-    lines = "".join(job_line(b) + "\n" for b in boots)
-    run = subprocess.run(["parallel", "--will-cite", "-j", str(jobs), "--line-buffer",
-                          "--joblog", str(folder / "joblog"), "--halt", "soon,fail=1"],
-                         input=lines, text=True)
-    if run.returncode != 0:
+    status = host.parallel([job_line(b) for b in boots], jobs, folder / "joblog")
+    if status != 0:
         failed = [b for b in boots if not b["parent"].is_dir()
                   or not any(b["parent"].iterdir())]
         where = failed[0]["log"] if failed else folder / "joblog"
-        raise cli.BadInput(f"a boot failed (GNU parallel's exit status {run.returncode}); "
+        raise cli.BadInput(f"a boot failed (GNU parallel's exit status {status}); "
                            f"see {where}; nothing compared, {folder} kept")
     # Committed first: the boots' folders then have the paths compare records.
     done = pathlib.Path(results.lab("commit", folder, "ab"))

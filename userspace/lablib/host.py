@@ -1,7 +1,11 @@
 """The machine the lab's runners run on: how many of its cores are free
-for VMs (the split sweeps' parts, make ab's boots)."""
+for VMs (the split sweeps' parts, make ab's boots), and the runs that
+GNU parallel runs there side by side."""
 import os
 import pathlib
+import shlex
+import shutil
+import subprocess
 
 
 def free_cores(cores=None, loadavg=None):
@@ -11,3 +15,42 @@ def free_cores(cores=None, loadavg=None):
     if loadavg is None:
         loadavg = float(pathlib.Path("/proc/loadavg").read_text().split()[0])
     return max(1, cores - int(loadavg + 0.5)), cores, loadavg
+
+
+def job_line(env, command, parent, log, done):
+    """One run as a shell command line for GNU parallel: in a fresh
+    @parent folder, @command (a list) under @env ({name: value}), its
+    output to @log, then @done printed."""
+    settings = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    cmd = " ".join(shlex.quote(str(c)) for c in command)
+    return (f"mkdir -p {shlex.quote(str(parent))} && env {settings} {cmd} "
+            f"> {shlex.quote(str(log))} 2>&1 && echo {shlex.quote(done)}")
+
+
+def need_parallel():
+    """FileNotFoundError unless GNU parallel is installed."""
+    if not shutil.which("parallel"):
+        raise FileNotFoundError("GNU parallel is not installed (make deps installs it)")
+
+
+def parallel(lines, jobs, joblog):
+    """Run the command @lines (job_line's) @jobs at a time with GNU
+    parallel, its joblog in @joblog, stopping soon after one fails; its
+    exit status."""
+    need_parallel()
+    return subprocess.run(["parallel", "--will-cite", "-j", str(jobs), "--line-buffer",
+                           "--joblog", str(joblog), "--halt", "soon,fail=1"],
+                          input="".join(line + "\n" for line in lines), text=True).returncode
+
+
+def result_of(parent, what):
+    """The one result folder (a folder with a meta.json, not a latest-*
+    link) that a runner made in @parent; ValueError naming @what if there
+    is none or more than one."""
+    parent = pathlib.Path(parent)
+    found = [p for p in parent.iterdir()
+             if p.is_dir() and not p.is_symlink() and (p / "meta.json").is_file()] \
+        if parent.is_dir() else []
+    if len(found) != 1:
+        raise ValueError(f"{what}: {len(found)} result folders in {parent}")
+    return found[0]

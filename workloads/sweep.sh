@@ -641,6 +641,13 @@ tax_begin() {
 			die "--tax $TAX: the staged root has no $prog (an archive of an older lab? stage again)"
 		TIMED_TAX=("${STAGE_RUN[@]}" "$STAGE$prog" "${TAX_CMD[@]:1}")
 	fi
+	if [[ $TAX == strace* ]]; then
+		# A server's tracer stays outside the work cgroup, so that its own
+		# calls are neither counted nor delayed, and detached (-D: the
+		# daemon's start returns while strace follows it).
+		local n=$((${#TIMED_TAX[@]} - ${#TAX_CMD[@]} + 1))
+		SERVER_TRACER=("${TIMED_TAX[@]:0:n}" -D "${TIMED_TAX[@]:n}") WL_TAX=()
+	fi
 	META_ARGS+=(tax="$TAX" "tax_command=${TAX_CMD[*]}")
 	log "under the tax $TAX${TAX_CMD[*]:+: ${TAX_CMD[*]}}"
 }
@@ -742,7 +749,7 @@ sweep_point() {
 sweep_finish() {
 	# The calibration untaxed: what it measures is the delay's own cost.
 	# shellcheck disable=SC2034  # the workload's (lib/server.sh)
-	WL_TAX=() TIMED_TAX=()
+	WL_TAX=() SERVER_TRACER=() TIMED_TAX=()
 	tax_off "$LAB_DIR"
 	[ "$CALIBRATE_AFTER" -eq 0 ] || calibrate_here
 	restore

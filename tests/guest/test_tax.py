@@ -231,3 +231,21 @@ def test_a_stopped_sweep_puts_its_tax_back(tmp_path):
     assert p.returncode == 143, err
     assert "what was measured is in" in err
     nothing_left()
+
+
+def test_a_server_under_strace_is_traced_from_outside_its_cgroup(tmp_path):
+    """Redis under strace: the daemon starts (strace detached, following
+    it), the tracer is not in the work cgroup, so the calls of a GET are
+    the server's own (without the tracer's wait4 and ptrace calls, several
+    for each of them, in the count), and nothing is left after."""
+    os.environ["REDIS_REQUESTS"] = "200"
+    try:
+        d, meta, err = tax_sweep(tmp_path, "redis", "strace")
+    finally:
+        del os.environ["REDIS_REQUESTS"]
+    assert "under the tax strace" in err and meta["tax_command"].startswith("strace")
+    for log in d.glob("logs/reply-*.csv"):
+        calls = [int(r["calls"]) for r in csv.DictReader(open(log)) if r["error"] == ""]
+        # epoll_wait, read and write, and what Redis adds to a GET: a few.
+        assert calls and min(calls) <= 8, (log, calls[:10])
+    nothing_left()

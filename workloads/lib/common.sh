@@ -99,11 +99,13 @@ WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin H
 WL_ENV=(env -i "${WL_ENV_VARS[@]}")
 WL_EXEC=("${WL_ENV[@]}")
 # Under a --tax (sweep.sh's tax_begin; empty otherwise): WL_TAX, what a
-# server runs under (after WL_EXEC, in the staged root); TIMED_TAX, what
-# the shell of each timed() window runs under, started before the window
-# opens: the tax's tool, from the staged root if there is one (NOTES.md,
-# "A workload under a tax").
+# server runs under (after WL_EXEC, in the staged root); SERVER_TRACER, a
+# tracer a server runs under instead, from outside the work cgroup;
+# TIMED_TAX, what the shell of each timed() window runs under, started
+# before the window opens: the tax's tool, from the staged root if there
+# is one (NOTES.md, "A workload under a tax").
 WL_TAX=()
+SERVER_TRACER=()
 TIMED_TAX=()
 STAGE_INFO='"none"'
 STAGE_LOGS=()

@@ -171,8 +171,17 @@ load_run() {
 # A fresh server for each point (with the point's delay already set).
 wl_point_begin() {
 	server_stop
-	srv_start in_work_cgroup "${WL_EXEC[@]}" "${WL_TAX[@]}" taskset -c "$SERVER_CPU" ||
-		die "$SRV_NAME did not start at $POINT; see $SRV_DIR"
+	if [ ${#SERVER_TRACER[@]} -gt 0 ]; then
+		# The tracer here, the server in the work cgroup: a shell joins it
+		# and execs the server.
+		# shellcheck disable=SC2016  # the shell's own code
+		srv_start "${SERVER_TRACER[@]}" "${WINDOW_BASH[@]}" -c 'echo "$BASHPID" >"$0" && exec "$@"' \
+			"$WORK_CG/cgroup.procs" "${WL_EXEC[@]}" taskset -c "$SERVER_CPU" ||
+			die "$SRV_NAME did not start under ${SERVER_TRACER[*]} at $POINT; see $SRV_DIR"
+	else
+		srv_start in_work_cgroup "${WL_EXEC[@]}" "${WL_TAX[@]}" taskset -c "$SERVER_CPU" ||
+			die "$SRV_NAME did not start at $POINT; see $SRV_DIR"
+	fi
 	server_wait_up
 	server_ready
 	# One untimed load so that the first run does not pay for cold caches.

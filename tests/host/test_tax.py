@@ -244,3 +244,131 @@ def test_a_staged_workload_takes_the_taxes_tools_with_it(root, tmp_path):
     if (root / "userspace/tax/seccomptax").exists():
         tools.append(f".{root}/userspace/tax/seccomptax")
     assert set(tools) <= names, sorted(n for n in names if "bin/" in n)[:20]
+
+
+# --- each workload under each tax (workloads.py) ------------------------------
+WORKLOADS = "userspace/tax/workloads.py"
+# A stand-in for workloads/run.sh (LAB_SWEEP_RUNNER): an analysed sweep
+# folder in -o's folder where a unit of work takes 0.01 s and 1,000 calls
+# (600 read, 400 write) and each call costs the tax's ns (--tax) or the
+# calibrated delay of its point (--ns N: N; -l L: 30 + 3 L; 0: nothing).
+SWEEP_STAND_IN = """#!{python}
+import json, os, pathlib, sys
+TAX = {{"trace": {{0: 1248.0, 1: 1248.0}}, "seccomp-linear-nocache": {{0: 318.0, 1: 340.0}},
+       "pti": {{0: 10.0, 1: 10.0}}}}
+args = sys.argv[2:]
+if os.environ.get("SWEEP_FAIL") and os.environ["SWEEP_FAIL"] in args:
+    sys.exit("the sweep failed")
+opt = lambda name: args[args.index(name) + 1] if name in args else None
+parent = pathlib.Path(opt("-o"))
+d = parent / "grep-1"
+d.mkdir(parents=True)
+tax = TAX.get(opt("--tax"), {{0: 0.0, 1: 0.0}})
+knob, points = ("ns", opt("--ns")) if opt("--ns") else ("loops", opt("-l"))
+raw, by_call, rows = [], [], []
+for p in (int(v) for v in points.split(",")):
+    added = p if knob == "ns" else (30.0 + 3.0 * p if p else 0.0)
+    seconds = 0.01 + 600e-9 * (tax[0] + added) + 400e-9 * (tax[1] + added)
+    loops, ns = (p, "") if knob == "loops" else ("", p)
+    raw += [f"grep,grep,{{loops}},{{ns}},{{r}},1,{{seconds}},1000,0,0," for r in (1, 2)]
+    by_call += [f"{{loops}},{{ns}},0,1200", f"{{loops}},{{ns}},1,800"]
+    rows.append({{"loops": None if loops == "" else p, "ns": None if ns == "" else p,
+                 "added_ns": added, "median_seconds_per_unit": seconds, "exact": True}})
+(d / "meta.json").write_text(json.dumps({{"experiment": "grep", "args": args,
+                                         "append": os.environ.get("VM_APPEND")}}))
+(d / "raw.csv").write_text("workload,measure,loops,ns,repeat,units,seconds,syscalls,"
+                           "errors,p9_requests,detail\\n" + "\\n".join(raw) + "\\n")
+(d / "by_call.csv").write_text("loops,ns,nr,calls\\n" + "\\n".join(by_call) + "\\n")
+(d / "summary.json").write_text(json.dumps({{"ns_per_loop": 3.0, "entry_ns": 30.0,
+                                            "measures": {{"grep": {{"points": rows}}}}}}))
+(d / "calibration").mkdir()
+"""
+
+
+def workloads_dirs(tmp_path):
+    """A tax run with a uniform tax (trace), one that differs by call and
+    one below the delay module's floor (pti), and the sweep stand-in."""
+    tax = write_meta(tmp_path / "tax", "tax", {"variant": "tax"})
+    rows = [{"tax": t, "nr": nr, "call": ("read", "write")[nr], "added_ns": ns, "exact": True}
+            for t, nr, ns in (("none", 0, 0), ("none", 1, 0), ("trace", 0, 1248.0),
+                              ("trace", 1, 1248.0), ("seccomp-linear-nocache", 0, 318.0),
+                              ("seccomp-linear-nocache", 1, 340.0), ("pti", 0, 10.0),
+                              ("pti", 1, 10.0))]
+    (tax / "summary.json").write_text(json.dumps({
+        "base": "none", "rows": rows, "taxes": ["trace", "seccomp-linear-nocache", "pti"],
+        "calls": [0, 1], "skipped": [{"tax": "audit-one", "reason": "no audit here"}]}))
+    runner = tmp_path / "run.sh"
+    runner.write_text(SWEEP_STAND_IN.format(python=sys.executable))
+    runner.chmod(0o755)
+    return tax, {**os.environ, "LAB_SWEEP_RUNNER": str(runner)}
+
+
+def tax_workloads(root, tax, env, *args):
+    return subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "grep",
+                           "-j", "1", *args], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
+    tax, env = workloads_dirs(tmp_path)
+    out = tax_workloads(root, tax, env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "audit-one skipped: no audit here" in out.stdout
+    rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
+    trace, linear, pti = rows["trace"], rows["seccomp-linear-nocache"], rows["pti"]
+    # The stand-in runs a made-up workload whose model is exact: the
+    # prediction is the measured time.
+    for r in rows.values():
+        assert r["base_s"] == pytest.approx(0.01)
+        assert r["error_pct"] == pytest.approx(0, abs=1e-9)
+    assert trace["measured_s"] == pytest.approx(0.01 + 1000 * 1248e-9)
+    # trace's 1,248 ns: (1,248 - 30) / 3 = 406 loops, 1,248 ns calibrated.
+    assert trace["standin_loops"] == 406 and trace["standin_ns"] == pytest.approx(1248)
+    assert trace["standin_error_pct"] == pytest.approx(0, abs=1e-9)
+    # No stand-in for a tax that differs by call or costs less than the floor.
+    assert linear["emulated_s"] is None and "not one figure" in linear["note"]
+    assert pti["emulated_s"] is None and "below the module's floor" in pti["note"]
+    # pti ran in a boot of its own; each sweep once, the stand-in from the
+    # base's calibration.
+    sweeps = tax / "workloads" / "grep"
+    assert sorted(p.name for p in sweeps.iterdir()) == [
+        "none", "pti", "seccomp-linear-nocache", "standin", "trace"]
+    meta = json.loads((sweeps / "pti" / "grep-1" / "meta.json").read_text())
+    assert meta["append"] == "pti=on spectre_v2=off" and "--tax" in meta["args"]
+    meta = json.loads((sweeps / "standin" / "grep-1" / "meta.json").read_text())
+    assert meta["args"][meta["args"].index("-l") + 1] == "406"
+    assert str(sweeps / "none" / "grep-1" / "calibration") in meta["args"]
+    assert "OFF" not in (tax / "workloads.txt").read_text()
+    assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000
+    # Run again: every sweep is there, none runs again.
+    again = tax_workloads(root, tax, env)
+    assert again.returncode == 0 and again.stdout.count("done before") == 5, again.stdout
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_a_failed_sweep_stops_the_run_and_names_its_log(root, tmp_path):
+    tax, env = workloads_dirs(tmp_path)
+    out = tax_workloads(root, tax, {**env, "SWEEP_FAIL": "trace"})
+    assert out.returncode == 1 and "a sweep failed" in out.stderr, out.stderr
+    assert "grep-trace.txt" in out.stderr
+    assert not (tax / "workloads.csv").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--taxes", "strace"), "strace not measured"),
+    (("--workloads", "grep,ls"), "ls not one of"),
+    (("-r", "0"), "at least 1"),
+])
+def test_tax_workloads_refuse_bad_input(root, tmp_path, args, message):
+    tax, env = workloads_dirs(tmp_path)
+    out = tax_workloads(root, tax, env, *args)
+    assert out.returncode == 1 and message in out.stderr, out.stderr
+    assert not (tax / "workloads").exists()
+
+
+def test_the_dry_run_lists_the_sweeps_and_runs_none(root, tmp_path):
+    tax, env = workloads_dirs(tmp_path)
+    out = tax_workloads(root, tax, env, "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("run.sh grep --vms 1") == 4 and "--tax pti" in out.stdout
+    assert not (tax / "workloads").exists()

@@ -124,9 +124,10 @@ def table(meta, s, boots=()):
     return "\n".join(out) + "\n"
 
 
-def draw(s, meta, path):
-    """tax.png: a heat map of the ns each tax adds to each call, on a log
-    colour scale, each cell labelled; a figure the spread hides hatched."""
+def heat_map(fig, ax, s):
+    """The table as a heat map on @ax: the ns each tax adds to each call, on
+    a log colour scale, each cell labelled; a figure the spread hides
+    hatched."""
     plt = plot.pyplot()
     from matplotlib import colors
     taxes, calls = s["taxes"], s["calls"]
@@ -137,7 +138,6 @@ def draw(s, meta, path):
             c = cells.get((t, nr))
             if c is not None:
                 grid[i, j] = c["added_ns"]
-    fig, ax = plot.figure(width=1.1 * len(taxes) + 3, height=0.35 * len(calls) + 2.5)
     positive = grid[np.isfinite(grid) & (grid > 0)]
     norm = colors.LogNorm(vmin=max(1.0, positive.min()), vmax=positive.max()) \
         if positive.size else None
@@ -156,11 +156,76 @@ def draw(s, meta, path):
     ax.set_xticks(range(len(taxes)), taxes, rotation=40, ha="right", fontsize=8)
     ax.set_yticks(range(len(calls)), [cells[(BASE, nr)]["call"] for nr in calls], fontsize=8)
     ax.set_xlabel("tax")
-    ax.set_ylabel("system call (made to fail fast: every argument -1)")
+    ax.set_ylabel("system call (every argument -1)")
     if norm is not None:
         fig.colorbar(im, ax=ax, label="ns added per call (log scale)")
-    plot.headline(fig, "what each tax adds to each system call", meta)
-    fig.tight_layout()
+
+
+# The workload panels' three figures of a tax: (key, label, style).
+CHANGES = (("measured_change_pct", "measured", {"color": "tab:blue"}),
+           ("predicted_change_pct", "predicted", {"color": "black", "marker": "|", "s": 120}),
+           ("emulated_change_pct", "delay module standing in",
+            {"color": "tab:orange", "marker": "D", "s": 18}))
+
+
+def workload_panels(subfig, rows):
+    """A panel per workload and measure on @subfig: per tax the change of a
+    unit of work's time, measured (a bar), predicted and emulated
+    (markers), on a log scale; a tax whose runs were not exact is hatched,
+    one not measured has no bar."""
+    keys = list(dict.fromkeys((r["workload"], r["measure"]) for r in rows))
+    ncols = min(4, len(keys))
+    nrows = -(-len(keys) // ncols)
+    axes = np.atleast_1d(subfig.subplots(nrows, ncols, squeeze=False)).ravel()
+    for ax, key in zip(axes, keys):
+        sel = [r for r in rows if (r["workload"], r["measure"]) == key]
+        y = np.arange(len(sel))
+        values = [v for r in sel for k, _, _ in CHANGES if (v := r.get(k)) is not None and v > 0]
+        for i, r in enumerate(sel):
+            m = r.get("measured_change_pct")
+            if m is not None and m > 0:
+                ax.barh(i, m, color="tab:blue", alpha=0.8, hatch=None if r["exact"] else "///",
+                        label="measured" if i == 0 else None)
+        for k, label, style in CHANGES[1:]:
+            pts = [(v, i) for i, r in enumerate(sel) if (v := r.get(k)) is not None and v > 0]
+            if pts:
+                ax.scatter(*zip(*pts), label=label, zorder=3, **style)
+        ax.set_yticks(y, [r["tax"] for r in sel], fontsize=7)
+        ax.invert_yaxis()
+        if values:
+            plot.log_axis(ax, "x", min(values), max(values))
+        ax.set_title(f"{key[0]} ({key[1]})" if key[0] != key[1] else key[0], fontsize=8)
+        ax.set_xlabel("time of a unit of work, % more than untaxed", fontsize=7)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+    for ax in axes[len(keys):]:
+        ax.set_visible(False)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=7, loc="lower right")
+    return nrows
+
+
+def draw(s, meta, path, workload_rows=None):
+    """tax.png: the heat map of the table; under it, with @workload_rows
+    (workloads.py's), a panel per workload and measure."""
+    plt = plot.pyplot()
+    width = max(1.1 * len(s["taxes"]) + 3, 14 if workload_rows else 0)
+    top = 0.35 * len(s["calls"]) + 2.5
+    if not workload_rows:
+        fig, ax = plot.figure(width=width, height=top)
+        heat_map(fig, ax, s)
+        plot.headline(fig, "what each tax adds to each system call", meta)
+        fig.tight_layout()
+    else:
+        panels = len(dict.fromkeys((r["workload"], r["measure"]) for r in workload_rows))
+        below = 0.25 * len({r["tax"] for r in workload_rows}) * -(-panels // 4) + 1.5
+        fig = plt.figure(figsize=(width, top + below), dpi=120, layout="constrained")
+        upper, lower = fig.subfigures(2, 1, height_ratios=[top, below])
+        heat_map(fig, upper.subplots(), s)
+        workload_panels(lower, workload_rows)
+        lower.suptitle("each workload under each tax: measured, predicted (time = base + "
+                       "calls x each call's tax) and the delay module standing in", fontsize=9)
+        plot.headline(upper, "what each tax adds to each system call", meta)
     fig.savefig(path)
     plt.close(fig)
 
@@ -187,7 +252,11 @@ def analyse(d):
 
 
 def draw_folder(s, d):
-    draw(s, measured_meta(d)[0], d / "tax.png")
+    """tax.png of folder @d, with the workloads' panels if workloads.py
+    has run there."""
+    w = d / "workloads.json"
+    rows = results.read_json(w)["rows"] if w.exists() else None
+    draw(s, measured_meta(d)[0], d / "tax.png", rows)
 
 
 add_args, work = cli.folder_analyser("DIR", "a tax result folder", analyse, plot=draw_folder,

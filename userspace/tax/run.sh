@@ -6,13 +6,18 @@
 # taxes run in one boot with no mitigation in force (pti=off
 # spectre_v2=off); pti and retpoline each in a boot of their own, the same
 # but for the one mitigation.  Analyses here (analyse.py):
-# results/tax-<date>-<time>/.
+# results/tax-<date>-<time>/.  Then each workload of WORKLOADS runs
+# untaxed, under each tax and with the delay module standing in for it
+# (workloads.py: a sweep a boot, hours for all five).
 #
 #   CALLS=NAMES    the calls, names or numbers of the 64-bit table
 #                  (default: the null calls and the workloads' commonest)
 #   TAXES=LIST     the taxes (default all; guest.sh lists them)
 #   BATCHES=21     timed batches per call and tax
 #   PER_BATCH=200  calls per batch
+#   WORKLOADS=LIST the workloads run under the taxes (default
+#                  grep,cmd,redis,apache,kbuild; empty: none)
+#   REPEATS=2      timed runs a point of their sweeps
 #
 # Example:  CALLS=getppid,read TAXES=none,seccomp-linear,pti userspace/tax/run.sh
 set -euo pipefail
@@ -23,7 +28,8 @@ lab_help "$@"
 
 CALLS=${CALLS:-getppid,getpid,read,write,close,newfstatat,openat,mmap,munmap,brk,futex,epoll_wait,rt_sigprocmask,ioctl,lseek}
 TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
-lab_env_uint BATCHES 21 1  PER_BATCH 200 1
+WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
+lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1
 lab_built "$LAB_TOOL" "$here/callcost"
 numbers=$(lab_python -m lablib.syscalls numbers "$CALLS") || bad_arg "CALLS: see above"
 [[ ,$TAXES, == *,none,* ]] || bad_arg "TAXES must hold none: every tax is measured against it"
@@ -46,7 +52,7 @@ log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
 make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
 lab_begin "$LAB_ROOT/results" tax
 "$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
-	calls_per_batch:="$PER_BATCH" variant="$VARIANT" -- "$0" "$@"
+	calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" -- "$0" "$@"
 boot() {
 	local name=$1 taxes=$2
 	log "boot $name (${APPEND[$name]}): $taxes"
@@ -57,3 +63,5 @@ boot base "$(IFS=,; echo "${base[*]}")"
 for tax in "${mitigations[@]}"; do boot "$tax" "$tax"; done
 lab_commit tax
 lab_python "$here/analyse.py" "$LAB_DIR"
+[ -z "$WORKLOADS" ] ||
+	lab_python "$here/workloads.py" "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS"

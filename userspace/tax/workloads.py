@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Each workload under each tax: predicted, measured, and with the delay
+module standing in for the tax.
+
+    workloads.py TAXRUN [--workloads LIST] [--taxes LIST] [-r N] [-j JOBS] [--dry-run]
+
+TAXRUN is a tax run's folder (make tax: summary.json, the ns each tax adds
+to each call).  For each workload, on that run's kernel variant, the
+virtual clock and one vCPU, the software taxes' boot options (pti=off
+spectre_v2=off), each sweep a boot of its own (workloads/run.sh):
+
+  none      the workload untaxed at loops 0 and CAL_LOOPS: its base time
+            and calls by number (the prediction's input, predict.py) and
+            its own calibration (what a loop and a delayed call's entry
+            cost in this kernel)
+  TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax;
+            pti and retpoline: the boot's own option): the measured time
+  standin   the workload untaxed at the loop counts whose calibrated
+            delays are the taxes' figures, for each tax that is one figure
+            for every call (a fixed cost per call), in one sweep: the
+            emulated time
+
+Then per workload, measure and tax: the base, the prediction, the measured
+and the emulated time of a unit of work, the prediction's error against
+the measured time and the stand-in's against the real tax.  Writes
+TAXRUN/workloads/<workload>/<run>/ (each sweep's folder, its output in
+TAXRUN/workloads/logs/; a sweep whose folder is there is not run again),
+TAXRUN/workloads.csv, workloads.json and workloads.txt.  NOTES.md, "The
+taxes on the workloads", says why each choice.
+"""
+import os
+import pathlib
+import sys
+import time
+
+from lablib import cli, host, results
+
+import analyse
+import predict
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
+# cmd's command: the workloads' README example, a tree of headers archived.
+CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
+# The boot options of the software taxes and of each mitigation's boot
+# (run.sh's, so that the table and the workloads ran under the same).
+APPEND = {"base": "pti=off spectre_v2=off", "pti": "pti=on spectre_v2=off",
+          "retpoline": "pti=off spectre_v2=retpoline"}
+# The base sweep's second point: enough loops that its calibration's fit
+# is the module's, few enough that the point is quick.
+CAL_LOOPS = 1000
+# Within this share the prediction holds, and the stand-in reproduces the tax.
+WITHIN = 0.01
+COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit", "added_ns_per_call",
+           "covered_pct", "predicted_s", "predicted_change_pct", "measured_s",
+           "measured_change_pct", "error_pct", "standin_loops", "standin_ns", "emulated_s",
+           "emulated_change_pct", "standin_error_pct", "exact", "note")
+
+
+def sweep_args(workload, repeats):
+    """The sweep options every run of @workload takes, its command last."""
+    args = ["-r", str(repeats)]
+    return (args, ["--", *CMD]) if workload == "cmd" else (args, [])
+
+
+def runner():
+    """The workloads' host runner; LAB_SWEEP_RUNNER, a stand-in the tests
+    give, takes the same arguments."""
+    return os.environ.get("LAB_SWEEP_RUNNER") or ROOT / "workloads/run.sh"
+
+
+class Plan:
+    """The sweeps of one workload: where each goes and what it runs."""
+
+    def __init__(self, tax_dir, workload, repeats, variant):
+        self.workload, self.repeats, self.variant = workload, repeats, variant
+        self.root = pathlib.Path(tax_dir) / "workloads"
+        self.dir = self.root / workload
+
+    def run(self, name, point, extra=(), boot="base"):
+        """One sweep: {name, parent, log, env, command}."""
+        args, tail = sweep_args(self.workload, self.repeats)
+        parent = self.dir / name
+        env = {"VARIANT": self.variant, "VM_CLOCK": "virtual", "VM_CPUS": "1",
+               "VM_APPEND": APPEND[boot]}
+        command = [runner(), self.workload, "--vms", "1", "-o", parent,
+                   *point, *args, *extra, *tail]
+        return {"name": f"{self.workload}/{name}", "parent": parent, "env": env,
+                "command": command, "log": self.root / "logs" / f"{self.workload}-{name}.txt"}
+
+    def base(self):
+        return self.run("none", ["-l", f"0,{CAL_LOOPS}"])
+
+    def taxed(self, tax):
+        boot = tax if tax in APPEND else "base"
+        return self.run(tax, ["--ns", "0"], ["--tax", tax], boot)
+
+    def standin(self, loops, calibration):
+        points = ",".join(str(n) for n in sorted(set(loops)))
+        return self.run("standin", ["-l", points], ["--calibration", calibration])
+
+
+def done(run):
+    """The run's analysed result folder, or None if it has not run."""
+    try:
+        d = host.result_of(run["parent"], run["name"])
+    except ValueError:
+        return None
+    return d if (d / "summary.json").is_file() else None
+
+
+def run_all(runs, jobs, joblog, dry_run):
+    """Run those of @runs not done, @jobs at a time; progress on stdout."""
+    todo = [r for r in runs if done(r) is None]
+    for r in runs:
+        if r not in todo:
+            print(f"tax workloads: {r['name']}: done before, {done(r)}")
+    if not todo:
+        return
+    lines = [host.job_line(r["env"], r["command"], r["parent"], r["log"],
+                           f"tax workloads: {r['name']} done ({k} of {len(todo)})")
+             for k, r in enumerate(todo, 1)]
+    if dry_run:
+        print("\n".join(lines))
+        return
+    for r in todo:
+        r["log"].parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    print(f"tax workloads: {len(todo)} sweep(s), {jobs} at a time: "
+          f"{', '.join(r['name'] for r in todo)}", flush=True)
+    status = host.parallel(lines, jobs, joblog)
+    failed = [r for r in todo if done(r) is None]
+    if status or failed:
+        where = failed[0]["log"] if failed else joblog
+        raise cli.BadInput(f"a sweep failed (GNU parallel's exit status {status}): see {where}")
+    print(f"tax workloads: {len(todo)} sweep(s) in {time.monotonic() - start:.0f} s",
+          flush=True)
+
+
+def points(sweep):
+    """{(measure, loops or None, ns or None): summary point} of an analysed sweep."""
+    s = results.read_json(sweep / "summary.json")
+    return {(name, p["loops"], p["ns"]): p for name, m in s["measures"].items()
+            for p in m["points"]}, s
+
+
+def standin_loops(ns, ns_per_loop, entry_ns):
+    """The loop count whose calibrated delay is nearest @ns, None below the
+    module's floor (a delayed call's entry, before its first loop)."""
+    loops = round((ns - entry_ns) / ns_per_loop)
+    return loops if loops >= 1 else None
+
+
+def uniform_taxes(tax_dir):
+    """{tax: ns} of the taxes that are one figure for every call they timed."""
+    per_tax = predict.taxes(results.read_json(pathlib.Path(tax_dir) / "summary.json"))
+    return {t: u for t, (_, u) in per_tax.items() if u is not None}
+
+
+def standin_plan(uniform, calibration):
+    """{tax: loops} for the one-figure taxes the module can stand in for,
+    and {tax: why} of the others."""
+    ns_per_loop, entry_ns = calibration["ns_per_loop"], calibration["entry_ns"]
+    plan, why = {}, {}
+    for tax, ns in uniform.items():
+        loops = standin_loops(ns, ns_per_loop, entry_ns)
+        if loops is None:
+            why[tax] = (f"{ns:.1f} ns a call is below the module's floor ({entry_ns:.1f} ns "
+                        "before a delayed call's first loop)")
+        else:
+            plan[tax] = loops
+    return plan, why
+
+
+def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
+    """The rows of one workload: per measure and tax the prediction,
+    measured and emulated time."""
+    rows = predict.predict(base, tax_dir)
+    stand, _ = points(standin) if standin else ({}, None)
+    base_points, _ = points(base)
+    out = []
+    for r in rows:
+        tax, measure = r["tax"], r["measure"]
+        row = {c: r.get(c) for c in COLUMNS} | {"predicted_change_pct": r["change_pct"]}
+        notes = []
+        exact = bool(base_points[(measure, 0, None)]["exact"])
+        if tax in taxed:
+            got, _ = points(taxed[tax])
+            p = got[(measure, None, 0)]
+            m = p["median_seconds_per_unit"]
+            exact = exact and bool(p["exact"])
+            row.update(measured_s=m, measured_change_pct=100 * (m - r["base_s"]) / r["base_s"],
+                       error_pct=100 * (r["predicted_s"] - m) / m)
+        else:
+            notes.append("not measured")
+        if tax in plan and standin:
+            p = stand[(measure, plan[tax], None)]
+            e = p["median_seconds_per_unit"]
+            exact = exact and bool(p["exact"])
+            row.update(standin_loops=plan[tax], standin_ns=p["added_ns"], emulated_s=e,
+                       emulated_change_pct=100 * (e - r["base_s"]) / r["base_s"])
+            if row["measured_s"] is not None:
+                row["standin_error_pct"] = 100 * (e - row["measured_s"]) / row["measured_s"]
+        else:
+            notes.append(f"no stand-in: {why_not.get(tax, 'not one figure for every call')}")
+        row.update(workload=workload, exact=exact, note="; ".join(notes))
+        out.append(row)
+    return out
+
+
+def verdict(value):
+    return "" if value is None else ("ok" if abs(value) <= 100 * WITHIN else "OFF")
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def pct(value):
+    return "-" if value is None else f"{value:+.2f}%"
+
+
+def report(rows, tax_dir, meta):
+    out = [f"tax workloads: each workload under each tax of {tax_dir}, "
+           f"{results.describe(meta)}",
+           "(time of a unit of work in s; error: predicted against measured, stand-in: "
+           f"emulated against measured; ok within {100 * WITHIN:.0f} %)", "",
+           f"{'workload':<9}{'measure':<11}{'tax':<23}{'base':>11}{'calls':>8}{'ns/call':>9}"
+           f"{'predicted':>11}{'measured':>11}{'change':>9}{'error':>9}{'':>4}"
+           f"{'stand-in ns':>12}{'emulated':>11}{'error':>9}"]
+    for r in rows:
+        out.append(
+            f"{r['workload']:<9}{r['measure']:<11}{r['tax']:<23}{r['base_s']:>11.6g}"
+            f"{r['calls_per_unit']:>8.0f}{r['added_ns_per_call']:>9.1f}"
+            f"{r['predicted_s']:>11.6g}{fmt(r['measured_s'], '.6g'):>11}"
+            f"{pct(r['measured_change_pct']):>9}{pct(r['error_pct']):>9}"
+            f"{verdict(r['error_pct']):>4}{fmt(r['standin_ns'], '.1f'):>12}"
+            f"{fmt(r['emulated_s'], '.6g'):>11}{pct(r['standin_error_pct']):>9}"
+            f"{verdict(r['standin_error_pct']):>4}"
+            + ("" if r["exact"] else "  (not exact)") + (f"  {r['note']}" if r["note"] else ""))
+    return "\n".join(out) + "\n"
+
+
+def add_args(p):
+    p.add_argument("dir", metavar="TAXRUN", help="a tax run's result folder (make tax)")
+    p.add_argument("--workloads", default=",".join(WORKLOADS),
+                   help=f"the workloads (default {','.join(WORKLOADS)})")
+    p.add_argument("--taxes", help="the taxes (default every tax the run measured)")
+    p.add_argument("-r", "--repeats", type=int, default=2,
+                   help="timed runs a point (default 2: each the same to the instruction)")
+    p.add_argument("-j", "--jobs", type=int, help="sweeps at once (default the free cores)")
+    p.add_argument("--dry-run", action="store_true", help="print the sweeps, run nothing")
+    cli.add_json_option(p)
+
+
+def work(args):
+    tax_dir = pathlib.Path(args.dir)
+    summary = results.read_json(tax_dir / "summary.json")
+    meta = results.read_meta(tax_dir)
+    measured = list(summary["taxes"])
+    taxes = args.taxes.split(",") if args.taxes else measured
+    unknown = [t for t in taxes if t not in measured]
+    if unknown:
+        raise cli.BadInput(f"--taxes: {', '.join(unknown)} not measured in {tax_dir} "
+                           f"(it has {', '.join(measured)})")
+    workloads = args.workloads.split(",")
+    bad = [w for w in workloads if w not in WORKLOADS]
+    if bad:
+        raise cli.BadInput(f"--workloads: {', '.join(bad)} not one of {', '.join(WORKLOADS)}")
+    if args.repeats < 1:
+        raise cli.BadInput(f"--repeats {args.repeats}: at least 1")
+    for s in summary.get("skipped", []):
+        print(f"tax workloads: {s['tax']} skipped: {s['reason']}")
+    jobs = args.jobs or host.free_cores()[0]
+    variant = meta.get("variant") or "tax"
+    joblog = tax_dir / "workloads" / "joblog"
+    plans = {w: Plan(tax_dir, w, args.repeats, variant) for w in workloads}
+    if not args.dry_run:
+        joblog.parent.mkdir(parents=True, exist_ok=True)
+    # The bases and the taxed runs first, then the stand-ins, which need
+    # each base's calibration.
+    first = [p.base() for p in plans.values()] + \
+        [p.taxed(t) for p in plans.values() for t in taxes]
+    run_all(first, jobs, joblog, args.dry_run)
+    if args.dry_run:
+        print("then the stand-ins: the workload at the loop counts of the taxes' figures "
+              "(from each base sweep's calibration)")
+        return 0
+    uniform = {t: ns for t, ns in uniform_taxes(tax_dir).items() if t in taxes}
+    bases, stands, why_not = {}, [], {}
+    for w, p in plans.items():
+        bases[w] = done(p.base())
+        _, s = points(bases[w])
+        plan, why_not[w] = standin_plan(uniform, s)
+        if plan:
+            stands.append((w, plan, p.standin(plan.values(), bases[w] / "calibration")))
+    run_all([s for _, _, s in stands], jobs, joblog, False)
+    standins = {w: (plan, done(s)) for w, plan, s in stands}
+    rows = []
+    for w, p in plans.items():
+        plan, standin = standins.get(w, ({}, None))
+        taxed = {t: done(p.taxed(t)) for t in taxes}
+        rows += [r for r in combine(w, bases[w], tax_dir, taxed, standin, plan, why_not[w])
+                 if r["tax"] in taxes]
+    text = report(rows, tax_dir, meta)
+    results.write_csv(tax_dir / "workloads.csv", COLUMNS, rows)
+    results.write_json(tax_dir / "workloads.json",
+                       {"experiment": "tax-workloads", "tax_run": str(tax_dir),
+                        "within": WITHIN, "rows": rows,
+                        "sweeps": {r["name"]: str(done(r)) for r in first}})
+    results.write_text(tax_dir / "workloads.txt", text)
+    analyse.draw_folder(summary, tax_dir)
+    cli.show(args, {"rows": rows}, text, tax_dir,
+             ["workloads.txt", "workloads.csv", "workloads.json", "tax.png"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(__doc__, "userspace/tax/workloads.py results/latest-tax --workloads grep",
+                      add_args, work))

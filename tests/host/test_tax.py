@@ -273,7 +273,8 @@ for p in (int(v) for v in points.split(",")):
     raw += [f"grep,grep,{{loops}},{{ns}},{{r}},1,{{seconds}},1000,0,0," for r in (1, 2)]
     by_call += [f"{{loops}},{{ns}},0,1200", f"{{loops}},{{ns}},1,800"]
     rows.append({{"loops": None if loops == "" else p, "ns": None if ns == "" else p,
-                 "added_ns": added, "median_seconds_per_unit": seconds, "exact": True}})
+                 "added_ns": added, "median_seconds_per_unit": seconds,
+                 "syscalls_per_unit": 1000.0, "exact": True}})
 (d / "meta.json").write_text(json.dumps({{"experiment": "grep", "args": args,
                                          "append": os.environ.get("VM_APPEND")}}))
 (d / "raw.csv").write_text("workload,measure,loops,ns,repeat,units,seconds,syscalls,"
@@ -322,6 +323,7 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
         assert r["base_s"] == pytest.approx(0.01)
         assert r["error_pct"] == pytest.approx(0, abs=1e-9)
     assert trace["measured_s"] == pytest.approx(0.01 + 1000 * 1248e-9)
+    assert trace["measured_calls_per_unit"] == 1000
     # trace's 1,248 ns: (1,248 - 30) / 3 = 406 loops, 1,248 ns calibrated.
     assert trace["standin_loops"] == 406 and trace["standin_ns"] == pytest.approx(1248)
     assert trace["standin_error_pct"] == pytest.approx(0, abs=1e-9)

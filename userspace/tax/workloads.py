@@ -53,8 +53,8 @@ CAL_LOOPS = 1000
 WITHIN = 0.01
 COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit", "added_ns_per_call",
            "covered_pct", "predicted_s", "predicted_change_pct", "measured_s",
-           "measured_change_pct", "error_pct", "standin_loops", "standin_ns", "emulated_s",
-           "emulated_change_pct", "standin_error_pct", "exact", "note")
+           "measured_calls_per_unit", "measured_change_pct", "error_pct", "standin_loops",
+           "standin_ns", "emulated_s", "emulated_change_pct", "standin_error_pct", "exact", "note")
 
 
 def sweep_args(workload, repeats):
@@ -189,8 +189,13 @@ def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
             p = got[(measure, None, 0)]
             m = p["median_seconds_per_unit"]
             exact = exact and bool(p["exact"])
-            row.update(measured_s=m, measured_change_pct=100 * (m - r["base_s"]) / r["base_s"],
+            row.update(measured_s=m, measured_calls_per_unit=p["syscalls_per_unit"],
+                       measured_change_pct=100 * (m - r["base_s"]) / r["base_s"],
                        error_pct=100 * (r["predicted_s"] - m) / m)
+            calls, base_calls = p["syscalls_per_unit"], r["calls_per_unit"]
+            if calls is not None and abs(calls - base_calls) > WITHIN * base_calls:
+                notes.append(f"{calls:,.0f} calls a unit under the tax, "
+                             f"{base_calls:,.0f} untaxed")
         else:
             notes.append("not measured")
         if tax in plan and standin:

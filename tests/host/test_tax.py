@@ -216,6 +216,11 @@ def test_a_sweep_says_its_tax(root, tmp_path):
     out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0,1000", "--tax", "trace")
     assert out.returncode == 0, out.stderr
     assert "2 points of ns, 5 runs each; under the tax trace" in out.stderr
+    # The untaxed point alone: the workload under the tax and nothing else.
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0", "--tax", "trace")
+    assert out.returncode == 0 and "1 point of ns" in out.stderr, out.stderr
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "100", "--tax", "trace")
+    assert out.returncode == 2 and "starts at 0" in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize("args, said", [
@@ -312,8 +317,11 @@ def tax_workloads(root, tax, env, *args):
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
+    # What a stopped sweep left is not a result: the sweep runs again.
+    stopped = write_meta(tax / "workloads/grep/trace/grep-0.incomplete", "grep", {})
     out = tax_workloads(root, tax, env)
     assert out.returncode == 0, out.stderr + out.stdout
+    assert stopped.is_dir() and "grep/trace: done before" not in out.stdout
     assert "audit-one skipped: no audit here" in out.stdout
     rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
     trace, linear, pti = rows["trace"], rows["seccomp-linear-nocache"], rows["pti"]
@@ -338,7 +346,7 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     meta = json.loads((sweeps / "pti" / "grep-1" / "meta.json").read_text())
     assert meta["append"] == "pti=on spectre_v2=off" and "--tax" in meta["args"]
     meta = json.loads((sweeps / "standin" / "grep-1" / "meta.json").read_text())
-    assert meta["args"][meta["args"].index("-l") + 1] == "406"
+    assert meta["args"][meta["args"].index("-l") + 1] == "0,406"
     assert str(sweeps / "none" / "grep-1" / "calibration") in meta["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
     assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000

@@ -45,12 +45,13 @@ def parallel(lines, jobs, joblog):
 
 def result_of(parent, what):
     """The one result folder (a folder with a meta.json, not a latest-*
-    link) that a runner made in @parent; ValueError naming @what if there
-    is none or more than one."""
+    link nor the .incomplete folder of a run that stopped) that a runner
+    made in @parent; ValueError naming @what if there is none or more
+    than one."""
     parent = pathlib.Path(parent)
     found = [p for p in parent.iterdir()
-             if p.is_dir() and not p.is_symlink() and (p / "meta.json").is_file()] \
-        if parent.is_dir() else []
+             if p.is_dir() and not p.is_symlink() and not p.name.endswith(".incomplete")
+             and (p / "meta.json").is_file()] if parent.is_dir() else []
     if len(found) != 1:
         raise ValueError(f"{what}: {len(found)} result folders in {parent}")
     return found[0]

@@ -15,10 +15,10 @@ spectre_v2=off), each sweep a boot of its own (workloads/run.sh):
             cost in this kernel)
   TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax;
             pti and retpoline: the boot's own option): the measured time
-  standin   the workload untaxed at the loop counts whose calibrated
-            delays are the taxes' figures, for each tax that is one figure
-            for every call (a fixed cost per call), in one sweep: the
-            emulated time
+  standin   the workload untaxed at loops 0 and the loop counts whose
+            calibrated delays are the taxes' figures, for each tax that is
+            one figure for every call (a fixed cost per call), in one
+            sweep: the emulated time
 
 Then per workload, measure and tax: the base, the prediction, the measured
 and the emulated time of a unit of work, the prediction's error against
@@ -96,7 +96,7 @@ class Plan:
         return self.run(tax, ["--ns", "0"], ["--tax", tax], boot)
 
     def standin(self, loops, calibration):
-        points = ",".join(str(n) for n in sorted(set(loops)))
+        points = ",".join(str(n) for n in sorted({0, *loops}))
         return self.run("standin", ["-l", points], ["--calibration", calibration])
 
 

@@ -287,7 +287,17 @@ for p in (int(v) for v in points.split(",")):
 (d / "by_call.csv").write_text("loops,ns,nr,calls\\n" + "\\n".join(by_call) + "\\n")
 (d / "summary.json").write_text(json.dumps({{"ns_per_loop": 3.0, "entry_ns": 30.0,
                                             "measures": {{"grep": {{"points": rows}}}}}}))
-(d / "calibration").mkdir()
+"""
+# A stand-in for userspace/calibrate/run.sh (LAB_CALIBRATE_RUNNER): a
+# calibration of 3 ns a loop after 30 ns to enter a delayed call.
+CALIBRATE_STAND_IN = """#!{python}
+import json, pathlib, sys
+d = pathlib.Path(sys.argv[sys.argv.index("-o") + 1]) / "calibrate-1"
+d.mkdir(parents=True)
+(d / "meta.json").write_text(json.dumps({{"experiment": "calibrate"}}))
+(d / "summary.json").write_text(json.dumps({{
+    "fits": {{"getppid": {{"slope": 3.0, "intercept": 330.0}}}},
+    "points": [{{"syscall": "getppid", "loops": 0, "p10": 300.0}}]}}))
 """
 
 
@@ -303,10 +313,13 @@ def workloads_dirs(tmp_path):
     (tax / "summary.json").write_text(json.dumps({
         "base": "none", "rows": rows, "taxes": ["trace", "seccomp-linear-nocache", "pti"],
         "calls": [0, 1], "skipped": [{"tax": "audit-one", "reason": "no audit here"}]}))
-    runner = tmp_path / "run.sh"
-    runner.write_text(SWEEP_STAND_IN.format(python=sys.executable))
-    runner.chmod(0o755)
-    return tax, {**os.environ, "LAB_SWEEP_RUNNER": str(runner)}
+    env = dict(os.environ)
+    for var, name, text in (("LAB_SWEEP_RUNNER", "run.sh", SWEEP_STAND_IN),
+                            ("LAB_CALIBRATE_RUNNER", "calibrate.sh", CALIBRATE_STAND_IN)):
+        (tmp_path / name).write_text(text.format(python=sys.executable))
+        (tmp_path / name).chmod(0o755)
+        env[var] = str(tmp_path / name)
+    return tax, env
 
 
 def tax_workloads(root, tax, env, *args):
@@ -338,21 +351,23 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     # No stand-in for a tax that differs by call or costs less than the floor.
     assert linear["emulated_s"] is None and "not one figure" in linear["note"]
     assert pti["emulated_s"] is None and "below the module's floor" in pti["note"]
-    # pti ran in a boot of its own; each sweep once, the stand-in from the
-    # base's calibration.
+    # pti ran in a boot of its own; each sweep once, the base and the
+    # stand-in with the calibration.
     sweeps = tax / "workloads" / "grep"
+    cal = str(tax / "workloads" / "calibrate" / "calibrate-1")
+    meta = json.loads((sweeps / "none" / "grep-1" / "meta.json").read_text())
+    assert meta["args"][meta["args"].index("-l") + 1] == "0" and cal in meta["args"]
     assert sorted(p.name for p in sweeps.iterdir()) == [
         "none", "pti", "seccomp-linear-nocache", "standin", "trace"]
     meta = json.loads((sweeps / "pti" / "grep-1" / "meta.json").read_text())
     assert meta["append"] == "pti=on spectre_v2=off" and "--tax" in meta["args"]
     meta = json.loads((sweeps / "standin" / "grep-1" / "meta.json").read_text())
-    assert meta["args"][meta["args"].index("-l") + 1] == "0,406"
-    assert str(sweeps / "none" / "grep-1" / "calibration") in meta["args"]
+    assert meta["args"][meta["args"].index("-l") + 1] == "0,406" and cal in meta["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
     assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000
     # Run again: every sweep is there, none runs again.
     again = tax_workloads(root, tax, env)
-    assert again.returncode == 0 and again.stdout.count("done before") == 5, again.stdout
+    assert again.returncode == 0 and again.stdout.count("done before") == 6, again.stdout
 
 
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
@@ -380,5 +395,6 @@ def test_the_dry_run_lists_the_sweeps_and_runs_none(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
     out = tax_workloads(root, tax, env, "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("run.sh grep --vms 1") == 4 and "--tax pti" in out.stdout
+    assert out.stdout.count("run.sh grep --vms 1") == 5 and "--tax pti" in out.stdout
+    assert "calibrate.sh -o" in out.stdout
     assert not (tax / "workloads").exists()

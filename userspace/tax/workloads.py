@@ -5,14 +5,14 @@ module standing in for the tax.
     workloads.py TAXRUN [--workloads LIST] [--taxes LIST] [-r N] [-j JOBS] [--dry-run]
 
 TAXRUN is a tax run's folder (make tax: summary.json, the ns each tax adds
-to each call).  For each workload, on that run's kernel variant, the
-virtual clock and one vCPU, the software taxes' boot options (pti=off
-spectre_v2=off), each sweep a boot of its own (workloads/run.sh):
+to each call).  On that run's kernel variant, the virtual clock and one
+vCPU, with the software taxes' boot options (pti=off spectre_v2=off),
+each a boot of its own: first the delay module's calibration on this
+kernel (userspace/calibrate/run.sh: what a loop and a delayed call's
+entry cost), then for each workload its sweeps (workloads/run.sh):
 
-  none      the workload untaxed at loops 0 and CAL_LOOPS: its base time
-            and calls by number (the prediction's input, predict.py) and
-            its own calibration (what a loop and a delayed call's entry
-            cost in this kernel)
+  none      the workload untaxed at loops 0: its base time and calls by
+            number (the prediction's input, predict.py)
   TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax;
             pti and retpoline: the boot's own option): the measured time
   standin   the workload untaxed at loops 0 and the loop counts whose
@@ -34,6 +34,7 @@ import sys
 import time
 
 from lablib import cli, host, results
+from lablib.experiments import calibration
 
 import analyse
 import predict
@@ -46,9 +47,6 @@ CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # (run.sh's, so that the table and the workloads ran under the same).
 APPEND = {"base": "pti=off spectre_v2=off", "pti": "pti=on spectre_v2=off",
           "retpoline": "pti=off spectre_v2=retpoline"}
-# The base sweep's second point: enough loops that its calibration's fit
-# is the module's, few enough that the point is quick.
-CAL_LOOPS = 1000
 # Within this share the prediction holds, and the stand-in reproduces the tax.
 WITHIN = 0.01
 COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit", "added_ns_per_call",
@@ -61,6 +59,21 @@ def sweep_args(workload, repeats):
     """The sweep options every run of @workload takes, its command last."""
     args = ["-r", str(repeats)]
     return (args, ["--", *CMD]) if workload == "cmd" else (args, [])
+
+
+def boot_env(variant, boot):
+    """The environment of a boot of @variant with @boot's options."""
+    return {"VARIANT": variant, "VM_CLOCK": "virtual", "VM_CPUS": "1",
+            "VM_APPEND": APPEND[boot]}
+
+
+def calibration_run(tax_dir, variant):
+    """The delay module's calibration on the tax run's kernel and options."""
+    root = pathlib.Path(tax_dir) / "workloads"
+    command = os.environ.get("LAB_CALIBRATE_RUNNER") or ROOT / "userspace/calibrate/run.sh"
+    return {"name": "calibrate", "parent": root / "calibrate",
+            "env": boot_env(variant, "base"), "command": [command, "-o", root / "calibrate"],
+            "log": root / "logs" / "calibrate.txt"}
 
 
 def runner():
@@ -81,23 +94,22 @@ class Plan:
         """One sweep: {name, parent, log, env, command}."""
         args, tail = sweep_args(self.workload, self.repeats)
         parent = self.dir / name
-        env = {"VARIANT": self.variant, "VM_CLOCK": "virtual", "VM_CPUS": "1",
-               "VM_APPEND": APPEND[boot]}
         command = [runner(), self.workload, "--vms", "1", "-o", parent,
                    *point, *args, *extra, *tail]
-        return {"name": f"{self.workload}/{name}", "parent": parent, "env": env,
-                "command": command, "log": self.root / "logs" / f"{self.workload}-{name}.txt"}
+        return {"name": f"{self.workload}/{name}", "parent": parent,
+                "env": boot_env(self.variant, boot), "command": command,
+                "log": self.root / "logs" / f"{self.workload}-{name}.txt"}
 
-    def base(self):
-        return self.run("none", ["-l", f"0,{CAL_LOOPS}"])
+    def base(self, cal):
+        return self.run("none", ["-l", "0"], ["--calibration", cal])
 
     def taxed(self, tax):
         boot = tax if tax in APPEND else "base"
         return self.run(tax, ["--ns", "0"], ["--tax", tax], boot)
 
-    def standin(self, loops, calibration):
+    def standin(self, loops, cal):
         points = ",".join(str(n) for n in sorted({0, *loops}))
-        return self.run("standin", ["-l", points], ["--calibration", calibration])
+        return self.run("standin", ["-l", points], ["--calibration", cal])
 
 
 def done(run):
@@ -157,10 +169,10 @@ def uniform_taxes(tax_dir):
     return {t: u for t, (_, u) in per_tax.items() if u is not None}
 
 
-def standin_plan(uniform, calibration):
+def standin_plan(uniform, fit):
     """{tax: loops} for the one-figure taxes the module can stand in for,
-    and {tax: why} of the others."""
-    ns_per_loop, entry_ns = calibration["ns_per_loop"], calibration["entry_ns"]
+    and {tax: why} of the others; @fit: {ns_per_loop, entry_ns}."""
+    ns_per_loop, entry_ns = fit["ns_per_loop"], fit["entry_ns"]
     plan, why = {}, {}
     for tax, ns in uniform.items():
         loops = standin_loops(ns, ns_per_loop, entry_ns)
@@ -282,36 +294,37 @@ def work(args):
     plans = {w: Plan(tax_dir, w, args.repeats, variant) for w in workloads}
     if not args.dry_run:
         joblog.parent.mkdir(parents=True, exist_ok=True)
-    # The bases and the taxed runs first, then the stand-ins, which need
-    # each base's calibration.
-    first = [p.base() for p in plans.values()] + \
-        [p.taxed(t) for p in plans.values() for t in taxes]
+    # The calibration, then the bases, the taxed runs and the stand-ins,
+    # whose loop counts it chooses.
+    cal = calibration_run(tax_dir, variant)
+    run_all([cal], jobs, joblog, args.dry_run)
+    cal_dir = done(cal) if not args.dry_run else cal["parent"] / "CALIBRATION"
+    uniform = {t: ns for t, ns in uniform_taxes(tax_dir).items() if t in taxes}
+    if args.dry_run:
+        plan, why = {t: 0 for t in uniform}, {}
+    else:
+        fit = results.read_json(cal_dir / "summary.json")
+        ns_per_loop, _ = calibration.ns_per_loop(fit)
+        plan, why = standin_plan(uniform, {"ns_per_loop": ns_per_loop,
+                                           "entry_ns": calibration.entry_ns(fit)})
+    first = [p.base(cal_dir) for p in plans.values()] + \
+        [p.taxed(t) for p in plans.values() for t in taxes] + \
+        [p.standin(plan.values(), cal_dir) for p in plans.values() if plan]
     run_all(first, jobs, joblog, args.dry_run)
     if args.dry_run:
-        print("then the stand-ins: the workload at the loop counts of the taxes' figures "
-              "(from each base sweep's calibration)")
         return 0
-    uniform = {t: ns for t, ns in uniform_taxes(tax_dir).items() if t in taxes}
-    bases, stands, why_not = {}, [], {}
-    for w, p in plans.items():
-        bases[w] = done(p.base())
-        _, s = points(bases[w])
-        plan, why_not[w] = standin_plan(uniform, s)
-        if plan:
-            stands.append((w, plan, p.standin(plan.values(), bases[w] / "calibration")))
-    run_all([s for _, _, s in stands], jobs, joblog, False)
-    standins = {w: (plan, done(s)) for w, plan, s in stands}
     rows = []
     for w, p in plans.items():
-        plan, standin = standins.get(w, ({}, None))
         taxed = {t: done(p.taxed(t)) for t in taxes}
-        rows += [r for r in combine(w, bases[w], tax_dir, taxed, standin, plan, why_not[w])
-                 if r["tax"] in taxes]
+        standin = done(p.standin(plan.values(), cal_dir)) if plan else None
+        rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standin, plan,
+                                    why) if r["tax"] in taxes]
     text = report(rows, tax_dir, meta)
     results.write_csv(tax_dir / "workloads.csv", COLUMNS, rows)
     results.write_json(tax_dir / "workloads.json",
                        {"experiment": "tax-workloads", "tax_run": str(tax_dir),
                         "within": WITHIN, "rows": rows,
+                        "calibration": str(cal_dir),
                         "sweeps": {r["name"]: str(done(r)) for r in first}})
     results.write_text(tax_dir / "workloads.txt", text)
     analyse.draw_folder(summary, tax_dir)

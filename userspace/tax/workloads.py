@@ -274,6 +274,8 @@ def work(args):
     tax_dir = pathlib.Path(args.dir)
     summary = results.read_json(tax_dir / "summary.json")
     meta = results.read_meta(tax_dir)
+    # Where the calls were timed (the base boot's), for the report.
+    measured_meta, _ = analyse.measured_meta(tax_dir)
     measured = list(summary["taxes"])
     taxes = args.taxes.split(",") if args.taxes else measured
     unknown = [t for t in taxes if t not in measured]
@@ -319,7 +321,7 @@ def work(args):
         standin = done(p.standin(plan.values(), cal_dir)) if plan else None
         rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standin, plan,
                                     why) if r["tax"] in taxes]
-    text = report(rows, tax_dir, meta)
+    text = report(rows, tax_dir, measured_meta)
     results.write_csv(tax_dir / "workloads.csv", COLUMNS, rows)
     results.write_json(tax_dir / "workloads.json",
                        {"experiment": "tax-workloads", "tax_run": str(tax_dir),

@@ -358,10 +358,10 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     meta = json.loads((sweeps / "none" / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0" and cal in meta["args"]
     assert sorted(p.name for p in sweeps.iterdir()) == [
-        "none", "pti", "seccomp-linear-nocache", "standin", "trace"]
+        "none", "pti", "seccomp-linear-nocache", "standin-0-406", "trace"]
     meta = json.loads((sweeps / "pti" / "grep-1" / "meta.json").read_text())
     assert meta["append"] == "pti=on spectre_v2=off" and "--tax" in meta["args"]
-    meta = json.loads((sweeps / "standin" / "grep-1" / "meta.json").read_text())
+    meta = json.loads((sweeps / "standin-0-406" / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0,406" and cal in meta["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
     assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000

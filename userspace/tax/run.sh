@@ -4,8 +4,10 @@
 # mitigations compiled in) on the virtual clock with one vCPU and times
 # each call of CALLS under each tax of TAXES (guest.sh).  The software
 # taxes run in one boot with no mitigation in force (pti=off
-# spectre_v2=off); pti and retpoline each in a boot of their own, the same
-# but for the one mitigation.  Analyses here (analyse.py):
+# spectre_v2=off), the audit taxes in one of their own with the same
+# options (audit, once enabled, taxes every process forked after it:
+# NOTES.md, "What audit leaves behind"); pti and retpoline each in a boot
+# of their own, the same but for the one mitigation.  Analyses here (analyse.py):
 # results/tax-<date>-<time>/.  Then each workload of WORKLOADS runs
 # untaxed, under each tax and with the delay module standing in for it
 # (workloads.py: a sweep a boot, hours for all five).
@@ -22,6 +24,9 @@
 # Example:  CALLS=getppid,read TAXES=none,seccomp-linear,pti userspace/tax/run.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# The tax variant unless VARIANT is given, chosen before lib.sh sets the
+# object tree from it.
+VARIANT=${VARIANT:-tax}
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
 [ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH come from the environment"
@@ -34,20 +39,22 @@ lab_built "$LAB_TOOL" "$here/callcost"
 numbers=$(lab_python -m lablib.syscalls numbers "$CALLS") || bad_arg "CALLS: see above"
 [[ ,$TAXES, == *,none,* ]] || bad_arg "TAXES must hold none: every tax is measured against it"
 
-# The boots: the software taxes in the base one, each mitigation alone in
-# its own (its calls untaxed, against the base boot's).
-base=() mitigations=()
+# The boots: the software taxes in the base one, the audit taxes in one
+# of their own, each mitigation alone in its own (their calls against the
+# base boot's untaxed ones).
+base=() others=() audit=()
 IFS=, read -r -a list <<<"$TAXES"
 for tax in "${list[@]}"; do
 	case $tax in
-	pti | retpoline) mitigations+=("$tax") ;;
+	pti | retpoline) others+=("$tax") ;;
+	audit-*) audit+=("$tax") ;;
 	*) base+=("$tax") ;;
 	esac
 done
-declare -A APPEND=([base]="pti=off spectre_v2=off" [pti]="pti=on spectre_v2=off"
-	[retpoline]="pti=off spectre_v2=retpoline")
+declare -A APPEND=([base]="pti=off spectre_v2=off" [audit]="pti=off spectre_v2=off"
+	[pti]="pti=on spectre_v2=off" [retpoline]="pti=off spectre_v2=retpoline")
 
-export VARIANT=${VARIANT:-tax} VM_CLOCK=${VM_CLOCK:-virtual} VM_CPUS=${VM_CPUS:-1}
+export VARIANT VM_CLOCK=${VM_CLOCK:-virtual} VM_CPUS=${VM_CPUS:-1}
 log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
 make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
 lab_begin "$LAB_ROOT/results" tax
@@ -60,7 +67,8 @@ boot() {
 		"$LAB_DIR" "$name" "$numbers" "$taxes" "$BATCHES" "$PER_BATCH"
 }
 boot base "$(IFS=,; echo "${base[*]}")"
-for tax in "${mitigations[@]}"; do boot "$tax" "$tax"; done
+[ ${#audit[@]} -eq 0 ] || boot audit "$(IFS=,; echo "${audit[*]}")"
+for tax in "${others[@]}"; do boot "$tax" "$tax"; done
 lab_commit tax
 lab_python "$here/analyse.py" "$LAB_DIR"
 [ -z "$WORKLOADS" ] ||

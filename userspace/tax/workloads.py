@@ -15,7 +15,7 @@ entry cost), then for each workload its sweeps (workloads/run.sh):
             number (the prediction's input, predict.py)
   TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax;
             pti and retpoline: the boot's own option): the measured time
-  standin   the workload untaxed at loops 0 and the loop counts whose
+  standin-L the workload untaxed at loops 0 and the loop counts whose
             calibrated delays are the taxes' figures, for each tax that is
             one figure for every call (a fixed cost per call), in one
             sweep: the emulated time
@@ -108,8 +108,11 @@ class Plan:
         return self.run(tax, ["--ns", "0"], ["--tax", tax], boot)
 
     def standin(self, loops, cal):
-        points = ",".join(str(n) for n in sorted({0, *loops}))
-        return self.run("standin", ["-l", points], ["--calibration", cal])
+        """The stand-ins' sweep, named after its loop counts: a table
+        whose figures changed asks for a sweep of its own."""
+        points = sorted({0, *loops})
+        return self.run("standin-" + "-".join(map(str, points)),
+                        ["-l", ",".join(map(str, points))], ["--calibration", cal])
 
 
 def done(run):

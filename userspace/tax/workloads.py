@@ -47,6 +47,12 @@ CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # (run.sh's, so that the table and the workloads ran under the same).
 APPEND = {"base": "pti=off spectre_v2=off", "pti": "pti=on spectre_v2=off",
           "retpoline": "pti=off spectre_v2=retpoline"}
+# The taxes every process pays (the others: only the taxed work and what
+# it starts), and the measures whose time holds a client's calls besides
+# the server's, which the delay module counts (NOTES.md, "A server's
+# client pays a machine's taxes").
+MACHINE_WIDE = {"trace", "bpftrace", "audit-one", "audit-all", "pti", "retpoline"}
+CLIENT_TIMED = {"reply", "saturation"}
 # Within this share the prediction holds, and the stand-in reproduces the tax.
 WITHIN = 0.01
 COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit", "added_ns_per_call",
@@ -211,6 +217,8 @@ def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
             if calls is not None and abs(calls - base_calls) > WITHIN * base_calls:
                 notes.append(f"{calls:,.0f} calls a unit under the tax, "
                              f"{base_calls:,.0f} untaxed")
+            if tax in MACHINE_WIDE and measure in CLIENT_TIMED:
+                notes.append("the client's calls, not counted, pay this tax too")
         else:
             notes.append("not measured")
         if tax in plan and standin:
@@ -236,6 +244,16 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
+def seconds(value):
+    """A time to five figures in the unit that suits it: 35.737 us, 77.210 ms."""
+    if value is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            break
+    return f"{value / scale:.5g} {unit}"
+
+
 def pct(value):
     return "-" if value is None else f"{value:+.2f}%"
 
@@ -243,19 +261,19 @@ def pct(value):
 def report(rows, tax_dir, meta):
     out = [f"tax workloads: each workload under each tax of {tax_dir}, "
            f"{results.describe(meta)}",
-           "(time of a unit of work in s; error: predicted against measured, stand-in: "
+           "(time of a unit of work; error: predicted against measured, stand-in: "
            f"emulated against measured; ok within {100 * WITHIN:.0f} %)", "",
-           f"{'workload':<9}{'measure':<11}{'tax':<23}{'base':>11}{'calls':>8}{'ns/call':>9}"
-           f"{'predicted':>11}{'measured':>11}{'change':>9}{'error':>9}{'':>4}"
-           f"{'stand-in ns':>12}{'emulated':>11}{'error':>9}"]
+           f"{'workload':<9}{'measure':<11}{'tax':<23}{'base':>11}{'calls':>8}{'ns/call':>10}"
+           f"{'predicted':>12}{'measured':>12}{'change':>10}{'error':>9}{'':>4}"
+           f"{'stand-in ns':>12}{'emulated':>12}{'error':>9}"]
     for r in rows:
         out.append(
-            f"{r['workload']:<9}{r['measure']:<11}{r['tax']:<23}{r['base_s']:>11.6g}"
-            f"{r['calls_per_unit']:>8.0f}{r['added_ns_per_call']:>9.1f}"
-            f"{r['predicted_s']:>11.6g}{fmt(r['measured_s'], '.6g'):>11}"
-            f"{pct(r['measured_change_pct']):>9}{pct(r['error_pct']):>9}"
-            f"{verdict(r['error_pct']):>4}{fmt(r['standin_ns'], '.1f'):>12}"
-            f"{fmt(r['emulated_s'], '.6g'):>11}{pct(r['standin_error_pct']):>9}"
+            f"{r['workload']:<9}{r['measure']:<11}{r['tax']:<23}{seconds(r['base_s']):>11}"
+            f"{r['calls_per_unit']:>8,.0f}{r['added_ns_per_call']:>10,.1f}"
+            f"{seconds(r['predicted_s']):>12}{seconds(r['measured_s']):>12}"
+            f"{pct(r['measured_change_pct']):>10}{pct(r['error_pct']):>9}"
+            f"{verdict(r['error_pct']):>4}{fmt(r['standin_ns'], ',.1f'):>12}"
+            f"{seconds(r['emulated_s']):>12}{pct(r['standin_error_pct']):>9}"
             f"{verdict(r['standin_error_pct']):>4}"
             + ("" if r["exact"] else "  (not exact)") + (f"  {r['note']}" if r["note"] else ""))
     return "\n".join(out) + "\n"

@@ -57,7 +57,9 @@ doubles a unit of work (base / calls, measured: about 31 us for kbuild,
 saturation), so that the whole curve shows.
 
 Options:
-  -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix
+  -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix;
+                         each list starts at 0 ('0' alone: the workload
+                         undelayed, as the tax experiment runs it)
       --ns LIST          requested delays in ns instead of loop counts (the
                          module's ns mode: it spins until that long has
                          passed); no calibration needed.  0..5000000

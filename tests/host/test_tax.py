@@ -312,7 +312,8 @@ def workloads_dirs(tmp_path):
                               ("pti", 1, 10.0))]
     (tax / "summary.json").write_text(json.dumps({
         "base": "none", "rows": rows, "taxes": ["trace", "seccomp-linear-nocache", "pti"],
-        "calls": [0, 1], "skipped": [{"tax": "audit-one", "reason": "no audit here"}]}))
+        "calls": [0, 1], "skipped": [{"tax": "audit-one", "reason": "no audit here"}],
+        "boots": {"base": "pti=off spectre_v2=off", "pti": "pti=on spectre_v2=off"}}))
     env = dict(os.environ)
     for var, name, text in (("LAB_SWEEP_RUNNER", "run.sh", SWEEP_STAND_IN),
                             ("LAB_CALIBRATE_RUNNER", "calibrate.sh", CALIBRATE_STAND_IN)):
@@ -397,4 +398,16 @@ def test_the_dry_run_lists_the_sweeps_and_runs_none(root, tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("run.sh grep --vms 1") == 5 and "--tax pti" in out.stdout
     assert "calibrate.sh -o" in out.stdout
+    assert not (tax / "workloads").exists()
+
+
+def test_a_tax_run_without_its_boots_is_refused(root, tmp_path):
+    """The workloads run under the table's own boot options: a summary that
+    does not name them is refused, nothing run."""
+    tax, env = workloads_dirs(tmp_path)
+    s = json.loads((tax / "summary.json").read_text())
+    del s["boots"]
+    (tax / "summary.json").write_text(json.dumps(s))
+    out = tax_workloads(root, tax, env)
+    assert out.returncode == 1 and "names no base boot" in out.stderr, out.stderr
     assert not (tax / "workloads").exists()

@@ -92,12 +92,16 @@ def read_boots(d):
     return dict(sorted(boots.items(), key=lambda kv: kv[0] != "base"))
 
 
-def boot_line(name, meta):
-    """'base: pti=off spectre_v2=off' from the mitigation options of the
-    boot's command line."""
+def boot_options(meta):
+    """'pti=off spectre_v2=off': the mitigation options of the boot's
+    command line ('' if it has none)."""
     words = ((meta.get("kernel") or {}).get("cmdline") or "").split()
-    chosen = [w for w in words if w.split("=")[0] in MITIGATIONS]
-    return f"boot {name}: {' '.join(chosen) or 'the default mitigations'}"
+    return " ".join(w for w in words if w.split("=")[0] in MITIGATIONS)
+
+
+def boot_line(name, meta):
+    """'boot base: pti=off spectre_v2=off'."""
+    return f"boot {name}: {boot_options(meta) or 'the default mitigations'}"
 
 
 def table(meta, s, boots=()):
@@ -245,7 +249,7 @@ def analyse(d):
     except OSError:
         names = {}
     s = summarise(raw, names, read_skipped(d / "skipped.csv"), results.on_virtual_clock(meta))
-    s["boots"] = {name: boot_line(name, m).split(": ", 1)[1] for name, m in boots.items()}
+    s["boots"] = {name: boot_options(m) for name, m in boots.items()}
     text = table(meta, s, [boot_line(name, m) for name, m in boots.items()])
     files = results.write_summary(d, s, SUMMARY_COLUMNS, s["rows"], text)
     return s, text, files

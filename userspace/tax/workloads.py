@@ -5,16 +5,18 @@ module standing in for the tax.
     workloads.py TAXRUN [--workloads LIST] [--taxes LIST] [-r N] [-j JOBS] [--dry-run]
 
 TAXRUN is a tax run's folder (make tax: summary.json, the ns each tax adds
-to each call).  On that run's kernel variant, the virtual clock and one
-vCPU, with the software taxes' boot options (pti=off spectre_v2=off),
-each a boot of its own: first the delay module's calibration on this
-kernel (userspace/calibrate/run.sh: what a loop and a delayed call's
-entry cost), then for each workload its sweeps (workloads/run.sh):
+to each call, and the options of the boots it was timed in).  On that
+run's kernel variant, the virtual clock and one vCPU, with its base
+boot's options (pti=off spectre_v2=off), each a boot of its own: first
+the delay module's calibration on this kernel (userspace/calibrate/
+run.sh: what a loop and a delayed call's entry cost), then for each
+workload its sweeps (workloads/run.sh):
 
   none      the workload untaxed at loops 0: its base time and calls by
             number (the prediction's input, predict.py)
-  TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax;
-            pti and retpoline: the boot's own option): the measured time
+  TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax),
+            with the options of the boot named after the tax if the run
+            had one (pti, retpoline): the measured time
   standin-L the workload untaxed at loops 0 and the loop counts whose
             calibrated delays are the taxes' figures, for each tax that is
             one figure for every call (a fixed cost per call), in one
@@ -43,10 +45,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
 # cmd's command: the workloads' README example, a tree of headers archived.
 CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
-# The boot options of the software taxes and of each mitigation's boot
-# (run.sh's, so that the table and the workloads ran under the same).
-APPEND = {"base": "pti=off spectre_v2=off", "pti": "pti=on spectre_v2=off",
-          "retpoline": "pti=off spectre_v2=retpoline"}
 # The taxes every process pays (the others: only the taxed work and what
 # it starts), and the measures whose time holds a client's calls besides
 # the server's, which the delay module counts (NOTES.md, "A server's
@@ -67,18 +65,17 @@ def sweep_args(workload, repeats):
     return (args, ["--", *CMD]) if workload == "cmd" else (args, [])
 
 
-def boot_env(variant, boot):
-    """The environment of a boot of @variant with @boot's options."""
-    return {"VARIANT": variant, "VM_CLOCK": "virtual", "VM_CPUS": "1",
-            "VM_APPEND": APPEND[boot]}
+def boot_env(variant, append):
+    """The environment of a boot of @variant with the options @append."""
+    return {"VARIANT": variant, "VM_CLOCK": "virtual", "VM_CPUS": "1", "VM_APPEND": append}
 
 
-def calibration_run(tax_dir, variant):
+def calibration_run(tax_dir, variant, append):
     """The delay module's calibration on the tax run's kernel and options."""
     root = pathlib.Path(tax_dir) / "workloads"
     command = os.environ.get("LAB_CALIBRATE_RUNNER") or ROOT / "userspace/calibrate/run.sh"
     return {"name": "calibrate", "parent": root / "calibrate",
-            "env": boot_env(variant, "base"), "command": [command, "-o", root / "calibrate"],
+            "env": boot_env(variant, append), "command": [command, "-o", root / "calibrate"],
             "log": root / "logs" / "calibrate.txt"}
 
 
@@ -91,8 +88,8 @@ def runner():
 class Plan:
     """The sweeps of one workload: where each goes and what it runs."""
 
-    def __init__(self, tax_dir, workload, repeats, variant):
-        self.workload, self.repeats, self.variant = workload, repeats, variant
+    def __init__(self, tax_dir, workload, repeats, variant, boots):
+        self.workload, self.repeats, self.variant, self.boots = workload, repeats, variant, boots
         self.root = pathlib.Path(tax_dir) / "workloads"
         self.dir = self.root / workload
 
@@ -103,15 +100,14 @@ class Plan:
         command = [runner(), self.workload, "--vms", "1", "-o", parent,
                    *point, *args, *extra, *tail]
         return {"name": f"{self.workload}/{name}", "parent": parent,
-                "env": boot_env(self.variant, boot), "command": command,
+                "env": boot_env(self.variant, self.boots[boot]), "command": command,
                 "log": self.root / "logs" / f"{self.workload}-{name}.txt"}
 
     def base(self, cal):
         return self.run("none", ["-l", "0"], ["--calibration", cal])
 
     def taxed(self, tax):
-        boot = tax if tax in APPEND else "base"
-        return self.run(tax, ["--ns", "0"], ["--tax", tax], boot)
+        return self.run(tax, ["--ns", "0"], ["--tax", tax], tax if tax in self.boots else "base")
 
     def standin(self, loops, cal):
         """The stand-ins' sweep, named after its loop counts: a table
@@ -132,10 +128,13 @@ def done(run):
 
 def run_all(runs, jobs, joblog, dry_run):
     """Run those of @runs not done, @jobs at a time; progress on stdout."""
-    todo = [r for r in runs if done(r) is None]
+    todo = []
     for r in runs:
-        if r not in todo:
-            print(f"tax workloads: {r['name']}: done before, {done(r)}")
+        d = done(r)
+        if d is None:
+            todo.append(r)
+        else:
+            print(f"tax workloads: {r['name']}: done before, {d}")
     if not todo:
         return
     lines = [host.job_line(r["env"], r["command"], r["parent"], r["log"],
@@ -162,7 +161,7 @@ def points(sweep):
     """{(measure, loops or None, ns or None): summary point} of an analysed sweep."""
     s = results.read_json(sweep / "summary.json")
     return {(name, p["loops"], p["ns"]): p for name, m in s["measures"].items()
-            for p in m["points"]}, s
+            for p in m["points"]}
 
 
 def standin_loops(ns, ns_per_loop, entry_ns):
@@ -197,8 +196,8 @@ def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
     """The rows of one workload: per measure and tax the prediction,
     measured and emulated time."""
     rows = predict.predict(base, tax_dir)
-    stand, _ = points(standin) if standin else ({}, None)
-    base_points, _ = points(base)
+    stand = points(standin) if standin else {}
+    base_points = points(base)
     out = []
     for r in rows:
         tax, measure = r["tax"], r["measure"]
@@ -206,8 +205,7 @@ def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
         notes = []
         exact = bool(base_points[(measure, 0, None)]["exact"])
         if tax in taxed:
-            got, _ = points(taxed[tax])
-            p = got[(measure, None, 0)]
+            p = points(taxed[tax])[(measure, None, 0)]
             m = p["median_seconds_per_unit"]
             exact = exact and bool(p["exact"])
             row.update(measured_s=m, measured_calls_per_unit=p["syscalls_per_unit"],
@@ -313,13 +311,17 @@ def work(args):
         print(f"tax workloads: {s['tax']} skipped: {s['reason']}")
     jobs = args.jobs or host.free_cores()[0]
     variant = meta.get("variant") or "tax"
+    boots = summary.get("boots") or {}
+    if "base" not in boots:
+        raise cli.BadInput(f"{tax_dir}/summary.json names no base boot: analyse it again "
+                           f"(userspace/tax/analyse.py {tax_dir})")
     joblog = tax_dir / "workloads" / "joblog"
-    plans = {w: Plan(tax_dir, w, args.repeats, variant) for w in workloads}
+    plans = {w: Plan(tax_dir, w, args.repeats, variant, boots) for w in workloads}
     if not args.dry_run:
         joblog.parent.mkdir(parents=True, exist_ok=True)
     # The calibration, then the bases, the taxed runs and the stand-ins,
     # whose loop counts it chooses.
-    cal = calibration_run(tax_dir, variant)
+    cal = calibration_run(tax_dir, variant, boots["base"])
     run_all([cal], jobs, joblog, args.dry_run)
     cal_dir = done(cal) if not args.dry_run else cal["parent"] / "CALIBRATION"
     uniform = {t: ns for t, ns in uniform_taxes(tax_dir).items() if t in taxes}

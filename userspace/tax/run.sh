@@ -7,8 +7,8 @@
 # spectre_v2=off), the audit taxes in one of their own with the same
 # options (audit, once enabled, taxes every process forked after it:
 # NOTES.md, "What audit leaves behind"); pti and retpoline each in a boot
-# of their own, the same but for the one mitigation.  Analyses here (analyse.py):
-# results/tax-<date>-<time>/.  Then each workload of WORKLOADS runs
+# of their own, the same but for the one mitigation.  Analyses here
+# (analyse.py): results/tax-<date>-<time>/.  Then each workload of WORKLOADS runs
 # untaxed, under each tax and with the delay module standing in for it
 # (workloads.py: a sweep a boot, hours for all five).
 #
@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 VARIANT=${VARIANT:-tax}
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
-[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH come from the environment"
+[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH, WORKLOADS, REPEATS come from the environment"
 
 CALLS=${CALLS:-getppid,getpid,read,write,close,newfstatat,openat,mmap,munmap,brk,futex,epoll_wait,rt_sigprocmask,ioctl,lseek}
 TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
@@ -51,8 +51,9 @@ for tax in "${list[@]}"; do
 	*) base+=("$tax") ;;
 	esac
 done
-declare -A APPEND=([base]="pti=off spectre_v2=off" [audit]="pti=off spectre_v2=off"
-	[pti]="pti=on spectre_v2=off" [retpoline]="pti=off spectre_v2=retpoline")
+declare -A APPEND=([base]="pti=off spectre_v2=off" [pti]="pti=on spectre_v2=off"
+	[retpoline]="pti=off spectre_v2=retpoline")
+APPEND[audit]=${APPEND[base]}
 
 export VARIANT VM_CLOCK=${VM_CLOCK:-virtual} VM_CPUS=${VM_CPUS:-1}
 log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"

@@ -1,5 +1,6 @@
 """userspace/tax: analyse.py on a made-up raw.csv (each tax's ns per call,
 its exactness, the skipped taxes) and the tools' refusals."""
+import csv
 import json
 import os
 import shutil
@@ -305,7 +306,8 @@ def workloads_dirs(tmp_path):
     """A tax run with a uniform tax (trace), one that differs by call and
     one below the delay module's floor (pti), and the sweep stand-in."""
     tax = write_meta(tmp_path / "tax", "tax", {"variant": "tax"})
-    rows = [{"tax": t, "nr": nr, "call": ("read", "write")[nr], "added_ns": ns, "exact": True}
+    rows = [{"tax": t, "nr": nr, "call": ("read", "write")[nr], "added_ns": ns, "exact": True,
+             "median_ns": 300.0 + ns}
             for t, nr, ns in (("none", 0, 0), ("none", 1, 0), ("trace", 0, 1248.0),
                               ("trace", 1, 1248.0), ("seccomp-linear-nocache", 0, 318.0),
                               ("seccomp-linear-nocache", 1, 340.0), ("pti", 0, 10.0),
@@ -365,6 +367,8 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     meta = json.loads((sweeps / "standin-0-406" / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0,406" and cal in meta["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
+    report = (tax / "report.txt").read_text()
+    assert report.index("ns each tax adds") < report.index("tax workloads:")
     assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000
     # Run again: every sweep is there, none runs again.
     again = tax_workloads(root, tax, env)
@@ -411,3 +415,84 @@ def test_a_tax_run_without_its_boots_is_refused(root, tmp_path):
     out = tax_workloads(root, tax, env)
     assert out.returncode == 1 and "names no base boot" in out.stderr, out.stderr
     assert not (tax / "workloads").exists()
+
+
+# --- the host's clock beside the virtual one (hostclock.py) -------------------
+HOSTCLOCK = "userspace/tax/hostclock.py"
+# A stand-in for a boot of a grep sweep on the host's clock (LAB_AB_RUNNER):
+# 10 units/s, a tenth less under pti, the same under any other tax, each
+# boot off by up to 0.1 % in a way its folder's name fixes.
+AB_STAND_IN = """#!{python}
+import json, os, pathlib, sys, zlib
+experiment, parent, args = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3:]
+d = parent / "grep-1"
+d.mkdir(parents=True)
+tax = args[args.index("--tax") + 1] if "--tax" in args else None
+noise = 1 + (zlib.crc32(str(parent).encode()) % 200 - 100) * 1e-5
+mean = (9.0 if tax == "pti" else 10.0) * noise
+(d / "meta.json").write_text(json.dumps({{
+    "experiment": experiment, "date": "2026-12-04T10:00:00Z", "args": args,
+    "kernel": {{"release": "6.12.test-lab-tax", "cmdline": os.environ["VM_APPEND"]}},
+    "machine": {{"clock": {{"kind": os.environ["VM_CLOCK"]}},
+                 "cpus": int(os.environ["VM_CPUS"])}}}}))
+(d / "summary.json").write_text(json.dumps({{"workload": "grep", "measures": {{"grep": {{
+    "unit": "runs/s", "model": {{}},
+    "points": [{{"knob": "ns", "setting": 0, "loops": None, "ns": 0, "mean": mean}}]}}}}}}))
+"""
+
+
+def hostclock_dirs(tmp_path):
+    tax, env = workloads_dirs(tmp_path)
+    (tmp_path / "ab-boot").write_text(AB_STAND_IN.format(python=sys.executable))
+    (tmp_path / "ab-boot").chmod(0o755)
+    # The virtual clock's grep under pti: 0.01 s, 0.02 s taxed (-50 %).
+    (tax / "workloads.json").write_text(json.dumps({"rows": [
+        {"workload": "grep", "measure": "grep", "tax": "pti", "base_s": 0.01,
+         "measured_s": 0.02}]}))
+    return tax, {**env, "LAB_AB_RUNNER": str(tmp_path / "ab-boot")}
+
+
+def hostclock(root, tax, env, *args):
+    return subprocess.run([sys.executable, root / HOSTCLOCK, tax, *args],
+                          capture_output=True, text=True, env=env)
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_the_host_clock_ab_gives_each_taxs_verdict_beside_the_virtual_clock(root, tmp_path):
+    tax, env = hostclock_dirs(tmp_path)
+    out = hostclock(root, tax, env, "--taxes", "pti,trace", "-n", "4")
+    assert out.returncode == 0, out.stderr + out.stdout
+    rows = {r["tax"]: r for r in json.loads((tax / "hostclock.json").read_text())["rows"]}
+    pti, trace = rows["pti"], rows["trace"]
+    assert pti["verdict"] == "slower" and pti["host_change_pct"] == pytest.approx(-10, abs=0.3)
+    assert pti["virtual_change_pct"] == pytest.approx(-50)
+    assert pti["clocks_differ_pct"] == pytest.approx(40, abs=0.3) and pti["runs"] == "4+4"
+    assert trace["verdict"] == "same" and trace["virtual_change_pct"] is None
+    # Each side in its boot's options and at ns 0, one vCPU, the B side
+    # under its tax; four boots a side, one at a time.
+    plan = "\n".join(r["command"] for r in csv.DictReader(
+        (next((tax / "hostclock" / "pti").glob("ab-*")) / "plan.csv").open()))
+    assert plan.count("VM_APPEND='pti=on spectre_v2=off'") == 4
+    assert plan.count("VM_APPEND='pti=off spectre_v2=off'") == 4
+    assert plan.count("--ns 0 --tax pti") == 4 and plan.count("VM_CLOCK=host") == 8
+    boot = next((tax / "hostclock" / "pti").glob("ab-*/runs/*/grep-1/meta.json"))
+    assert json.loads(boot.read_text())["machine"]["cpus"] == 1
+    # The verdicts follow the table in report.txt.
+    report = (tax / "report.txt").read_text()
+    assert report.index("ns each tax adds") < report.index("host's clock")
+    assert "slower" in report and (tax / "hostclock.csv").exists()
+    # Run again: each A/B is there, none runs again.
+    again = hostclock(root, tax, env, "--taxes", "pti,trace", "-n", "4")
+    assert again.returncode == 0 and again.stdout.count("done before") == 2, again.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--taxes", "strace"), "strace not measured"),
+    (("--taxes", "pti", "-n", "1"), "at least two boots"),
+    (("--workload", "ls"), "invalid choice"),
+])
+def test_the_host_clock_ab_refuses_bad_input(root, tmp_path, args, message):
+    tax, env = hostclock_dirs(tmp_path)
+    out = hostclock(root, tax, env, *args)
+    assert out.returncode != 0 and message in out.stderr, out.stderr
+    assert not (tax / "hostclock").exists()

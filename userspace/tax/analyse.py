@@ -7,10 +7,11 @@ DIR/boots/BOOT/meta.json (base: the software taxes; pti, retpoline: the
 boots with that mitigation in force); writes
 DIR/summary.json, summary.csv (a row per tax and call: the median ns per
 call, its spread over the batches, and the tax: the median less the
-untaxed median), report.txt (the table, calls down, taxes across) and
-tax.png (the table as a heat map).  A tax whose batches spread more than
-the tax itself is not a figure: it is marked so in the table and hatched in
-the picture.
+untaxed median), report.txt (the table, calls down, taxes across, then
+workloads.txt and hostclock.txt if workloads.py and hostclock.py have
+run) and tax.png (the table as a heat map).  A tax whose batches spread
+more than the tax itself is not a figure: it is marked so in the table
+and hatched in the picture.
 """
 import pathlib
 import sys
@@ -22,6 +23,9 @@ RAW_COLUMNS = ("tax", "nr", "batch", "calls", "ns_per_call")
 SUMMARY_COLUMNS = ("tax", "nr", "call", "batches", "median_ns", "min_ns", "max_ns",
                    "added_ns", "exact")
 BASE = "none"
+# The reports of workloads.py and hostclock.py, added to report.txt after
+# the table once they have run.
+SECTIONS = ("workloads.txt", "hostclock.txt")
 
 
 def read_raw(path):
@@ -250,9 +254,24 @@ def analyse(d):
         names = {}
     s = summarise(raw, names, read_skipped(d / "skipped.csv"), results.on_virtual_clock(meta))
     s["boots"] = {name: boot_options(m) for name, m in boots.items()}
-    text = table(meta, s, [boot_line(name, m) for name, m in boots.items()])
+    text = report(d, s)
     files = results.write_summary(d, s, SUMMARY_COLUMNS, s["rows"], text)
     return s, text, files
+
+
+def report(d, s):
+    """report.txt of folder @d with summary @s: the table, then the
+    SECTIONS there are."""
+    meta, boots = measured_meta(d)
+    text = table(meta, s, [boot_line(name, m) for name, m in boots.items()])
+    return text + "".join("\n" + (d / f).read_text() for f in SECTIONS if (d / f).exists())
+
+
+def write_report(d):
+    """Write report.txt of folder @d again, from its summary.json, with the
+    SECTIONS written since."""
+    d = pathlib.Path(d)
+    results.write_text(d / "report.txt", report(d, results.read_json(d / "summary.json")))
 
 
 def draw_folder(s, d):

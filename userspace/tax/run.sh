@@ -10,7 +10,9 @@
 # of their own, the same but for the one mitigation.  Analyses here
 # (analyse.py): results/tax-<date>-<time>/.  Then each workload of WORKLOADS runs
 # untaxed, under each tax and with the delay module standing in for it
-# (workloads.py: a sweep a boot, hours for all five).
+# (workloads.py: a sweep a boot, hours for all five); then HOST_TAXES on
+# the host's clock, a workload without and with each, make ab
+# (hostclock.py).
 #
 #   CALLS=NAMES    the calls, names or numbers of the 64-bit table
 #                  (default: the null calls and the workloads' commonest)
@@ -20,6 +22,9 @@
 #   WORKLOADS=LIST the workloads run under the taxes (default
 #                  grep,cmd,redis,apache,kbuild; empty: none)
 #   REPEATS=2      timed runs a point of their sweeps
+#   HOST_TAXES=LIST the taxes A/B'd on the host's clock (default
+#                  pti,seccomp-linear; empty: none)
+#   HOST_WORKLOAD=grep  HOST_RUNS=10  their workload, boots a side
 #
 # Example:  CALLS=getppid,read TAXES=none,seccomp-linear,pti userspace/tax/run.sh
 set -euo pipefail
@@ -29,15 +34,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 VARIANT=${VARIANT:-tax}
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
-[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH, WORKLOADS, REPEATS come from the environment"
+[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH, WORKLOADS, REPEATS, HOST_* come from the environment"
 
 CALLS=${CALLS:-getppid,getpid,read,write,close,newfstatat,openat,mmap,munmap,brk,futex,epoll_wait,rt_sigprocmask,ioctl,lseek}
 TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
 WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
-lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1
+HOST_TAXES=${HOST_TAXES-pti,seccomp-linear} HOST_WORKLOAD=${HOST_WORKLOAD:-grep}
+lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1  HOST_RUNS 10 2
 lab_built "$LAB_TOOL" "$here/callcost"
 numbers=$(lab_python -m lablib.syscalls numbers "$CALLS") || bad_arg "CALLS: see above"
 [[ ,$TAXES, == *,none,* ]] || bad_arg "TAXES must hold none: every tax is measured against it"
+[[ ,grep,cmd,redis,apache,kbuild, == *,$HOST_WORKLOAD,* ]] ||
+	bad_arg "HOST_WORKLOAD '$HOST_WORKLOAD': one of grep, cmd, redis, apache, kbuild"
 
 # The boots: the software taxes in the base one, the audit taxes in one
 # of their own, each mitigation alone in its own (their calls against the
@@ -60,7 +68,8 @@ log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
 make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
 lab_begin "$LAB_ROOT/results" tax
 "$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
-	calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" -- "$0" "$@"
+	calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" \
+	host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" host_runs:="$HOST_RUNS" -- "$0" "$@"
 boot() {
 	local name=$1 taxes=$2
 	log "boot $name (${APPEND[$name]}): $taxes"
@@ -74,3 +83,6 @@ lab_commit tax
 lab_python "$here/analyse.py" "$LAB_DIR"
 [ -z "$WORKLOADS" ] ||
 	lab_python "$here/workloads.py" "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS"
+[ -z "$HOST_TAXES" ] ||
+	lab_python "$here/hostclock.py" "$LAB_DIR" --taxes "$HOST_TAXES" --workload "$HOST_WORKLOAD" \
+		-n "$HOST_RUNS" -r "$REPEATS"

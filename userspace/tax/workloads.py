@@ -27,8 +27,9 @@ and the emulated time of a unit of work, the prediction's error against
 the measured time and the stand-in's against the real tax.  Writes
 TAXRUN/workloads/<workload>/<run>/ (each sweep's folder, its output in
 TAXRUN/workloads/logs/; a sweep whose folder is there is not run again),
-TAXRUN/workloads.csv, workloads.json and workloads.txt.  NOTES.md, "The
-taxes on the workloads", says why each choice.
+TAXRUN/workloads.csv, workloads.json and workloads.txt (added to
+report.txt).  NOTES.md, "The taxes on the workloads", says why each
+choice.
 """
 import os
 import pathlib
@@ -352,9 +353,10 @@ def work(args):
                         "calibration": str(cal_dir),
                         "sweeps": {r["name"]: str(done(r)) for r in first}})
     results.write_text(tax_dir / "workloads.txt", text)
+    analyse.write_report(tax_dir)
     analyse.draw_folder(summary, tax_dir)
     cli.show(args, {"rows": rows}, text, tax_dir,
-             ["workloads.txt", "workloads.csv", "workloads.json", "tax.png"])
+             ["workloads.txt", "workloads.csv", "workloads.json", "report.txt", "tax.png"])
     return 0
 
 

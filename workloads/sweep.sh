@@ -102,6 +102,13 @@ Options:
                          staging and put back before the calibration and
                          however the sweep ends; recorded in meta.json
                          ("tax").  Its tool runs from the staged root
+      --count-clients    (apache, redis) after the points, the measures once
+                         more with the clients in a cgroup of their own that
+                         the module counts instead of the server's: the
+                         clients' calls a unit of work (clients.csv) and by
+                         number (clients_by_call.csv), which the tax
+                         experiment's prediction adds for the taxes every
+                         process pays.  Not timed for the results
       --no-stage         in the VM, run the workload from the host's files
                          (9p) as they are, not from a copy in memory of what
                          it touched (see below)
@@ -178,6 +185,7 @@ POINTS=()
 DRY_RUN=0
 PLAN=0
 TAX=
+COUNT_CLIENTS=0
 COMMAND=()
 ARGS=("$@")
 
@@ -190,6 +198,7 @@ sweep_parse() {
 		--syscalls) want_value "$@"; SYSCALL_NAMES=$2; shift 2 ;;
 		--set) want_value "$@"; SETTINGS+=("$2"); shift 2 ;;
 		--tax) want_value "$@"; TAX=$2; shift 2 ;;
+		--count-clients) COUNT_CLIENTS=1; shift ;;
 		-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
 		--scale) want_value "$@"; SCALE=$2; shift 2 ;;
 		--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
@@ -372,6 +381,8 @@ sweep_check() {
 			bad_arg "--set ${BASH_REMATCH[1]} given twice"
 		SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
 	done
+	[ "$COUNT_CLIENTS" -eq 0 ] || declare -F srv_saturate >/dev/null ||
+		bad_arg "--count-clients: $WORKLOAD is not a server with clients (apache, redis)"
 	if [ -n "$TAX" ]; then
 		[ -e "$TAXES_SH" ] || bad_arg "--tax needs the tax experiment (userspace/tax), not in this lab"
 		tax_known "$TAX" || bad_arg "--tax wants one of ${TAXES_KNOWN[*]}, not '$TAX'"
@@ -384,6 +395,10 @@ sweep_plan() {
 	local v list
 	ALL_VALUES=("${VALUES[@]}")
 	PART_K=1 PART_N=1
+	# Calibrating loop count 0 alone fits nothing, after the whole sweep.
+	[ "$KNOB" != loops ] || [ "${ALL_VALUES[*]}" != 0 ] || [ -n "$CALIBRATION" ] ||
+		[ -n "$STAGE_ONLY" ] ||
+		bad_arg "-l 0 alone has no loop count to calibrate: give --calibration DIR, or --ns 0"
 	[ ${#POINTS[@]} -le 1 ] || bad_arg "--points given twice"
 	if [ -n "$PART" ]; then
 		[[ $PART =~ ^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$ ]] ||
@@ -419,7 +434,7 @@ sweep_plan() {
 		apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
 		redis) step=", $(server_requests) replies a reference" ;;
 		esac
-		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}${TAX:+; under the tax $TAX}"
+		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}${TAX:+; under the tax $TAX}$( ((COUNT_CLIENTS)) && echo "; then the clients' calls counted")"
 		exit 0
 	fi
 }
@@ -589,7 +604,7 @@ sweep_setup() {
 		repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
 		in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
 		module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
-		calibration_from="$cal_from")
+		calibration_from="$cal_from" count_clients:="$( ((COUNT_CLIENTS)) && echo true || echo false)")
 	# A part says which it is and which points are its own; the full list
 	# above is the sweep's.
 	[ -z "$PART" ] ||
@@ -749,6 +764,43 @@ sweep_point() {
 	log "${PART:+part $PART: }[$i/${#VALUES[@]}] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")$TIME_IS"
 }
 
+# count_clients: the server's measures once more after the points, at no
+# delay, with the clients in a cgroup of their own which the module counts
+# instead of the work cgroup: their calls a unit of work into clients.csv
+# (raw.csv's columns) and by number into clients_by_call.csv.  The
+# server of the last point answers.
+count_clients() {
+	local root path
+	root=$(cgroup2_root)
+	path=/lab-clients-$$
+	CLIENT_CG=$root$path
+	mkdir "$CLIENT_CG" || die "cannot create the cgroup $CLIENT_CG"
+	delay_set "$KNOB" 0
+	delay_set cgroup "$path"
+	head -n 1 "$LAB_DIR/raw.csv" >"$LAB_DIR/clients.csv"
+	[ ! -e "$BY_CALL" ] || echo "loops,ns,nr,calls" >"$LAB_DIR/clients_by_call.csv"
+	# shellcheck disable=SC2034  # the workload's (lib/*.sh)
+	if [ "$KNOB" = ns ]; then
+		LOOPS='' NS=0 POINT="the clients' count" TAG=clients
+	else
+		LOOPS=0 NS='' POINT="the clients' count" TAG=clients
+	fi
+	RECORD_TO=clients.csv REPEAT=1
+	log "counting the clients' calls (the measures once more, the clients' cgroup counted)"
+	by_call_copy 0
+	wl_run
+	if [ -e "$SCRATCH/by_call.0" ]; then
+		by_call_copy 1
+		lab_python -m lablib.syscalls window "$SCRATCH/by_call.0" "$SCRATCH/by_call.1" \
+			"$LOOPS,$NS" >>"$LAB_DIR/clients_by_call.csv" ||
+			die "cannot count the clients' calls by number"
+	fi
+	RECORD_TO=raw.csv
+	delay_set cgroup "$WORK_CG_PATH"
+	cgroup_remove "$CLIENT_CG"
+	CLIENT_CG=
+}
+
 sweep_finish() {
 	# The calibration untaxed: what it measures is the delay's own cost.
 	# shellcheck disable=SC2034  # the workload's (lib/server.sh)
@@ -784,4 +836,5 @@ for value in "${VALUES[@]}"; do
 	i=$((i + 1))
 	sweep_point "$i" "$value"
 done
+[ "$COUNT_CLIENTS" -eq 0 ] || count_clients
 sweep_finish

@@ -313,9 +313,10 @@ def test_redis_sweep(tmp_path, calibration):
     """Redis, the server form's second instance: staged in the guest,
     reqtime's Redis replies (each line a GET on one connection, with its
     calls) and redis-benchmark's closed loop for the knee, with Redis's
-    CPU time; stopped and its settings put back at the end."""
+    CPU time; stopped and its settings put back at the end.  Its clients'
+    calls counted after the points (--count-clients)."""
     d, raw = server_sweep(tmp_path, calibration, "redis", "redis-benchmark",
-                          REDIS_REQUESTS="2000")
+                          "--count-clients", REDIS_REQUESTS="2000")
     virtual = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text()
     replies = 100 if virtual else 10
     for r in (r for r in raw if r["measure"] == "reply"):
@@ -343,6 +344,19 @@ def test_redis_sweep(tmp_path, calibration):
     assert (d / "logs/ready.txt").read_text().strip() == "OK"
     assert "enable-debug-command local" in (d / "redis.conf").read_text()
     assert subprocess.run(["pgrep", "-f", "redis-server"], capture_output=True).returncode == 1
+    # The clients' count: reqtime's GET a write and a read (its own read of
+    # the counter taken off), redis-benchmark's several calls a GET; by
+    # number at least those; in clients.csv, not raw.csv; its cgroup gone.
+    clients = {r["measure"]: r for r in csv.DictReader(open(d / "clients.csv"))}
+    assert int(clients["reply"]["units"]) == replies
+    assert int(clients["reply"]["syscalls"]) == 2 * replies, clients["reply"]
+    assert int(clients["saturation"]["units"]) == 2000
+    assert int(clients["saturation"]["syscalls"]) > 2 * 2000, clients["saturation"]
+    by_number = sum(int(r["calls"]) for r in csv.DictReader(open(d / "clients_by_call.csv")))
+    assert by_number >= int(clients["saturation"]["syscalls"]) + 3 * replies
+    assert len(raw) == 6, raw   # reply, saturation, server at loops 0 and 1000
+    assert json.loads((d / "meta.json").read_text())["settings"]["count_clients"] is True
+    assert not list(pathlib.Path("/sys/fs/cgroup").glob("lab-clients-*"))
 
 
 def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):

@@ -179,6 +179,33 @@ def test_the_prediction_is_base_plus_calls_times_the_mixed_tax(root, tmp_path):
     assert (sweep / "prediction-tax.csv").exists()
 
 
+def test_a_servers_clients_pay_the_taxes_every_process_pays(root, tmp_path):
+    """A server's reply and saturation are timed at its clients: where the
+    sweep counted their calls (clients.csv), a machine-wide tax (trace)
+    adds them; a tax of the server alone (seccomp) and the server's own
+    CPU do not."""
+    sweep = write_meta(tmp_path / "redis", "workload", {"workload": "redis"})
+    rows = [("redis", m, 0, "", 1, 100, 0.004, 300, 0, 0, "") for m in ("reply", "server")]
+    write_csv(sweep / "raw.csv", RAW_HEADER, rows)
+    write_csv(sweep / "by_call.csv", ("loops", "ns", "nr", "calls"), [(0, "", 0, 600)])
+    write_csv(sweep / "clients.csv", RAW_HEADER,
+              [("redis", m, 0, "", 1, 100, 0.5, 700, 0, 0, "") for m in ("reply", "server")])
+    write_csv(sweep / "clients_by_call.csv", ("loops", "ns", "nr", "calls"),
+              [(0, "", 0, 350), (0, "", 1, 350)])
+    _, tax = predict_dirs(tmp_path)
+    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = {(r["measure"], r["tax"]): r for r in json.loads(out.stdout)}
+    reply = got[("reply", "trace")]
+    assert reply["client_calls_per_unit"] == pytest.approx(7)
+    assert reply["client_added_ns_per_call"] == pytest.approx(0.5 * 1248.2 + 0.5 * 1248.6)
+    assert reply["predicted_s"] == pytest.approx(40e-6 + (3 * 1248.2 + 7 * 1248.4) * 1e-9)
+    for key in (("server", "trace"), ("reply", "seccomp-linear-nocache")):
+        assert got[key]["client_calls_per_unit"] is None
+    assert got[("server", "trace")]["predicted_s"] == pytest.approx(40e-6 + 3 * 1248.2e-9)
+
+
 def test_a_sweep_without_calls_by_number_is_refused(root, tmp_path):
     sweep, tax = predict_dirs(tmp_path)
     (sweep / "by_call.csv").unlink()
@@ -235,6 +262,19 @@ def test_a_sweep_refuses_a_tax_it_does_not_know(root, tmp_path, args, said):
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="staging needs strace")
+def test_only_a_server_counts_its_clients(root, tmp_path):
+    out = sweep_dry_run(root, tmp_path, "grep", "-l", "0", "--count-clients")
+    assert out.returncode == 2 and "grep is not a server with clients" in out.stderr
+    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", "--count-clients")
+    assert out.returncode == 0 and "the clients' calls counted" in out.stderr, out.stderr
+
+
+def test_loops_0_alone_wants_a_calibration(root, tmp_path):
+    """Calibrating loop count 0 alone would fit nothing, after the sweep."""
+    out = sweep_dry_run(root, tmp_path, "grep", "-l", "0")
+    assert out.returncode == 2 and "give --calibration DIR, or --ns 0" in out.stderr
+
+
 def test_a_staged_workload_takes_the_taxes_tools_with_it(root, tmp_path):
     """The taxed work runs in the staged root under its tool: strace and
     seccomptax are staged with every workload (no 9p request to start

@@ -14,8 +14,13 @@ point's by_call.csv), and under each tax
 A call number the tax run did not time takes the tax's figure only where
 the tax is one figure for every call it timed (within 1 % or 1 ns: a
 cached seccomp answer, a trace event); otherwise its share is left out and said
-so (covered < 100 %).  Writes SWEEP/prediction-<tax run>.csv and prints
-the table.  NOTES.md, "The prediction", says why the mix of the point.
+so (covered < 100 %).  A server's reply and saturation are timed at its
+clients, whose calls a tax every process pays (MACHINE_WIDE) slows too:
+where the sweep counted them (sweep.sh --count-clients: clients.csv and
+clients_by_call.csv) the prediction adds the clients' calls a unit times
+their own mix of the tax.  Writes SWEEP/prediction-<tax run>.csv and
+prints the table.  NOTES.md, "The prediction", says why the mix of the
+point, and "A server's client pays a machine's taxes" why the clients.
 
 With --measured DIR (the same sweep run under one tax, e.g. a make ab's B
 side) and --tax NAME, the table also holds the measured time of a unit
@@ -28,29 +33,48 @@ import sys
 from lablib import cli, results
 
 PREDICTION_COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit",
-                      "added_ns_per_call", "predicted_s", "change_pct", "covered_pct",
-                      "uniform", "measured_s", "measured_change_pct", "error_pct")
+                      "added_ns_per_call", "client_calls_per_unit", "client_added_ns_per_call",
+                      "predicted_s", "change_pct", "covered_pct", "uniform", "measured_s",
+                      "measured_change_pct", "error_pct")
+# The taxes every process pays (the others: only the taxed work and what
+# it starts), and the measures timed at a server's clients, whose calls
+# pay those too.
+MACHINE_WIDE = {"trace", "bpftrace", "audit-one", "audit-all", "pti", "retpoline"}
+CLIENT_TIMED = {"reply", "saturation"}
 # A tax is one figure for every call where its figures spread less than
 # this many ns, or this share of their median.
 UNIFORM_NS = 1.0
 UNIFORM_SHARE = 0.01
 
 
-def untaxed_rows(sweep):
-    """The raw.csv rows of the untaxed point (loops 0 or ns 0), by measure."""
+def untaxed_rows(sweep, name="raw.csv"):
+    """The rows of @name (raw.csv, or clients.csv) at the untaxed point
+    (loops 0 or ns 0), by measure."""
     out = {}
-    for r in results.read_csv(sweep / "raw.csv", ("workload", "measure", "units", "seconds",
-                                                   "syscalls")):
+    for r in results.read_csv(sweep / name, ("workload", "measure", "units", "seconds",
+                                              "syscalls")):
         if (r.get("loops") or "0") in ("0", "") and (r.get("ns") or "0") in ("0", ""):
             out.setdefault((r["workload"], r["measure"]), []).append(r)
     if not out:
-        raise ValueError(f"{sweep}/raw.csv has no row at loops 0 or ns 0: no untaxed point")
+        raise ValueError(f"{sweep}/{name} has no row at loops 0 or ns 0: no untaxed point")
     return out
 
 
-def mix(sweep):
-    """{nr: share} of the untaxed point's calls by number (by_call.csv)."""
-    path = sweep / "by_call.csv"
+def clients(sweep):
+    """({(workload, measure): the clients' calls a unit of work}, {nr:
+    share}) of a sweep that counted its clients (--count-clients), or
+    ({}, {})."""
+    if not (sweep / "clients.csv").exists():
+        return {}, {}
+    calls = {key: statistics.median(int(r["syscalls"]) / int(r["units"]) for r in raw)
+             for key, raw in untaxed_rows(sweep, "clients.csv").items()}
+    return calls, mix(sweep, "clients_by_call.csv")
+
+
+def mix(sweep, name="by_call.csv"):
+    """{nr: share} of the untaxed point's calls by number (by_call.csv, or
+    the clients' clients_by_call.csv)."""
+    path = sweep / name
     if not path.exists():
         raise ValueError(f"{sweep} has no by_call.csv: the sweep ran with a delay module "
                          "that does not count calls by number (make module, then sweep again)")
@@ -104,25 +128,39 @@ def measured(rows, taxed, tax):
     return out
 
 
+def mixed(shares, cells, uniform):
+    """(ns a call, share covered) of a tax's figures @cells (@uniform for a
+    number it did not time, if one figure) over the calls' mix @shares."""
+    added = covered = 0.0
+    for nr, share in shares.items():
+        ns = cells.get(nr, uniform)
+        if ns is not None:
+            added += share * ns
+            covered += share
+    return added, covered
+
+
 def predict(sweep, tax_dir):
     sweep, tax_dir = pathlib.Path(sweep), pathlib.Path(tax_dir)
     shares = mix(sweep)
+    client_calls, client_shares = clients(sweep)
     per_tax = taxes(results.read_json(tax_dir / "summary.json"))
     rows = []
     for (workload, measure), raw in untaxed_rows(sweep).items():
         base = unit_time(raw)
         calls = statistics.median(int(r["syscalls"]) / int(r["units"]) for r in raw)
         for tax, (cells, uniform) in per_tax.items():
-            added = covered = 0.0
-            for nr, share in shares.items():
-                ns = cells.get(nr, uniform)
-                if ns is not None:
-                    added += share * ns
-                    covered += share
-            predicted = base + calls * added * 1e-9
+            added, covered = mixed(shares, cells, uniform)
+            extra = client_added = None
+            if tax in MACHINE_WIDE and measure in CLIENT_TIMED:
+                extra = client_calls.get((workload, measure))
+                if extra is not None:
+                    client_added = mixed(client_shares, cells, uniform)[0]
+            predicted = base + (calls * added + (extra or 0) * (client_added or 0)) * 1e-9
             rows.append({"workload": workload, "measure": measure, "tax": tax,
                          "base_s": base, "calls_per_unit": calls,
-                         "added_ns_per_call": added, "predicted_s": predicted,
+                         "added_ns_per_call": added, "client_calls_per_unit": extra,
+                         "client_added_ns_per_call": client_added, "predicted_s": predicted,
                          "change_pct": 100 * (predicted - base) / base,
                          "covered_pct": 100 * covered, "uniform": uniform is not None})
     return rows

@@ -13,7 +13,8 @@ run.sh: what a loop and a delayed call's entry cost), then for each
 workload its sweeps (workloads/run.sh):
 
   none      the workload untaxed at loops 0: its base time and calls by
-            number (the prediction's input, predict.py)
+            number (the prediction's input, predict.py); a server's also
+            its clients' (--count-clients)
   TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax),
             with the options of the boot named after the tax if the run
             had one (pti, retpoline): the measured time
@@ -46,18 +47,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
 # cmd's command: the workloads' README example, a tree of headers archived.
 CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
-# The taxes every process pays (the others: only the taxed work and what
-# it starts), and the measures whose time holds a client's calls besides
-# the server's, which the delay module counts (NOTES.md, "A server's
-# client pays a machine's taxes").
-MACHINE_WIDE = {"trace", "bpftrace", "audit-one", "audit-all", "pti", "retpoline"}
-CLIENT_TIMED = {"reply", "saturation"}
+# The servers, whose untaxed sweep counts their clients' calls too
+# (sweep.sh --count-clients), which the taxes every process pays slow
+# (predict.py; NOTES.md, "A server's client pays a machine's taxes").
+SERVERS = ("redis", "apache")
 # Within this share the prediction holds, and the stand-in reproduces the tax.
 WITHIN = 0.01
 COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit", "added_ns_per_call",
-           "covered_pct", "predicted_s", "predicted_change_pct", "measured_s",
-           "measured_calls_per_unit", "measured_change_pct", "error_pct", "standin_loops",
-           "standin_ns", "emulated_s", "emulated_change_pct", "standin_error_pct", "exact", "note")
+           "covered_pct", "client_calls_per_unit", "predicted_s", "predicted_change_pct",
+           "measured_s", "measured_calls_per_unit", "measured_change_pct", "error_pct",
+           "standin_loops", "standin_ns", "emulated_s", "emulated_change_pct",
+           "standin_error_pct", "exact", "note")
 
 
 def sweep_args(workload, repeats):
@@ -105,7 +105,8 @@ class Plan:
                 "log": self.root / "logs" / f"{self.workload}-{name}.txt"}
 
     def base(self, cal):
-        return self.run("none", ["-l", "0"], ["--calibration", cal])
+        clients = ["--count-clients"] if self.workload in SERVERS else []
+        return self.run("none", ["-l", "0"], ["--calibration", cal, *clients])
 
     def taxed(self, tax):
         return self.run(tax, ["--ns", "0"], ["--tax", tax], tax if tax in self.boots else "base")
@@ -216,8 +217,12 @@ def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
             if calls is not None and abs(calls - base_calls) > WITHIN * base_calls:
                 notes.append(f"{calls:,.0f} calls a unit under the tax, "
                              f"{base_calls:,.0f} untaxed")
-            if tax in MACHINE_WIDE and measure in CLIENT_TIMED:
-                notes.append("the client's calls, not counted, pay this tax too")
+            if tax in predict.MACHINE_WIDE and measure in predict.CLIENT_TIMED:
+                if r.get("client_calls_per_unit") is None:
+                    notes.append("the client's calls, not counted, pay this tax too")
+                else:
+                    notes.append(f"with the client's {r['client_calls_per_unit']:,.1f} calls "
+                                 "a unit; the stand-in delays the server's alone")
         else:
             notes.append("not measured")
         if tax in plan and standin:

@@ -138,7 +138,7 @@ httperf_fields() {
 httperf_measured() {
 	local f
 	httperf_cmd "$2" "$3"
-	measured_window "" "$1" "${WL_EXEC[@]}" "${HTTPERF_CMD[@]}" ||
+	measured_window "$CLIENT_CG" "$1" "${WL_EXEC[@]}" "${HTTPERF_CMD[@]}" ||
 		die "the httperf window at $POINT said nothing"
 	f=$(httperf_fields <"$1")
 	echo "$f $WINDOW_CALLS ${P9_COUNT:--}"

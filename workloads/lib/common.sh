@@ -14,6 +14,9 @@ DELAY_CALLS=$DELAY_DIR/stats/calls
 # WORK_CG_PATH its name from the cgroup2 root (what the module takes).
 WORK_CG=
 WORK_CG_PATH=
+# A server's clients run outside the work cgroup; in CLIENT_CG when it is
+# set (count_clients in sweep.sh: a cgroup the module counts instead).
+CLIENT_CG=
 
 # Where cgroup2 is mounted; mounts it on /sys/fs/cgroup if nothing is.
 cgroup2_root() {
@@ -36,21 +39,30 @@ work_cgroup_create() {
 	mkdir "$WORK_CG" || die "cannot create the cgroup $WORK_CG"
 }
 
-# Stop whatever still runs in the cgroup and remove it.  Idempotent.
+# Stop whatever still runs in the work cgroup (and the clients' if there
+# is one) and remove it.  Idempotent.
 work_cgroup_remove() {
-	[ -n "$WORK_CG" ] && [ -d "$WORK_CG" ] || return 0
+	cgroup_remove "$CLIENT_CG"
+	CLIENT_CG=
+	cgroup_remove "$WORK_CG"
+	WORK_CG=
+}
+
+# cgroup_remove DIR: kill what runs in cgroup DIR and remove it (nothing
+# if DIR is empty or gone).
+cgroup_remove() {
+	[ -n "$1" ] && [ -d "$1" ] || return 0
 	local i
-	if [ -e "$WORK_CG/cgroup.kill" ]; then
-		echo 1 >"$WORK_CG/cgroup.kill" 2>/dev/null || true
+	if [ -e "$1/cgroup.kill" ]; then
+		echo 1 >"$1/cgroup.kill" 2>/dev/null || true
 	else
-		xargs -r kill -KILL <"$WORK_CG/cgroup.procs" 2>/dev/null || true
+		xargs -r kill -KILL <"$1/cgroup.procs" 2>/dev/null || true
 	fi
 	for i in $(seq 50); do
-		rmdir "$WORK_CG" 2>/dev/null && break
-		[ "$i" -lt 50 ] || log "warning: could not remove $WORK_CG"
+		rmdir "$1" 2>/dev/null && break
+		[ "$i" -lt 50 ] || log "warning: could not remove $1"
 		sleep 0.1
 	done
-	WORK_CG=
 }
 
 # Memory for what a timed window writes: its output goes there and into
@@ -433,9 +445,11 @@ p9_keep() {
 # for the current point (LOOPS, or NS in ns mode: the other is empty) and
 # REPEAT, with the 9p requests of the window just closed (P9_COUNT); the
 # fields in the order of lablib's RAW_COLUMNS, the header sweep.sh writes.
+# Into RECORD_TO in LAB_DIR (count_clients: clients.csv).
+RECORD_TO=raw.csv
 record() {
 	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
-		"$2" "$3" "$4" "$5" "$P9_COUNT" "$(csv_field "$6")" >>"$LAB_DIR/raw.csv"
+		"$2" "$3" "$4" "$5" "$P9_COUNT" "$(csv_field "$6")" >>"$LAB_DIR/$RECORD_TO"
 }
 
 # timed MEASURE LOG CMD...: run CMD in the work cgroup, output into LOG,

@@ -129,7 +129,7 @@ srv_saturate() {
 	local tag=$1 u0 u1 log=$LAB_DIR/logs/saturation-$1.txt
 	redis_benchmark get "$REDIS_REQUESTS" "$REDIS_CLIENTS"
 	u0=$(server_usec)
-	measured_window "" "$log" "${WL_EXEC[@]}" "${LOAD_CMD[@]}" ||
+	measured_window "$CLIENT_CG" "$log" "${WL_EXEC[@]}" "${LOAD_CMD[@]}" ||
 		die "the redis-benchmark window at $POINT said nothing"
 	u1=$(server_usec)
 	[ "$WINDOW_STATUS" = 0 ] ||

@@ -255,7 +255,8 @@ reference_measured() {
 	# closed.
 	local txt=${1%.csv}.txt
 	reference_cmd "$SERVER_REQUESTS"
-	measured_window "" "$txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
+	# shellcheck disable=SC2153  # CLIENT_CG is common.sh's
+	measured_window "$CLIENT_CG" "$txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
 		die "the reference window at $POINT said nothing"
 	mv "$txt" "$1"
 	[ "$WINDOW_STATUS" = 0 ] ||
@@ -277,6 +278,10 @@ wl_run() {
 	read -r replies seconds errors calls p9 < <(reference_measured "$file")
 	P9_COUNT=${p9#-}
 	[ "$replies" -gt 0 ] || die "no replies from $SRV_NAME at $POINT; see $file"
+	# Where the clients are counted (count_clients), each reply's count
+	# holds reqtime's own read of the counter after the reply (reqtime.c,
+	# exchange()), outside the span it times: one a reply, taken off.
+	[ -z "$CLIENT_CG" ] || [ "$calls" = - ] || calls=$((calls - replies))
 	# Sums: lablib's read_raw tells the row by its log and makes it one
 	# reply, the clean replies' trimmed mean (its detail names the log).
 	record reply "$replies" "$seconds" "${calls#-}" "$errors" \

@@ -26,6 +26,8 @@ BASE = "none"
 # The reports of workloads.py and hostclock.py, added to report.txt after
 # the table once they have run.
 SECTIONS = ("workloads.txt", "hostclock.txt")
+# Up to this many calls the heat map's rows are full size.
+ROWS_AT_FULL_SIZE = 30
 
 
 def read_raw(path):
@@ -132,6 +134,17 @@ def table(meta, s, boots=()):
     return "\n".join(out) + "\n"
 
 
+def font_size(s):
+    """The heat map's label size: 8 points, 7 for a table of many calls."""
+    return 8 if len(s["calls"]) <= ROWS_AT_FULL_SIZE else 7
+
+
+def map_height(s):
+    """The heat map's height in inches: a row a call, narrower for many."""
+    n = len(s["calls"])
+    return (0.35 if n <= ROWS_AT_FULL_SIZE else 0.2) * n + 2.5
+
+
 def heat_map(fig, ax, s):
     """The table as a heat map on @ax: the ns each tax adds to each call, on
     a log colour scale, each cell labelled; a figure the spread hides
@@ -140,6 +153,7 @@ def heat_map(fig, ax, s):
     from matplotlib import colors
     taxes, calls = s["taxes"], s["calls"]
     cells = {(r["tax"], r["nr"]): r for r in s["rows"]}
+    size = font_size(s)
     grid = np.full((len(calls), len(taxes)), np.nan)
     for i, nr in enumerate(calls):
         for j, t in enumerate(taxes):
@@ -157,12 +171,12 @@ def heat_map(fig, ax, s):
                 continue
             bright = norm is not None and c["added_ns"] > 0 and norm(c["added_ns"]) > 0.6
             ax.text(j, i, plot.short_number(round(c["added_ns"])), ha="center", va="center",
-                    fontsize=7, color="black" if bright or c["added_ns"] <= 0 else "white")
+                    fontsize=size - 1, color="black" if bright or c["added_ns"] <= 0 else "white")
             if not c["exact"]:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
                                            edgecolor="grey", linewidth=0))
     ax.set_xticks(range(len(taxes)), taxes, rotation=40, ha="right", fontsize=8)
-    ax.set_yticks(range(len(calls)), [cells[(BASE, nr)]["call"] for nr in calls], fontsize=8)
+    ax.set_yticks(range(len(calls)), [cells[(BASE, nr)]["call"] for nr in calls], fontsize=size)
     ax.set_xlabel("tax")
     ax.set_ylabel("system call (every argument -1)")
     if norm is not None:
@@ -218,12 +232,12 @@ def draw(s, meta, path, workload_rows=None):
     (workloads.py's), a panel per workload and measure."""
     plt = plot.pyplot()
     width = max(1.1 * len(s["taxes"]) + 3, 14 if workload_rows else 0)
-    top = 0.35 * len(s["calls"]) + 2.5
+    top = map_height(s)
     if not workload_rows:
-        fig, ax = plot.figure(width=width, height=top)
-        heat_map(fig, ax, s)
+        # Constrained: tight_layout let a tall map's headline run into it.
+        fig = plt.figure(figsize=(width, top), dpi=120, layout="constrained")
+        heat_map(fig, fig.subplots(), s)
         plot.headline(fig, "what each tax adds to each system call", meta)
-        fig.tight_layout()
     else:
         panels = len(dict.fromkeys((r["workload"], r["measure"]) for r in workload_rows))
         below = 0.25 * len({r["tax"] for r in workload_rows}) * -(-panels // 4) + 1.5

@@ -15,7 +15,7 @@
 # (hostclock.py).
 #
 #   CALLS=NAMES    the calls, names or numbers of the 64-bit table
-#                  (default: the null calls and the workloads' commonest)
+#                  (default: the 100 calls the workloads make)
 #   TAXES=LIST     the taxes (default all; guest.sh lists them)
 #   BATCHES=21     timed batches per call and tax
 #   PER_BATCH=200  calls per batch
@@ -36,7 +36,24 @@ VARIANT=${VARIANT:-tax}
 lab_help "$@"
 [ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH, WORKLOADS, REPEATS, HOST_* come from the environment"
 
-CALLS=${CALLS:-getppid,getpid,read,write,close,newfstatat,openat,mmap,munmap,brk,futex,epoll_wait,rt_sigprocmask,ioctl,lseek}
+# The calls the five workloads make (their sweeps' calls by number, the
+# servers' clients' too, 2026-12-04), less those callcost refuses
+# (rt_sigreturn, vfork, exit_group: NOTES.md, "Calls that fail fast").
+WORKLOAD_CALLS=$(tr -d '\n' <<'CALLS'
+read,write,open,close,stat,lstat,poll,lseek,mmap,mprotect,munmap,brk,rt_sigaction,
+rt_sigprocmask,ioctl,pread64,writev,access,madvise,dup2,setitimer,getpid,socket,
+connect,sendto,recvfrom,recvmsg,shutdown,bind,listen,getsockname,getpeername,
+setsockopt,clone,execve,wait4,uname,fcntl,getcwd,chdir,fchdir,rename,mkdir,creat,
+unlink,readlink,chmod,umask,getrusage,sysinfo,times,getuid,getgid,setuid,setgid,
+geteuid,getegid,getppid,getpgrp,setsid,setgroups,setresuid,setresgid,sigaltstack,
+statfs,fstatfs,sched_setscheduler,sched_get_priority_max,sched_get_priority_min,
+prctl,arch_prctl,chroot,gettid,futex,sched_setaffinity,sched_getaffinity,
+epoll_create,getdents64,set_tid_address,fadvise64,clock_nanosleep,epoll_wait,
+epoll_ctl,openat,newfstatat,unlinkat,renameat,symlinkat,pselect6,set_robust_list,
+accept4,epoll_create1,dup3,pipe2,prlimit64,getrandom,rseq,clone3,faccessat2
+CALLS
+)
+CALLS=${CALLS:-$WORKLOAD_CALLS}
 TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
 WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
 HOST_TAXES=${HOST_TAXES-pti,seccomp-linear} HOST_WORKLOAD=${HOST_WORKLOAD:-grep}

@@ -709,15 +709,17 @@ fmt_duration() {
 # The module's own account of a point: delayed calls and the ns it spun.
 stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
 # And its calls by number (stats/by_call, a module that counts them):
-# by_call_copy N keeps copy N in memory; by_call_point appends the point's
-# calls between copies 0 and 1 to by_call.csv (a row per call number).
+# by_call_copy N keeps copy N in memory; by_call_point [FILE] appends the
+# calls between copies 0 and 1 to FILE in LAB_DIR (by_call.csv; a row per
+# call number).
 BY_CALL=$DELAY_DIR/stats/by_call
 by_call_copy() { [ ! -e "$BY_CALL" ] || cat "$BY_CALL" >"$SCRATCH/by_call.$1"; }
 by_call_point() {
 	[ -e "$SCRATCH/by_call.0" ] || return 0
 	by_call_copy 1
 	lab_python -m lablib.syscalls window "$SCRATCH/by_call.0" "$SCRATCH/by_call.1" \
-		"$LOOPS,$NS" >>"$LAB_DIR/by_call.csv" || die "cannot count the point's calls by number"
+		"$LOOPS,$NS" >>"$LAB_DIR/${1:-by_call.csv}" ||
+		die "cannot count the calls by number of $POINT"
 }
 
 # --- Phase: one point: its repeats, the module's account, a progress line --
@@ -780,21 +782,12 @@ count_clients() {
 	head -n 1 "$LAB_DIR/raw.csv" >"$LAB_DIR/clients.csv"
 	[ ! -e "$BY_CALL" ] || echo "loops,ns,nr,calls" >"$LAB_DIR/clients_by_call.csv"
 	# shellcheck disable=SC2034  # the workload's (lib/*.sh)
-	if [ "$KNOB" = ns ]; then
-		LOOPS='' NS=0 POINT="the clients' count" TAG=clients
-	else
-		LOOPS=0 NS='' POINT="the clients' count" TAG=clients
-	fi
-	RECORD_TO=clients.csv REPEAT=1
+	POINT="the clients' count" TAG=clients RECORD_TO=clients.csv REPEAT=1
+	if [ "$KNOB" = ns ]; then LOOPS='' NS=0; else LOOPS=0 NS=''; fi
 	log "counting the clients' calls (the measures once more, the clients' cgroup counted)"
 	by_call_copy 0
 	wl_run
-	if [ -e "$SCRATCH/by_call.0" ]; then
-		by_call_copy 1
-		lab_python -m lablib.syscalls window "$SCRATCH/by_call.0" "$SCRATCH/by_call.1" \
-			"$LOOPS,$NS" >>"$LAB_DIR/clients_by_call.csv" ||
-			die "cannot count the clients' calls by number"
-	fi
+	by_call_point clients_by_call.csv
 	RECORD_TO=raw.csv
 	delay_set cgroup "$WORK_CG_PATH"
 	cgroup_remove "$CLIENT_CG"

@@ -140,21 +140,10 @@ def add_args(p):
 
 def work(args):
     tax_dir = pathlib.Path(args.dir)
-    summary = results.read_json(tax_dir / "summary.json")
-    meta = results.read_meta(tax_dir)
-    taxes = args.taxes.split(",")
-    unknown = [t for t in taxes if t not in summary["taxes"]]
-    if unknown:
-        raise cli.BadInput(f"--taxes: {', '.join(unknown)} not measured in {tax_dir} "
-                           f"(it has {', '.join(summary['taxes'])})")
+    _, taxes, boots, variant = wl.tax_run(tax_dir, args.taxes)
     if args.runs < 2 or args.repeats < 1:
         raise cli.BadInput(f"-n {args.runs} -r {args.repeats}: at least two boots a side "
                            "(a test needs two) and one timed run a boot")
-    boots = summary.get("boots") or {}
-    if "base" not in boots:
-        raise cli.BadInput(f"{tax_dir}/summary.json names no base boot: analyse it again "
-                           f"(userspace/tax/analyse.py {tax_dir})")
-    variant = meta.get("variant") or "tax"
     env = {**os.environ, "VM_CPUS": "1"}
     compares = {}
     for k, tax in enumerate(taxes, 1):

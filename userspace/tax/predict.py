@@ -76,7 +76,7 @@ def mix(sweep, name="by_call.csv"):
     the clients' clients_by_call.csv)."""
     path = sweep / name
     if not path.exists():
-        raise ValueError(f"{sweep} has no by_call.csv: the sweep ran with a delay module "
+        raise ValueError(f"{sweep} has no {name}: the sweep ran with a delay module "
                          "that does not count calls by number (make module, then sweep again)")
     counts = {}
     for r in results.read_csv(path, ("loops", "ns", "nr", "calls")):

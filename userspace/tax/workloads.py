@@ -295,18 +295,31 @@ def add_args(p):
     cli.add_json_option(p)
 
 
-def work(args):
-    tax_dir = pathlib.Path(args.dir)
+def tax_run(tax_dir, taxes=None):
+    """(summary, taxes, boots, variant) of tax run @tax_dir: its
+    summary.json, the taxes of the comma-separated list @taxes (default:
+    every tax it measured), the options of its boots and its kernel
+    variant; BadInput for a tax it did not measure or a summary that names
+    no base boot."""
     summary = results.read_json(tax_dir / "summary.json")
-    meta = results.read_meta(tax_dir)
-    # Where the calls were timed (the base boot's), for the report.
-    measured_meta, _ = analyse.measured_meta(tax_dir)
     measured = list(summary["taxes"])
-    taxes = args.taxes.split(",") if args.taxes else measured
-    unknown = [t for t in taxes if t not in measured]
+    chosen = taxes.split(",") if taxes else measured
+    unknown = [t for t in chosen if t not in measured]
     if unknown:
         raise cli.BadInput(f"--taxes: {', '.join(unknown)} not measured in {tax_dir} "
                            f"(it has {', '.join(measured)})")
+    boots = summary.get("boots") or {}
+    if "base" not in boots:
+        raise cli.BadInput(f"{tax_dir}/summary.json names no base boot: analyse it again "
+                           f"(userspace/tax/analyse.py {tax_dir})")
+    return summary, chosen, boots, results.read_meta(tax_dir).get("variant") or "tax"
+
+
+def work(args):
+    tax_dir = pathlib.Path(args.dir)
+    summary, taxes, boots, variant = tax_run(tax_dir, args.taxes)
+    # Where the calls were timed (the base boot's), for the report.
+    measured_meta, _ = analyse.measured_meta(tax_dir)
     workloads = args.workloads.split(",")
     bad = [w for w in workloads if w not in WORKLOADS]
     if bad:
@@ -316,11 +329,6 @@ def work(args):
     for s in summary.get("skipped", []):
         print(f"tax workloads: {s['tax']} skipped: {s['reason']}")
     jobs = args.jobs or host.free_cores()[0]
-    variant = meta.get("variant") or "tax"
-    boots = summary.get("boots") or {}
-    if "base" not in boots:
-        raise cli.BadInput(f"{tax_dir}/summary.json names no base boot: analyse it again "
-                           f"(userspace/tax/analyse.py {tax_dir})")
     joblog = tax_dir / "workloads" / "joblog"
     plans = {w: Plan(tax_dir, w, args.repeats, variant, boots) for w in workloads}
     if not args.dry_run:

@@ -109,6 +109,12 @@ Options:
                          number (clients_by_call.csv), which the tax
                          experiment's prediction adds for the taxes every
                          process pays.  Not timed for the results
+      --delay-clients    (apache, redis) the clients run in a cgroup beside the
+                         server's under one the module targets: their calls
+                         are delayed and counted with the server's (a
+                         stand-in for a cost every process pays; the calls
+                         a unit of work are then the server's and clients').
+                         The server's CPU is its own cgroup's still
       --no-stage         in the VM, run the workload from the host's files
                          (9p) as they are, not from a copy in memory of what
                          it touched (see below)
@@ -186,6 +192,7 @@ DRY_RUN=0
 PLAN=0
 TAX=
 COUNT_CLIENTS=0
+DELAY_CLIENTS=0
 COMMAND=()
 ARGS=("$@")
 
@@ -199,6 +206,7 @@ sweep_parse() {
 		--set) want_value "$@"; SETTINGS+=("$2"); shift 2 ;;
 		--tax) want_value "$@"; TAX=$2; shift 2 ;;
 		--count-clients) COUNT_CLIENTS=1; shift ;;
+		--delay-clients) DELAY_CLIENTS=1; shift ;;
 		-r | --repeats) want_value "$@"; REPEATS=$2; shift 2 ;;
 		--scale) want_value "$@"; SCALE=$2; shift 2 ;;
 		--calibration) want_value "$@"; CALIBRATION=$2; shift 2 ;;
@@ -383,6 +391,10 @@ sweep_check() {
 	done
 	[ "$COUNT_CLIENTS" -eq 0 ] || declare -F srv_saturate >/dev/null ||
 		bad_arg "--count-clients: $WORKLOAD is not a server with clients (apache, redis)"
+	[ "$DELAY_CLIENTS" -eq 0 ] || declare -F srv_saturate >/dev/null ||
+		bad_arg "--delay-clients: $WORKLOAD is not a server with clients (apache, redis)"
+	[ "$DELAY_CLIENTS" -eq 0 ] || [ "$COUNT_CLIENTS" -eq 0 ] ||
+		bad_arg "--delay-clients and --count-clients: the clients are delayed with the server or counted apart, not both"
 	if [ -n "$TAX" ]; then
 		[ -e "$TAXES_SH" ] || bad_arg "--tax needs the tax experiment (userspace/tax), not in this lab"
 		tax_known "$TAX" || bad_arg "--tax wants one of ${TAXES_KNOWN[*]}, not '$TAX'"
@@ -434,7 +446,7 @@ sweep_plan() {
 		apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
 		redis) step=", $(server_requests) replies a reference" ;;
 		esac
-		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}${TAX:+; under the tax $TAX}$( ((COUNT_CLIENTS)) && echo "; then the clients' calls counted")"
+		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}${TAX:+; under the tax $TAX}$( ((COUNT_CLIENTS)) && echo "; then the clients' calls counted")$( ((DELAY_CLIENTS)) && echo "; the clients delayed with the server")"
 		exit 0
 	fi
 }
@@ -585,7 +597,7 @@ sweep_setup() {
 	for j in "${!SET_NAMES[@]}"; do
 		delay_set "${SET_NAMES[j]}" "${SET_VALUES[j]}"
 	done
-	work_cgroup_create
+	work_cgroup_create "$DELAY_CLIENTS"
 	p9_setup
 	scratch_create
 
@@ -602,9 +614,10 @@ sweep_setup() {
 	META_ARGS=(workload="$WORKLOAD" knob="$KNOB" "$KNOB:=[$(IFS=,; echo "${ALL_VALUES[*]}")]"
 		syscalls="${SYSCALL_NAMES:-all}" syscall_numbers="${SYSCALL_NRS:-all}"
 		repeats:="$REPEATS" scale="$SCALE" tree="$TREE" jobs:="$JOBS" workdir="$WORKDIR"
-		in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$WORK_CG_PATH"
+		in_vm:="$(in_vm && echo true || echo false)" delay_cgroup="$TARGET_CG_PATH"
 		module_loops_before:="$OLD_LOOPS" module_cgroup_before="$OLD_CGROUP"
-		calibration_from="$cal_from" count_clients:="$( ((COUNT_CLIENTS)) && echo true || echo false)")
+		calibration_from="$cal_from" count_clients:="$( ((COUNT_CLIENTS)) && echo true || echo false)"
+		delay_clients:="$( ((DELAY_CLIENTS)) && echo true || echo false)")
 	# A part says which it is and which points are its own; the full list
 	# above is the sweep's.
 	[ -z "$PART" ] ||
@@ -631,8 +644,9 @@ sweep_setup() {
 		CALIBRATE_AFTER=1
 	fi
 
-	# From here on only the work cgroup is delayed.
-	delay_set cgroup "$WORK_CG_PATH"
+	# From here on only the work cgroup is delayed (with --delay-clients,
+	# the cgroup above it and the clients').
+	delay_set cgroup "$TARGET_CG_PATH"
 	lab_python "$SWEEP_DIR/progress.py" columns >"$LAB_DIR/raw.csv" ||
 		die "cannot write $LAB_DIR/raw.csv"
 	echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
@@ -789,7 +803,7 @@ count_clients() {
 	wl_run
 	by_call_point clients_by_call.csv
 	RECORD_TO=raw.csv
-	delay_set cgroup "$WORK_CG_PATH"
+	delay_set cgroup "$TARGET_CG_PATH"
 	cgroup_remove "$CLIENT_CG"
 	CLIENT_CG=
 }

@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import pathlib
+import re
 import shutil
 import statistics
 import subprocess
@@ -357,6 +358,28 @@ def test_redis_sweep(tmp_path, calibration):
     assert len(raw) == 6, raw   # reply, saturation, server at loops 0 and 1000
     assert json.loads((d / "meta.json").read_text())["settings"]["count_clients"] is True
     assert not list(pathlib.Path("/sys/fs/cgroup").glob("lab-clients-*"))
+
+
+def test_a_servers_clients_are_delayed_with_it(tmp_path, calibration):
+    """--delay-clients: Redis in server/ and its clients in clients/ under
+    the cgroup the module targets, both delayed and counted: a reply's
+    calls are the server's and reqtime's GET (a write and a read, its read
+    of the counter taken off), more than the server's alone; the server's
+    CPU is still its own cgroup's; every cgroup removed at the end."""
+    d, raw = server_sweep(tmp_path, calibration, "redis", "redis-benchmark",
+                          "--delay-clients", REDIS_REQUESTS="1000")
+    settings = json.loads((d / "meta.json").read_text())["settings"]
+    assert settings["delay_clients"] is True and settings["count_clients"] is False
+    assert re.fullmatch(r"/lab-sweep-\d+", settings["delay_cgroup"]), settings
+    reply = {r["loops"]: r for r in raw if r["measure"] == "reply"}
+    for r in reply.values():
+        assert int(r["syscalls"]) >= 4 * int(r["units"]), r
+    # The server's CPU a request, delayed, grew by about its own calls'
+    # delays, not its clients'.
+    cpu = {r["loops"]: float(r["seconds"]) / int(r["units"]) for r in raw
+           if r["measure"] == "server"}
+    assert cpu["1000"] > cpu["0"], cpu
+    assert not list(pathlib.Path("/sys/fs/cgroup").glob("lab-sweep-*"))
 
 
 def test_cmd_sweep_keeps_a_working_directory_with_spaces(tmp_path, calibration):

@@ -11,11 +11,17 @@ DELAY_SYSCALLS=$DELAY_DIR/parameters/syscalls
 DELAY_CALLS=$DELAY_DIR/stats/calls
 
 # The cgroup v2 of the delayed tasks: WORK_CG is its directory,
-# WORK_CG_PATH its name from the cgroup2 root (what the module takes).
+# WORK_CG_PATH its name from the cgroup2 root.  The module targets
+# TARGET_CG_PATH (TARGET_CG its directory): the work cgroup itself, or,
+# where the clients are delayed too (sweep.sh --delay-clients), the cgroup
+# that holds it and the clients' beside it.
 WORK_CG=
 WORK_CG_PATH=
+TARGET_CG=
+TARGET_CG_PATH=
 # A server's clients run outside the work cgroup; in CLIENT_CG when it is
-# set (count_clients in sweep.sh: a cgroup the module counts instead).
+# set (count_clients in sweep.sh: a cgroup the module counts instead; with
+# --delay-clients, the work cgroup's sibling under the target).
 CLIENT_CG=
 
 # Where cgroup2 is mounted; mounts it on /sys/fs/cgroup if nothing is.
@@ -30,22 +36,35 @@ cgroup2_root() {
 	printf '%s\n' "$mnt"
 }
 
-# Create the cgroup every timed run starts in.
+# work_cgroup_create [WITH_CLIENTS]: create the cgroup every timed run
+# starts in; with WITH_CLIENTS 1, inside a target cgroup that also holds
+# the clients' (server/ and clients/ under /lab-sweep-PID).
 work_cgroup_create() {
 	local root
 	root=$(cgroup2_root)
-	WORK_CG_PATH=/lab-sweep-$$
+	TARGET_CG_PATH=/lab-sweep-$$
+	TARGET_CG=$root$TARGET_CG_PATH
+	mkdir "$TARGET_CG" || die "cannot create the cgroup $TARGET_CG"
+	if [ "${1:-0}" -eq 1 ]; then
+		WORK_CG_PATH=$TARGET_CG_PATH/server
+		CLIENT_CG=$TARGET_CG/clients
+		mkdir "$root$WORK_CG_PATH" "$CLIENT_CG" ||
+			die "cannot create the cgroups of $TARGET_CG"
+	else
+		WORK_CG_PATH=$TARGET_CG_PATH
+	fi
 	WORK_CG=$root$WORK_CG_PATH
-	mkdir "$WORK_CG" || die "cannot create the cgroup $WORK_CG"
 }
 
-# Stop whatever still runs in the work cgroup (and the clients' if there
-# is one) and remove it.  Idempotent.
+# Stop whatever still runs in the work cgroup, the clients' and the
+# target (each that there is) and remove them.  Idempotent.
 work_cgroup_remove() {
 	cgroup_remove "$CLIENT_CG"
 	CLIENT_CG=
 	cgroup_remove "$WORK_CG"
 	WORK_CG=
+	cgroup_remove "$TARGET_CG"
+	TARGET_CG=
 }
 
 # cgroup_remove DIR: kill what runs in cgroup DIR and remove it (nothing

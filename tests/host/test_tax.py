@@ -2,7 +2,10 @@
 its exactness, the skipped taxes) and the tools' refusals."""
 import csv
 import json
+import math
 import os
+import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -269,6 +272,18 @@ def test_only_a_server_counts_its_clients(root, tmp_path):
     assert out.returncode == 0 and "the clients' calls counted" in out.stderr, out.stderr
 
 
+@pytest.mark.skipif(not shutil.which("strace"), reason="staging needs strace")
+def test_only_a_server_delays_its_clients_and_not_while_counting_them(root, tmp_path):
+    out = sweep_dry_run(root, tmp_path, "grep", "-l", "0", "--delay-clients")
+    assert out.returncode == 2 and "grep is not a server with clients" in out.stderr
+    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", "--delay-clients",
+                        "--count-clients")
+    assert out.returncode == 2 and "not both" in out.stderr, out.stderr
+    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", "--delay-clients")
+    assert out.returncode == 0 and "the clients delayed with the server" in out.stderr, \
+        out.stderr
+
+
 def test_loops_0_alone_wants_a_calibration(root, tmp_path):
     """Calibrating loop count 0 alone would fit nothing, after the sweep."""
     out = sweep_dry_run(root, tmp_path, "grep", "-l", "0")
@@ -297,15 +312,20 @@ WORKLOADS = "userspace/tax/workloads.py"
 # A stand-in for workloads/run.sh (LAB_SWEEP_RUNNER): an analysed sweep
 # folder in -o's folder where a unit of work takes 0.01 s and 1,000 calls
 # (600 read, 400 write) and each call costs the tax's ns (--tax) or the
-# calibrated delay of its point (--ns N: N; -l L: 30 + 3 L; 0: nothing).
+# calibrated delay of its point (--ns N: N; -l L: 30 + 3 L; 0: nothing),
+# or, a call that --set delays= names, what the ns mode adds (NS_ADDED).
 SWEEP_STAND_IN = """#!{python}
-import json, os, pathlib, sys
+import json, math, os, pathlib, sys
 TAX = {{"trace": {{0: 1248.0, 1: 1248.0}}, "seccomp-linear-nocache": {{0: 318.0, 1: 340.0}},
        "pti": {{0: 10.0, 1: 10.0}}}}
 args = sys.argv[2:]
 if os.environ.get("SWEEP_FAIL") and os.environ["SWEEP_FAIL"] in args:
     sys.exit("the sweep failed")
 opt = lambda name: args[args.index(name) + 1] if name in args else None
+own = {{}}
+if opt("--set"):
+    own = {{int(nr): 40.0 + 20 * math.ceil(int(x) / 20)
+           for nr, x in (i.split(":") for i in opt("--set").split("=")[1].split(","))}}
 parent = pathlib.Path(opt("-o"))
 d = parent / "grep-1"
 d.mkdir(parents=True)
@@ -314,7 +334,8 @@ knob, points = ("ns", opt("--ns")) if opt("--ns") else ("loops", opt("-l"))
 raw, by_call, rows = [], [], []
 for p in (int(v) for v in points.split(",")):
     added = p if knob == "ns" else (30.0 + 3.0 * p if p else 0.0)
-    seconds = 0.01 + 600e-9 * (tax[0] + added) + 400e-9 * (tax[1] + added)
+    seconds = 0.01 + 600e-9 * (tax[0] + own.get(0, added)) + \
+        400e-9 * (tax[1] + own.get(1, added))
     loops, ns = (p, "") if knob == "loops" else ("", p)
     raw += [f"grep,grep,{{loops}},{{ns}},{{r}},1,{{seconds}},1000,0,0," for r in (1, 2)]
     by_call += [f"{{loops}},{{ns}},0,1200", f"{{loops}},{{ns}},1,800"]
@@ -330,15 +351,25 @@ for p in (int(v) for v in points.split(",")):
                                             "measures": {{"grep": {{"points": rows}}}}}}))
 """
 # A stand-in for userspace/calibrate/run.sh (LAB_CALIBRATE_RUNNER): a
-# calibration of 3 ns a loop after 30 ns to enter a delayed call.
+# calibration of 3 ns a loop after 30 ns to enter a delayed call; with
+# --param (the ns mode), getppid at each ns of -l, which adds 40 ns and
+# the ask rounded up to 20 ns (NS_ADDED).
 CALIBRATE_STAND_IN = """#!{python}
-import json, pathlib, sys
-d = pathlib.Path(sys.argv[sys.argv.index("-o") + 1]) / "calibrate-1"
+import json, math, pathlib, sys
+args = sys.argv[1:]
+d = pathlib.Path(args[args.index("-o") + 1]) / "calibrate-1"
 d.mkdir(parents=True)
-(d / "meta.json").write_text(json.dumps({{"experiment": "calibrate"}}))
-(d / "summary.json").write_text(json.dumps({{
-    "fits": {{"getppid": {{"slope": 3.0, "intercept": 330.0}}}},
-    "points": [{{"syscall": "getppid", "loops": 0, "p10": 300.0}}]}}))
+(d / "meta.json").write_text(json.dumps({{"experiment": "calibrate", "args": args}}))
+if "--param" in args:
+    first, last, step = map(int, args[args.index("-l") + 1].split(":"))
+    points = [{{"syscall": "getppid", "loops": x, "p10": 300.0,
+               "added": 40.0 + 20 * math.ceil(x / 20) if x else 0.0}}
+              for x in range(first, last + 1, step)]
+    (d / "summary.json").write_text(json.dumps({{"fits": {{}}, "points": points}}))
+else:
+    (d / "summary.json").write_text(json.dumps({{
+        "fits": {{"getppid": {{"slope": 3.0, "intercept": 330.0}}}},
+        "points": [{{"syscall": "getppid", "loops": 0, "p10": 300.0}}]}}))
 """
 
 
@@ -391,28 +422,78 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     # trace's 1,248 ns: (1,248 - 30) / 3 = 406 loops, 1,248 ns calibrated.
     assert trace["standin_loops"] == 406 and trace["standin_ns"] == pytest.approx(1248)
     assert trace["standin_error_pct"] == pytest.approx(0, abs=1e-9)
-    # No stand-in for a tax that differs by call or costs less than the floor.
-    assert linear["emulated_s"] is None and "not one figure" in linear["note"]
+    # A tax that differs by call: loops for the figure most calls pay
+    # (read's 318 ns: 96 loops), and write's 340 in the ns mode (ask 290:
+    # 40 + 300); exact, as the workload's model is.
+    assert linear["standin_loops"] == 96 and linear["standin_delays"] == "1:290"
+    assert linear["standin_ns"] == pytest.approx(0.6 * 318 + 0.4 * 340)
+    assert linear["standin_error_pct"] == pytest.approx(0, abs=1e-9)
+    assert "1 calls' own delays" in linear["note"]
+    # No stand-in for a tax that costs less than the module's floor.
     assert pti["emulated_s"] is None and "below the module's floor" in pti["note"]
     # pti ran in a boot of its own; each sweep once, the base and the
-    # stand-in with the calibration.
+    # stand-ins with the calibration.
     sweeps = tax / "workloads" / "grep"
     cal = str(tax / "workloads" / "calibrate" / "calibrate-1")
     meta = json.loads((sweeps / "none" / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0" and cal in meta["args"]
-    assert sorted(p.name for p in sweeps.iterdir()) == [
-        "none", "pti", "seccomp-linear-nocache", "standin-0-406", "trace"]
+    names = sorted(p.name for p in sweeps.iterdir())
+    assert names[:4] == ["none", "pti", "seccomp-linear-nocache", "standin-0-406"]
+    assert re.fullmatch(r"standin-seccomp-linear-nocache-[0-9a-f]{8}", names[4]), names
+    assert names[5:] == ["trace"], names
     meta = json.loads((sweeps / "pti" / "grep-1" / "meta.json").read_text())
     assert meta["append"] == "pti=on spectre_v2=off" and "--tax" in meta["args"]
     meta = json.loads((sweeps / "standin-0-406" / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0,406" and cal in meta["args"]
+    meta = json.loads((sweeps / names[4] / "grep-1" / "meta.json").read_text())
+    assert meta["args"][meta["args"].index("-l") + 1] == "0,96"
+    assert "delays=1:290" in meta["args"] and "--delay-clients" not in meta["args"]
+    ns_cal = json.loads((tax / "workloads/calibrate-ns/calibrate-1/meta.json").read_text())
+    assert "/sys/module/delay/parameters/ns" in ns_cal["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
     report = (tax / "report.txt").read_text()
     assert report.index("ns each tax adds") < report.index("tax workloads:")
     assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000
     # Run again: every sweep is there, none runs again.
     again = tax_workloads(root, tax, env)
-    assert again.returncode == 0 and again.stdout.count("done before") == 6, again.stdout
+    assert again.returncode == 0 and again.stdout.count("done before") == 8, again.stdout
+
+
+def test_a_stand_in_chooses_loops_for_most_calls_and_the_ns_mode_where_nearer():
+    steps = {x: 40.0 + 20 * math.ceil(x / 20) for x in range(10, 1510, 10)}
+    fit = {"ns_per_loop": 3.0, "entry_ns": 30.0}
+    cells = {0: 318.0, 1: 340.0, 2: 331.0, 3: 900.0}
+    # Most calls pay 318 (96 loops); the ns mode adds 340 and 900 exactly
+    # (asks 290 and 850), and comes within 9 ns of 331 (340) where the
+    # loops are 13 away.
+    spec = tax_workloads_module().percall_plan(cells, {0: 0.7, 1: 0.1, 2: 0.1, 3: 0.1},
+                                               fit, steps)
+    assert spec["loops"] == 96
+    assert spec["delays"] == "1:290,2:290,3:850", spec
+    # A tax below every floor on the calls made: no stand-in.
+    assert tax_workloads_module().percall_plan({0: 10.0, 1: 30.0}, {0: 0.5, 1: 0.5},
+                                               fit, steps) is None
+    # The calls that gain most come first, at most the module's 64.
+    many = {nr: 1000.0 + nr for nr in range(100)}
+    shares = {nr: 1.0 for nr in range(100)} | {0: 200.0}
+    spec = tax_workloads_module().percall_plan(many, shares, fit, steps)
+    assert len(spec["own"]) == 64 and {0, 99} <= set(spec["own"]) and 1 not in spec["own"]
+
+
+def tax_workloads_module():
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "userspace/tax"))
+    import workloads
+    return workloads
+
+
+def test_a_servers_machine_wide_stand_in_delays_its_clients(root, tmp_path):
+    tax, env = workloads_dirs(tmp_path)
+    out = subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "redis",
+                          "--dry-run"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if "standin-" in line]
+    assert len(lines) == 1 and "--delay-clients" in lines[0], lines
+    assert "redis/standin-clients-" in lines[0] and "--count-clients" in out.stdout
 
 
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
@@ -441,7 +522,8 @@ def test_the_dry_run_lists_the_sweeps_and_runs_none(root, tmp_path):
     out = tax_workloads(root, tax, env, "--dry-run")
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("run.sh grep --vms 1") == 5 and "--tax pti" in out.stdout
-    assert "calibrate.sh -o" in out.stdout
+    assert "calibrate.sh -o" in out.stdout and "parameters/ns" in out.stdout
+    assert "then a stand-in sweep a workload for each of seccomp-linear-nocache" in out.stdout
     assert not (tax / "workloads").exists()
 
 

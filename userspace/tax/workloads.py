@@ -9,8 +9,9 @@ to each call, and the options of the boots it was timed in).  On that
 run's kernel variant, the virtual clock and one vCPU, with its base
 boot's options (pti=off spectre_v2=off), each a boot of its own: first
 the delay module's calibration on this kernel (userspace/calibrate/
-run.sh: what a loop and a delayed call's entry cost), then for each
-workload its sweeps (workloads/run.sh):
+run.sh: what a loop and a delayed call's entry cost, and what each ns
+asked of the ns mode adds), then for each workload its sweeps
+(workloads/run.sh):
 
   none      the workload untaxed at loops 0: its base time and calls by
             number (the prediction's input, predict.py); a server's also
@@ -21,7 +22,14 @@ workload its sweeps (workloads/run.sh):
   standin-L the workload untaxed at loops 0 and the loop counts whose
             calibrated delays are the taxes' figures, for each tax that is
             one figure for every call (a fixed cost per call), in one
-            sweep: the emulated time
+            sweep: the emulated time; a server's under a tax every
+            process pays in standin-clients-L, its clients delayed too
+            (sweep.sh --delay-clients)
+  standin-TAX-H  for a fixed cost that differs by call (a filter's
+            positions, an argument checked): the module at the loops of
+            the figure most of the workload's calls pay, and each call
+            whose own figure the ns mode comes nearer to at that (delays=;
+            H names the list), chosen with a calibration of the ns mode
 
 Then per workload, measure and tax: the base, the prediction, the measured
 and the emulated time of a unit of work, the prediction's error against
@@ -32,6 +40,7 @@ TAXRUN/workloads.csv, workloads.json and workloads.txt (added to
 report.txt).  NOTES.md, "The taxes on the workloads", says why each
 choice.
 """
+import hashlib
 import os
 import pathlib
 import sys
@@ -53,11 +62,29 @@ CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 SERVERS = ("redis", "apache")
 # Within this share the prediction holds, and the stand-in reproduces the tax.
 WITHIN = 0.01
+# The taxes that are not a fixed cost of a call, and what their cost
+# depends on (NOTES.md, "Calls that fail fast", "strace --seccomp-bpf and
+# a daemon"): no stand-in.
+NOT_FIXED = {
+    "strace": "not a fixed cost: a stop in strace at each call, dearer with what it decodes",
+    "strace-one": "not a fixed cost: strace stops every call of a tracee until its first "
+                  "traced one",
+    "audit-one": "not a fixed cost: audit's work grows with the paths and sockets a call "
+                 "names",
+    "audit-all": "not a fixed cost: a record a call, with its paths, read by auditd",
+}
+# The ns mode's calibration: the added latency of each ns asked, getppid
+# timed at every 10 ns up to 1,500 (a delays= figure is in ns; the mode's
+# clock reads make its cost a staircase, NOTES.md, "Calls' own delays").
+NS_PARAM = "/sys/module/delay/parameters/ns"
+NS_STEPS = "0:1500:10"
+# The most calls the module's delays= takes (DELAY_OWN_MAX).
+OWN_MAX = 64
 COLUMNS = ("workload", "measure", "tax", "base_s", "calls_per_unit", "added_ns_per_call",
            "covered_pct", "client_calls_per_unit", "predicted_s", "predicted_change_pct",
            "measured_s", "measured_calls_per_unit", "measured_change_pct", "error_pct",
-           "standin_loops", "standin_ns", "emulated_s", "emulated_change_pct",
-           "standin_error_pct", "exact", "note")
+           "standin_loops", "standin_delays", "standin_clients", "standin_ns", "emulated_s",
+           "emulated_change_pct", "standin_error_pct", "exact", "note")
 
 
 def sweep_args(workload, repeats):
@@ -71,13 +98,21 @@ def boot_env(variant, append):
     return {"VARIANT": variant, "VM_CLOCK": "virtual", "VM_CPUS": "1", "VM_APPEND": append}
 
 
-def calibration_run(tax_dir, variant, append):
-    """The delay module's calibration on the tax run's kernel and options."""
+def calibration_run(tax_dir, variant, append, name="calibrate", args=()):
+    """The delay module's calibration on the tax run's kernel and options
+    (@args: the calibrate tool's own)."""
     root = pathlib.Path(tax_dir) / "workloads"
     command = os.environ.get("LAB_CALIBRATE_RUNNER") or ROOT / "userspace/calibrate/run.sh"
-    return {"name": "calibrate", "parent": root / "calibrate",
-            "env": boot_env(variant, append), "command": [command, "-o", root / "calibrate"],
-            "log": root / "logs" / "calibrate.txt"}
+    return {"name": name, "parent": root / name,
+            "env": boot_env(variant, append), "command": [command, "-o", root / name, *args],
+            "log": root / "logs" / f"{name}.txt"}
+
+
+def ns_calibration_run(tax_dir, variant, append):
+    """The ns mode's calibration: getppid at each ns of NS_STEPS."""
+    return calibration_run(tax_dir, variant, append, "calibrate-ns",
+                           ["--param", NS_PARAM, "-l", NS_STEPS, "--syscall", "getppid",
+                            "-n", "5", "--calls", "200", "--rounds", "1"])
 
 
 def runner():
@@ -111,12 +146,30 @@ class Plan:
     def taxed(self, tax):
         return self.run(tax, ["--ns", "0"], ["--tax", tax], tax if tax in self.boots else "base")
 
-    def standin(self, loops, cal):
-        """The stand-ins' sweep, named after its loop counts: a table
-        whose figures changed asks for a sweep of its own."""
+    def standin(self, loops, cal, clients=False):
+        """The one-figure stand-ins' sweep, named after its loop counts: a
+        table whose figures changed asks for a sweep of its own.  With
+        @clients, a server's clients are delayed too."""
         points = sorted({0, *loops})
-        return self.run("standin-" + "-".join(map(str, points)),
-                        ["-l", ",".join(map(str, points))], ["--calibration", cal])
+        name = "standin-" + ("clients-" if clients else "") + "-".join(map(str, points))
+        extra = ["--calibration", cal] + (["--delay-clients"] if clients else [])
+        return self.run(name, ["-l", ",".join(map(str, points))], extra)
+
+    def percall(self, tax, spec, cal):
+        """The stand-in of a tax that differs by call: @spec's loops for
+        every call, its delays= for the calls it names, in a sweep named
+        after the tax and a digest of both."""
+        digest = hashlib.sha1(f"{spec['loops']} {spec['delays']}".encode()).hexdigest()[:8]
+        extra = ["--calibration", cal, "--set", f"delays={spec['delays']}"]
+        if spec["clients"]:
+            extra.append("--delay-clients")
+        return self.run(f"standin-{tax}-{digest}", ["-l", ",".join(map(str, sorted(
+            {0, spec["loops"]})))], extra)
+
+    def clients_pay(self, tax):
+        """Does @tax slow what this workload's clients do, which its
+        stand-in must then delay too?"""
+        return self.workload in SERVERS and tax in predict.MACHINE_WIDE
 
 
 def done(run):
@@ -174,9 +227,78 @@ def standin_loops(ns, ns_per_loop, entry_ns):
 
 
 def uniform_taxes(tax_dir):
-    """{tax: ns} of the taxes that are one figure for every call they timed."""
+    """{tax: ns} of the fixed costs that are one figure for every call they
+    timed."""
     per_tax = predict.taxes(results.read_json(pathlib.Path(tax_dir) / "summary.json"))
-    return {t: u for t, (_, u) in per_tax.items() if u is not None}
+    return {t: u for t, (_, u) in per_tax.items() if u is not None and t not in NOT_FIXED}
+
+
+def percall_taxes(tax_dir):
+    """{tax: {nr: ns}} of the fixed costs that differ by call."""
+    per_tax = predict.taxes(results.read_json(pathlib.Path(tax_dir) / "summary.json"))
+    return {t: cells for t, (cells, u) in per_tax.items() if u is None and t not in NOT_FIXED}
+
+
+def ns_staircase(summary):
+    """{ns asked: ns added} of an ns-mode calibration (calibrate --param
+    ns), getppid's points, the undelayed one left out."""
+    steps = {p["loops"]: p["added"] for p in summary["points"]
+             if p["syscall"] == "getppid" and p["loops"] > 0 and p["added"] is not None}
+    if not steps:
+        raise ValueError("the ns mode's calibration has no getppid point above 0")
+    return steps
+
+
+def nearest_ns(target, steps):
+    """(ns to ask, ns it adds) of the ns mode nearest @target; the smaller
+    ask of two that add the same."""
+    ask = min(steps, key=lambda x: (abs(steps[x] - target), x))
+    return ask, steps[ask]
+
+
+def weighted_median(values):
+    """The median of {value: weight}."""
+    total, seen = sum(values.values()), 0.0
+    for v in sorted(values):
+        seen += values[v]
+        if seen >= total / 2:
+            return v
+    raise ValueError("no values")
+
+
+def percall_plan(cells, shares, fit, steps):
+    """The stand-in of a tax whose figure @cells ({nr: ns}) differs by
+    call, for a workload whose calls are @shares ({nr: share}): loops for
+    the figure most of its calls pay (weighted median; 0 below the
+    module's floor), and the calls that the ns mode (@steps, ns_staircase)
+    brings nearer their own figure than those loops do, the most time
+    gained first, at most OWN_MAX.  None if it would delay nothing.
+    {loops, delays, ns (the delay a call it plans, mixed over @shares),
+    own: {nr: (ask, added)}}."""
+    ns_per_loop, entry_ns = fit["ns_per_loop"], fit["entry_ns"]
+    timed = {nr: share for nr, share in shares.items() if nr in cells}
+    if not timed:
+        return None
+    weights = {}
+    for nr, share in timed.items():
+        weights[cells[nr]] = weights.get(cells[nr], 0.0) + share
+    figure = weighted_median(weights)
+    loops = standin_loops(figure, ns_per_loop, entry_ns) or 0
+    default = entry_ns + loops * ns_per_loop if loops else 0.0
+    gains = []
+    for nr, share in timed.items():
+        ask, added = nearest_ns(cells[nr], steps)
+        gain = abs(default - cells[nr]) - abs(added - cells[nr])
+        if gain > 0:
+            gains.append((share * gain, nr, ask, added))
+    own = {nr: (ask, added) for _, nr, ask, added in sorted(gains, reverse=True)[:OWN_MAX]}
+    if not loops and not own:
+        return None
+    total = sum(shares.values())
+    mixed = sum(share * (own[nr][1] if nr in own else default)
+                for nr, share in shares.items()) / total
+    return {"loops": loops, "ns": mixed, "own": own,
+            "delays": ",".join(f"{nr}:{own[nr][0]}" for nr in sorted(own))}
 
 
 def standin_plan(uniform, fit):
@@ -194,12 +316,27 @@ def standin_plan(uniform, fit):
     return plan, why
 
 
-def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
+def uniform_sweeps(plan, loops, cal):
+    """{tax: sweep} of the one-figure stand-ins of @plan (a Plan), whose
+    loop counts are @loops ({tax: loops}): the taxes only the work pays in
+    one sweep, those a server's clients pay too in one that delays them."""
+    out = {}
+    for clients in (False, True):
+        mine = {t: n for t, n in loops.items() if plan.clients_pay(t) == clients}
+        if mine:
+            run = plan.standin(mine.values(), cal, clients)
+            out |= {t: run for t in mine}
+    return out
+
+
+def combine(workload, base, tax_dir, taxed, standins, why_not):
     """The rows of one workload: per measure and tax the prediction,
-    measured and emulated time."""
+    measured and emulated time.  @taxed: {tax: sweep folder}; @standins:
+    {tax: {sweep, loops, delays, clients, ns (None: the sweep's calibrated
+    delay at loops)}}; @why_not: {tax: why it has none}."""
     rows = predict.predict(base, tax_dir)
-    stand = points(standin) if standin else {}
     base_points = points(base)
+    stand_points = {}
     out = []
     for r in rows:
         tax, measure = r["tax"], r["measure"]
@@ -222,19 +359,28 @@ def combine(workload, base, tax_dir, taxed, standin, plan, why_not):
                     notes.append("the client's calls, not counted, pay this tax too")
                 else:
                     notes.append(f"with the client's {r['client_calls_per_unit']:,.1f} calls "
-                                 "a unit; the stand-in delays the server's alone")
+                                 "a unit")
         else:
             notes.append("not measured")
-        if tax in plan and standin:
-            p = stand[(measure, plan[tax], None)]
+        s = standins.get(tax)
+        if s:
+            if s["sweep"] not in stand_points:
+                stand_points[s["sweep"]] = points(s["sweep"])
+            p = stand_points[s["sweep"]][(measure, s["loops"], None)]
             e = p["median_seconds_per_unit"]
             exact = exact and bool(p["exact"])
-            row.update(standin_loops=plan[tax], standin_ns=p["added_ns"], emulated_s=e,
+            row.update(standin_loops=s["loops"], standin_delays=s["delays"] or None,
+                       standin_clients=s["clients"],
+                       standin_ns=p["added_ns"] if s["ns"] is None else s["ns"], emulated_s=e,
                        emulated_change_pct=100 * (e - r["base_s"]) / r["base_s"])
             if row["measured_s"] is not None:
                 row["standin_error_pct"] = 100 * (e - row["measured_s"]) / row["measured_s"]
+            if s["delays"]:
+                notes.append(f"stand-in: {len(s['delays'].split(','))} calls' own delays")
+            if s["clients"]:
+                notes.append("the stand-in delays the clients too")
         else:
-            notes.append(f"no stand-in: {why_not.get(tax, 'not one figure for every call')}")
+            notes.append(f"no stand-in: {why_not.get(tax, 'not planned')}")
         row.update(workload=workload, exact=exact, note="; ".join(notes))
         out.append(row)
     return out
@@ -333,38 +479,69 @@ def work(args):
     plans = {w: Plan(tax_dir, w, args.repeats, variant, boots) for w in workloads}
     if not args.dry_run:
         joblog.parent.mkdir(parents=True, exist_ok=True)
-    # The calibration, then the bases, the taxed runs and the stand-ins,
-    # whose loop counts it chooses.
-    cal = calibration_run(tax_dir, variant, boots["base"])
-    run_all([cal], jobs, joblog, args.dry_run)
-    cal_dir = done(cal) if not args.dry_run else cal["parent"] / "CALIBRATION"
+    # The calibrations (the ns mode's only for a tax that differs by
+    # call), then the bases, the taxed runs and the one-figure stand-ins,
+    # whose loop counts the first chooses; then the stand-ins of the taxes
+    # that differ by call, which the bases' calls by number choose.
     uniform = {t: ns for t, ns in uniform_taxes(tax_dir).items() if t in taxes}
+    percall = {t: cells for t, cells in percall_taxes(tax_dir).items() if t in taxes}
+    cal = calibration_run(tax_dir, variant, boots["base"])
+    nscal = ns_calibration_run(tax_dir, variant, boots["base"]) if percall else None
+    run_all([cal] + ([nscal] if nscal else []), jobs, joblog, args.dry_run)
+    why = {t: NOT_FIXED[t] for t in taxes if t in NOT_FIXED}
     if args.dry_run:
-        plan, why = {t: 0 for t in uniform}, {}
+        cal_dir, plan, fit = cal["parent"] / "CALIBRATION", {t: 0 for t in uniform}, None
     else:
-        fit = results.read_json(cal_dir / "summary.json")
-        ns_per_loop, _ = calibration.ns_per_loop(fit)
-        plan, why = standin_plan(uniform, {"ns_per_loop": ns_per_loop,
-                                           "entry_ns": calibration.entry_ns(fit)})
+        cal_dir = done(cal)
+        summary_cal = results.read_json(cal_dir / "summary.json")
+        fit = {"ns_per_loop": calibration.ns_per_loop(summary_cal)[0],
+               "entry_ns": calibration.entry_ns(summary_cal)}
+        plan, below = standin_plan(uniform, fit)
+        why |= below
+    onefig = {w: uniform_sweeps(p, plan, cal_dir) for w, p in plans.items()}
     first = [p.base(cal_dir) for p in plans.values()] + \
         [p.taxed(t) for p in plans.values() for t in taxes] + \
-        [p.standin(plan.values(), cal_dir) for p in plans.values() if plan]
+        list({str(r["parent"]): r for s in onefig.values() for r in s.values()}.values())
     run_all(first, jobs, joblog, args.dry_run)
     if args.dry_run:
+        if percall:
+            print(f"tax workloads: then a stand-in sweep a workload for each of "
+                  f"{', '.join(percall)}, chosen from the bases' calls by number")
         return 0
+    steps = ns_staircase(results.read_json(done(nscal) / "summary.json")) if nscal else {}
+    specs, whys = {}, {w: dict(why) for w in plans}
+    for w, p in plans.items():
+        shares = predict.mix(done(p.base(cal_dir)))
+        for t, cells in percall.items():
+            spec = percall_plan(cells, shares, fit, steps)
+            if spec is None:
+                whys[w][t] = (f"differs by call, and below the module's floor on the calls "
+                              f"{w} makes ({fit['entry_ns']:.1f} ns before a first loop, "
+                              f"{min(steps.values()):.1f} in the ns mode)")
+            else:
+                specs[(w, t)] = spec | {"clients": p.clients_pay(t)}
+    second = [plans[w].percall(t, spec, cal_dir) for (w, t), spec in specs.items()]
+    run_all(second, jobs, joblog, False)
     rows = []
     for w, p in plans.items():
         taxed = {t: done(p.taxed(t)) for t in taxes}
-        standin = done(p.standin(plan.values(), cal_dir)) if plan else None
-        rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standin, plan,
-                                    why) if r["tax"] in taxes]
+        standins = {t: {"sweep": done(r), "loops": plan[t], "delays": "", "ns": None,
+                        "clients": "--delay-clients" in r["command"]}
+                    for t, r in onefig[w].items()}
+        standins |= {t: {"sweep": done(p.percall(t, spec, cal_dir)), "loops": spec["loops"],
+                         "delays": spec["delays"], "ns": spec["ns"],
+                         "clients": spec["clients"]}
+                     for (w2, t), spec in specs.items() if w2 == w}
+        rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standins,
+                                    whys[w]) if r["tax"] in taxes]
     text = report(rows, tax_dir, measured_meta)
     results.write_csv(tax_dir / "workloads.csv", COLUMNS, rows)
     results.write_json(tax_dir / "workloads.json",
                        {"experiment": "tax-workloads", "tax_run": str(tax_dir),
                         "within": WITHIN, "rows": rows,
                         "calibration": str(cal_dir),
-                        "sweeps": {r["name"]: str(done(r)) for r in first}})
+                        "ns_calibration": str(done(nscal)) if nscal else None,
+                        "sweeps": {r["name"]: str(done(r)) for r in first + second}})
     results.write_text(tax_dir / "workloads.txt", text)
     analyse.write_report(tax_dir)
     analyse.draw_folder(summary, tax_dir)

@@ -2,9 +2,7 @@
 its exactness, the skipped taxes) and the tools' refusals."""
 import csv
 import json
-import math
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -459,31 +457,38 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     assert again.returncode == 0 and again.stdout.count("done before") == 8, again.stdout
 
 
-def test_a_stand_in_chooses_loops_for_most_calls_and_the_ns_mode_where_nearer():
-    steps = {x: 40.0 + 20 * math.ceil(x / 20) for x in range(10, 1510, 10)}
-    fit = {"ns_per_loop": 3.0, "entry_ns": 30.0}
-    cells = {0: 318.0, 1: 340.0, 2: 331.0, 3: 900.0}
+# percall_plan of workloads.py on a staircase where the ns mode adds 40 ns
+# and the ask rounded up to 20, after a calibration of 3 ns a loop and
+# 30 to enter: its (loops, delays, calls delayed their own) as JSON.
+PERCALL = """import json, math, sys
+import workloads
+steps = {x: 40.0 + 20 * math.ceil(x / 20) for x in range(10, 1510, 10)}
+cells, shares = ({int(k): v for k, v in d.items()} for d in json.loads(sys.argv[1]))
+spec = workloads.percall_plan(cells, shares, {"ns_per_loop": 3.0, "entry_ns": 30.0}, steps)
+print(json.dumps(spec and [spec["loops"], spec["delays"], sorted(spec["own"])]))
+"""
+
+
+def percall_plan(root, cells, shares):
+    out = subprocess.run([sys.executable, "-c", PERCALL, json.dumps([cells, shares])],
+                         cwd=root / "userspace/tax", capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_a_stand_in_chooses_loops_for_most_calls_and_the_ns_mode_where_nearer(root):
     # Most calls pay 318 (96 loops); the ns mode adds 340 and 900 exactly
     # (asks 290 and 850), and comes within 9 ns of 331 (340) where the
     # loops are 13 away.
-    spec = tax_workloads_module().percall_plan(cells, {0: 0.7, 1: 0.1, 2: 0.1, 3: 0.1},
-                                               fit, steps)
-    assert spec["loops"] == 96
-    assert spec["delays"] == "1:290,2:290,3:850", spec
+    loops, delays, _ = percall_plan(root, {0: 318.0, 1: 340.0, 2: 331.0, 3: 900.0},
+                                    {0: 0.7, 1: 0.1, 2: 0.1, 3: 0.1})
+    assert (loops, delays) == (96, "1:290,2:290,3:850")
     # A tax below every floor on the calls made: no stand-in.
-    assert tax_workloads_module().percall_plan({0: 10.0, 1: 30.0}, {0: 0.5, 1: 0.5},
-                                               fit, steps) is None
+    assert percall_plan(root, {0: 10.0, 1: 30.0}, {0: 0.5, 1: 0.5}) is None
     # The calls that gain most come first, at most the module's 64.
-    many = {nr: 1000.0 + nr for nr in range(100)}
-    shares = {nr: 1.0 for nr in range(100)} | {0: 200.0}
-    spec = tax_workloads_module().percall_plan(many, shares, fit, steps)
-    assert len(spec["own"]) == 64 and {0, 99} <= set(spec["own"]) and 1 not in spec["own"]
-
-
-def tax_workloads_module():
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "userspace/tax"))
-    import workloads
-    return workloads
+    _, _, own = percall_plan(root, {nr: 1000.0 + nr for nr in range(100)},
+                             {nr: 1.0 for nr in range(100)} | {0: 200.0})
+    assert len(own) == 64 and {0, 99} <= set(own) and 1 not in own
 
 
 def test_a_servers_machine_wide_stand_in_delays_its_clients(root, tmp_path):

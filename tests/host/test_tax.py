@@ -465,7 +465,10 @@ import workloads
 steps = {x: 40.0 + 20 * math.ceil(x / 20) for x in range(10, 1510, 10)}
 cells, shares = ({int(k): v for k, v in d.items()} for d in json.loads(sys.argv[1]))
 spec = workloads.percall_plan(cells, shares, {"ns_per_loop": 3.0, "entry_ns": 30.0}, steps)
-print(json.dumps(spec and [spec["loops"], spec["delays"], sorted(spec["own"])]))
+sweep = spec and workloads.Plan("/tax", "grep", 2, "tax", {"base": ""}).percall(
+    "t", spec | {"clients": False}, "/cal")
+print(json.dumps(spec and [spec["loops"], spec["delays"], sorted(spec["own"]),
+                           [str(a) for a in sweep["command"]]]))
 """
 
 
@@ -480,13 +483,17 @@ def test_a_stand_in_chooses_loops_for_most_calls_and_the_ns_mode_where_nearer(ro
     # Most calls pay 318 (96 loops); the ns mode adds 340 and 900 exactly
     # (asks 290 and 850), and comes within 9 ns of 331 (340) where the
     # loops are 13 away.
-    loops, delays, _ = percall_plan(root, {0: 318.0, 1: 340.0, 2: 331.0, 3: 900.0},
-                                    {0: 0.7, 1: 0.1, 2: 0.1, 3: 0.1})
+    loops, delays, _, command = percall_plan(root, {0: 318.0, 1: 340.0, 2: 331.0, 3: 900.0},
+                                             {0: 0.7, 1: 0.1, 2: 0.1, 3: 0.1})
     assert (loops, delays) == (96, "1:290,2:290,3:850")
+    assert command[command.index("-l") + 1] == "0,96" and "delays=1:290,2:290,3:850" in command
+    # Where the loops are nearest every call, no call's own delay.
+    loops, delays, own, command = percall_plan(root, {0: 318.0, 1: 319.0}, {0: 0.5, 1: 0.5})
+    assert (loops, delays, own) == (96, "", []) and "--set" not in command
     # A tax below every floor on the calls made: no stand-in.
     assert percall_plan(root, {0: 10.0, 1: 30.0}, {0: 0.5, 1: 0.5}) is None
     # The calls that gain most come first, at most the module's 64.
-    _, _, own = percall_plan(root, {nr: 1000.0 + nr for nr in range(100)},
+    _, _, own, _ = percall_plan(root, {nr: 1000.0 + nr for nr in range(100)},
                              {nr: 1.0 for nr in range(100)} | {0: 200.0})
     assert len(own) == 64 and {0, 99} <= set(own) and 1 not in own
 

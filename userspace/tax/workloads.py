@@ -160,7 +160,9 @@ class Plan:
         every call, its delays= for the calls it names, in a sweep named
         after the tax and a digest of both."""
         digest = hashlib.sha1(f"{spec['loops']} {spec['delays']}".encode()).hexdigest()[:8]
-        extra = ["--calibration", cal, "--set", f"delays={spec['delays']}"]
+        extra = ["--calibration", cal]
+        if spec["delays"]:
+            extra += ["--set", f"delays={spec['delays']}"]
         if spec["clients"]:
             extra.append("--delay-clients")
         return self.run(f"standin-{tax}-{digest}", ["-l", ",".join(map(str, sorted(

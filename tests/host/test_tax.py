@@ -311,7 +311,8 @@ WORKLOADS = "userspace/tax/workloads.py"
 # folder in -o's folder where a unit of work takes 0.01 s and 1,000 calls
 # (600 read, 400 write) and each call costs the tax's ns (--tax) or the
 # calibrated delay of its point (--ns N: N; -l L: 30 + 3 L; 0: nothing),
-# or, a call that --set delays= names, what the ns mode adds (NS_ADDED).
+# or, a call that --set delays= names, what the ns mode adds (NS_ADDED);
+# with --delay-clients every point takes 0.1 ms more (the clients' cgroup).
 SWEEP_STAND_IN = """#!{python}
 import json, math, os, pathlib, sys
 TAX = {{"trace": {{0: 1248.0, 1: 1248.0}}, "seccomp-linear-nocache": {{0: 318.0, 1: 340.0}},
@@ -333,7 +334,7 @@ raw, by_call, rows = [], [], []
 for p in (int(v) for v in points.split(",")):
     added = p if knob == "ns" else (30.0 + 3.0 * p if p else 0.0)
     seconds = 0.01 + 600e-9 * (tax[0] + own.get(0, added)) + \
-        400e-9 * (tax[1] + own.get(1, added))
+        400e-9 * (tax[1] + own.get(1, added)) + (1e-4 if "--delay-clients" in args else 0)
     loops, ns = (p, "") if knob == "loops" else ("", p)
     raw += [f"grep,grep,{{loops}},{{ns}},{{r}},1,{{seconds}},1000,0,0," for r in (1, 2)]
     by_call += [f"{{loops}},{{ns}},0,1200", f"{{loops}},{{ns}},1,800"]
@@ -496,6 +497,22 @@ def test_a_stand_in_chooses_loops_for_most_calls_and_the_ns_mode_where_nearer(ro
     _, _, own, _ = percall_plan(root, {nr: 1000.0 + nr for nr in range(100)},
                              {nr: 1.0 for nr in range(100)} | {0: 200.0})
     assert len(own) == 64 and {0, 99} <= set(own) and 1 not in own
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_a_stand_in_is_the_base_plus_its_change_from_its_own_undelayed_point(root, tmp_path):
+    """A server's clients delayed in a cgroup of their own cost the
+    stand-in's every point 0.1 ms (made up here): the emulated time is the
+    base plus the change from the stand-in's own loops 0, and says so."""
+    tax, env = workloads_dirs(tmp_path)
+    out = subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "redis",
+                          "-j", "1"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
+    trace = rows["trace"]
+    assert trace["standin_clients"] is True
+    assert trace["emulated_s"] == pytest.approx(0.01 + 1000 * 1248e-9)
+    assert "the stand-in's own loops 0 +1.00 % from the base" in trace["note"]
 
 
 def test_a_servers_machine_wide_stand_in_delays_its_clients(root, tmp_path):

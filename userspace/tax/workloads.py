@@ -335,7 +335,9 @@ def combine(workload, base, tax_dir, taxed, standins, why_not):
     """The rows of one workload: per measure and tax the prediction,
     measured and emulated time.  @taxed: {tax: sweep folder}; @standins:
     {tax: {sweep, loops, delays, clients, ns (None: the sweep's calibrated
-    delay at loops)}}; @why_not: {tax: why it has none}."""
+    delay at loops), zero (the sweep's loops 0 is undelayed: the emulated
+    time is the base plus the change from it)}}; @why_not: {tax: why it
+    has none}."""
     rows = predict.predict(base, tax_dir)
     base_points = points(base)
     stand_points = {}
@@ -371,6 +373,16 @@ def combine(workload, base, tax_dir, taxed, standins, why_not):
             p = stand_points[s["sweep"]][(measure, s["loops"], None)]
             e = p["median_seconds_per_unit"]
             exact = exact and bool(p["exact"])
+            if s["zero"]:
+                # The base plus the change from the sweep's own undelayed
+                # point (NOTES.md, "A server's clients delayed with it").
+                z = stand_points[s["sweep"]][(measure, 0, None)]
+                exact = exact and bool(z["exact"])
+                shift = z["median_seconds_per_unit"] - r["base_s"]
+                e -= shift
+                if abs(shift) > WITHIN / 10 * r["base_s"]:
+                    notes.append(f"the stand-in's own loops 0 {100 * shift / r['base_s']:+.2f} %"
+                                 " from the base")
             row.update(standin_loops=s["loops"], standin_delays=s["delays"] or None,
                        standin_clients=s["clients"],
                        standin_ns=p["added_ns"] if s["ns"] is None else s["ns"], emulated_s=e,
@@ -528,11 +540,11 @@ def work(args):
     for w, p in plans.items():
         taxed = {t: done(p.taxed(t)) for t in taxes}
         standins = {t: {"sweep": done(r), "loops": plan[t], "delays": "", "ns": None,
-                        "clients": "--delay-clients" in r["command"]}
+                        "clients": "--delay-clients" in r["command"], "zero": True}
                     for t, r in onefig[w].items()}
         standins |= {t: {"sweep": done(p.percall(t, spec, cal_dir)), "loops": spec["loops"],
                          "delays": spec["delays"], "ns": spec["ns"],
-                         "clients": spec["clients"]}
+                         "clients": spec["clients"], "zero": not spec["delays"]}
                      for (w2, t), spec in specs.items() if w2 == w}
         rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standins,
                                     whys[w]) if r["tax"] in taxes]

@@ -526,6 +526,26 @@ def test_a_servers_machine_wide_stand_in_delays_its_clients(root, tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_the_report_of_a_partial_run_names_what_it_left_out(root, tmp_path):
+    """--report runs nothing: the rows of the sweeps that are there, the
+    taxes and stand-ins whose sweeps are not left out and named."""
+    tax, env = workloads_dirs(tmp_path)
+    out = tax_workloads(root, tax, env, "--report")
+    assert out.returncode == 1 and "no calibration" in out.stderr, out.stderr
+    assert tax_workloads(root, tax, env, "--taxes", "trace").returncode == 0
+    out = tax_workloads(root, tax, env, "--report")
+    assert out.returncode == 0, out.stderr
+    assert "not run, left out of the report: grep/seccomp-linear-nocache, grep/pti" in out.stdout
+    rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
+    assert rows["trace"]["emulated_s"] == pytest.approx(0.01 + 1000 * 1248e-9)
+    assert rows["pti"]["measured_s"] is None and "not measured" in rows["pti"]["note"]
+    linear = rows["seccomp-linear-nocache"]
+    assert linear["emulated_s"] is None and "calibration was not run" in linear["note"]
+    assert sorted(p.name for p in (tax / "workloads" / "grep").iterdir()) == [
+        "none", "standin-0-406", "trace"]
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_a_failed_sweep_stops_the_run_and_names_its_log(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
     out = tax_workloads(root, tax, {**env, "SWEEP_FAIL": "trace"})

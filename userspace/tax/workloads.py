@@ -2,7 +2,7 @@
 """Each workload under each tax: predicted, measured, and with the delay
 module standing in for the tax.
 
-    workloads.py TAXRUN [--workloads LIST] [--taxes LIST] [-r N] [-j JOBS] [--dry-run]
+    workloads.py TAXRUN [--workloads LIST] [--taxes LIST] [-r N] [-j JOBS] [--dry-run | --report]
 
 TAXRUN is a tax run's folder (make tax: summary.json, the ns each tax adds
 to each call, and the options of the boots it was timed in).  On that
@@ -183,8 +183,9 @@ def done(run):
     return d if (d / "summary.json").is_file() else None
 
 
-def run_all(runs, jobs, joblog, dry_run):
-    """Run those of @runs not done, @jobs at a time; progress on stdout."""
+def run_all(runs, jobs, joblog, dry_run, report=False):
+    """Run those of @runs not done, @jobs at a time; progress on stdout.
+    With @report, run none and say which are missing."""
     todo = []
     for r in runs:
         d = done(r)
@@ -193,6 +194,10 @@ def run_all(runs, jobs, joblog, dry_run):
         else:
             print(f"tax workloads: {r['name']}: done before, {d}")
     if not todo:
+        return
+    if report:
+        print(f"tax workloads: not run, left out of the report: "
+              f"{', '.join(r['name'] for r in todo)}")
         return
     lines = [host.job_line(r["env"], r["command"], r["parent"], r["log"],
                            f"tax workloads: {r['name']} done ({k} of {len(todo)})")
@@ -452,6 +457,9 @@ def add_args(p):
                    help="timed runs a point (default 2: each the same to the instruction)")
     p.add_argument("-j", "--jobs", type=int, help="sweeps at once (default the free cores)")
     p.add_argument("--dry-run", action="store_true", help="print the sweeps, run nothing")
+    p.add_argument("--report", action="store_true",
+                   help="run nothing: the report of the sweeps already there (a stopped or "
+                        "partial run), each one missing left out and named")
     cli.add_json_option(p)
 
 
@@ -491,6 +499,8 @@ def work(args):
     jobs = args.jobs or host.free_cores()[0]
     joblog = tax_dir / "workloads" / "joblog"
     plans = {w: Plan(tax_dir, w, args.repeats, variant, boots) for w in workloads}
+    if args.dry_run and args.report:
+        raise cli.BadInput("--dry-run or --report, not both")
     if not args.dry_run:
         joblog.parent.mkdir(parents=True, exist_ok=True)
     # The calibrations (the ns mode's only for a tax that differs by
@@ -501,8 +511,14 @@ def work(args):
     percall = {t: cells for t, cells in percall_taxes(tax_dir).items() if t in taxes}
     cal = calibration_run(tax_dir, variant, boots["base"])
     nscal = ns_calibration_run(tax_dir, variant, boots["base"]) if percall else None
-    run_all([cal] + ([nscal] if nscal else []), jobs, joblog, args.dry_run)
+    run_all([cal] + ([nscal] if nscal else []), jobs, joblog, args.dry_run, args.report)
+    if args.report and done(cal) is None:
+        raise cli.BadInput(f"--report: {tax_dir} has no calibration of the module to report "
+                           "against: run without --report first")
     why = {t: NOT_FIXED[t] for t in taxes if t in NOT_FIXED}
+    if args.report and nscal and done(nscal) is None:
+        why |= {t: "the ns mode's calibration was not run (--report)" for t in percall}
+        percall, nscal = {}, None
     if args.dry_run:
         cal_dir, plan, fit = cal["parent"] / "CALIBRATION", {t: 0 for t in uniform}, None
     else:
@@ -516,7 +532,11 @@ def work(args):
     first = [p.base(cal_dir) for p in plans.values()] + \
         [p.taxed(t) for p in plans.values() for t in taxes] + \
         list({str(r["parent"]): r for s in onefig.values() for r in s.values()}.values())
-    run_all(first, jobs, joblog, args.dry_run)
+    run_all(first, jobs, joblog, args.dry_run, args.report)
+    if args.report:
+        for w in [w for w, p in plans.items() if done(p.base(cal_dir)) is None]:
+            print(f"tax workloads: {w} left out: its untaxed sweep is not there")
+            del plans[w]
     if args.dry_run:
         if percall:
             print(f"tax workloads: then a stand-in sweep a workload for each of "
@@ -535,10 +555,10 @@ def work(args):
             else:
                 specs[(w, t)] = spec | {"clients": p.clients_pay(t)}
     second = [plans[w].percall(t, spec, cal_dir) for (w, t), spec in specs.items()]
-    run_all(second, jobs, joblog, False)
+    run_all(second, jobs, joblog, False, args.report)
     rows = []
     for w, p in plans.items():
-        taxed = {t: done(p.taxed(t)) for t in taxes}
+        taxed = {t: d for t in taxes if (d := done(p.taxed(t)))}
         standins = {t: {"sweep": done(r), "loops": plan[t], "delays": "", "ns": None,
                         "clients": "--delay-clients" in r["command"], "zero": True}
                     for t, r in onefig[w].items()}
@@ -546,6 +566,9 @@ def work(args):
                          "delays": spec["delays"], "ns": spec["ns"],
                          "clients": spec["clients"], "zero": not spec["delays"]}
                      for (w2, t), spec in specs.items() if w2 == w}
+        for t in [t for t, s in standins.items() if not s["sweep"]]:
+            whys[w][t] = "its sweep was not run (--report)"
+            del standins[t]
         rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standins,
                                     whys[w]) if r["tax"] in taxes]
     text = report(rows, tax_dir, measured_meta)
@@ -555,7 +578,8 @@ def work(args):
                         "within": WITHIN, "rows": rows,
                         "calibration": str(cal_dir),
                         "ns_calibration": str(done(nscal)) if nscal else None,
-                        "sweeps": {r["name"]: str(done(r)) for r in first + second}})
+                        "sweeps": {r["name"]: str(done(r)) for r in first + second
+                                   if done(r)}})
     results.write_text(tax_dir / "workloads.txt", text)
     analyse.write_report(tax_dir)
     analyse.draw_folder(summary, tax_dir)

@@ -233,17 +233,14 @@ def standin_loops(ns, ns_per_loop, entry_ns):
     return loops if loops >= 1 else None
 
 
-def uniform_taxes(tax_dir):
-    """{tax: ns} of the fixed costs that are one figure for every call they
-    timed."""
+def fixed_taxes(tax_dir):
+    """({tax: ns}, {tax: {nr: ns}}): the fixed costs a call of a tax run,
+    those that are one figure for every call they timed and those that
+    differ by call."""
     per_tax = predict.taxes(results.read_json(pathlib.Path(tax_dir) / "summary.json"))
-    return {t: u for t, (_, u) in per_tax.items() if u is not None and t not in NOT_FIXED}
-
-
-def percall_taxes(tax_dir):
-    """{tax: {nr: ns}} of the fixed costs that differ by call."""
-    per_tax = predict.taxes(results.read_json(pathlib.Path(tax_dir) / "summary.json"))
-    return {t: cells for t, (cells, u) in per_tax.items() if u is None and t not in NOT_FIXED}
+    fixed = {t: cu for t, cu in per_tax.items() if t not in NOT_FIXED}
+    return ({t: u for t, (_, u) in fixed.items() if u is not None},
+            {t: cells for t, (cells, u) in fixed.items() if u is None})
 
 
 def ns_staircase(summary):
@@ -340,9 +337,9 @@ def combine(workload, base, tax_dir, taxed, standins, why_not):
     """The rows of one workload: per measure and tax the prediction,
     measured and emulated time.  @taxed: {tax: sweep folder}; @standins:
     {tax: {sweep, loops, delays, clients, ns (None: the sweep's calibrated
-    delay at loops), zero (the sweep's loops 0 is undelayed: the emulated
-    time is the base plus the change from it)}}; @why_not: {tax: why it
-    has none}."""
+    delay at loops)}}; @why_not: {tax: why it has none}.  A stand-in that
+    names no call's own delay is undelayed at its loops 0: its emulated
+    time is the base plus the change from there."""
     rows = predict.predict(base, tax_dir)
     base_points = points(base)
     stand_points = {}
@@ -378,7 +375,7 @@ def combine(workload, base, tax_dir, taxed, standins, why_not):
             p = stand_points[s["sweep"]][(measure, s["loops"], None)]
             e = p["median_seconds_per_unit"]
             exact = exact and bool(p["exact"])
-            if s["zero"]:
+            if not s["delays"]:
                 # The base plus the change from the sweep's own undelayed
                 # point (NOTES.md, "A server's clients delayed with it").
                 z = stand_points[s["sweep"]][(measure, 0, None)]
@@ -507,8 +504,8 @@ def work(args):
     # call), then the bases, the taxed runs and the one-figure stand-ins,
     # whose loop counts the first chooses; then the stand-ins of the taxes
     # that differ by call, which the bases' calls by number choose.
-    uniform = {t: ns for t, ns in uniform_taxes(tax_dir).items() if t in taxes}
-    percall = {t: cells for t, cells in percall_taxes(tax_dir).items() if t in taxes}
+    uniform, percall = ({t: v for t, v in d.items() if t in taxes}
+                        for d in fixed_taxes(tax_dir))
     cal = calibration_run(tax_dir, variant, boots["base"])
     nscal = ns_calibration_run(tax_dir, variant, boots["base"]) if percall else None
     run_all([cal] + ([nscal] if nscal else []), jobs, joblog, args.dry_run, args.report)
@@ -560,11 +557,11 @@ def work(args):
     for w, p in plans.items():
         taxed = {t: d for t in taxes if (d := done(p.taxed(t)))}
         standins = {t: {"sweep": done(r), "loops": plan[t], "delays": "", "ns": None,
-                        "clients": "--delay-clients" in r["command"], "zero": True}
+                        "clients": p.clients_pay(t)}
                     for t, r in onefig[w].items()}
         standins |= {t: {"sweep": done(p.percall(t, spec, cal_dir)), "loops": spec["loops"],
                          "delays": spec["delays"], "ns": spec["ns"],
-                         "clients": spec["clients"], "zero": not spec["delays"]}
+                         "clients": spec["clients"]}
                      for (w2, t), spec in specs.items() if w2 == w}
         for t in [t for t, s in standins.items() if not s["sweep"]]:
             whys[w][t] = "its sweep was not run (--report)"
@@ -578,8 +575,8 @@ def work(args):
                         "within": WITHIN, "rows": rows,
                         "calibration": str(cal_dir),
                         "ns_calibration": str(done(nscal)) if nscal else None,
-                        "sweeps": {r["name"]: str(done(r)) for r in first + second
-                                   if done(r)}})
+                        "sweeps": {r["name"]: str(d) for r in first + second
+                                   if (d := done(r))}})
     results.write_text(tax_dir / "workloads.txt", text)
     analyse.write_report(tax_dir)
     analyse.draw_folder(summary, tax_dir)

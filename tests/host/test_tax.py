@@ -458,6 +458,29 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     assert again.returncode == 0 and again.stdout.count("done before") == 8, again.stdout
 
 
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_a_stand_in_sweep_at_more_loop_counts_serves(root, tmp_path):
+    """A run of some taxes after one of all: the one-figure stand-ins'
+    sweep done at more loop counts (here 0, 100 and trace's 406) is read,
+    not run again at 0 and 406 alone."""
+    tax, env = workloads_dirs(tmp_path)
+    wider = tax / "workloads/grep/standin-0-100-406"
+    subprocess.run([tmp_path / "run.sh", "grep", "-o", wider, "-l", "0,100,406"],
+                   check=True, env=env)
+    out = tax_workloads(root, tax, env, "--taxes", "trace")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "grep/standin-0-100-406: done before" in out.stdout, out.stdout
+    assert not (tax / "workloads/grep/standin-0-406").exists()
+    rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
+    assert rows["trace"]["standin_loops"] == 406
+    assert rows["trace"]["emulated_s"] == pytest.approx(0.01 + 1000 * 1248e-9)
+    # One that lacks a loop count asked for does not serve.
+    (wider.parent / "standin-0-100-405").mkdir()
+    shutil.rmtree(wider)
+    out = tax_workloads(root, tax, env, "--taxes", "trace")
+    assert out.returncode == 0 and (tax / "workloads/grep/standin-0-406").is_dir(), out.stdout
+
+
 # percall_plan of workloads.py on a staircase where the ns mode adds 40 ns
 # and the ask rounded up to 20, after a calibration of 3 ns a loop and
 # 30 to enter: its (loops, delays, calls delayed their own) as JSON.

@@ -148,12 +148,23 @@ class Plan:
 
     def standin(self, loops, cal, clients=False):
         """The one-figure stand-ins' sweep, named after its loop counts: a
-        table whose figures changed asks for a sweep of its own.  With
-        @clients, a server's clients are delayed too."""
-        points = sorted({0, *loops})
-        name = "standin-" + ("clients-" if clients else "") + "-".join(map(str, points))
+        table whose figures changed asks for a sweep of its own, but one
+        done at more loop counts serves (a run of some taxes after one of
+        all).  With @clients, a server's clients are delayed too."""
+        prefix = "standin-" + ("clients-" if clients else "")
         extra = ["--calibration", cal] + (["--delay-clients"] if clients else [])
-        return self.run(name, ["-l", ",".join(map(str, points))], extra)
+
+        def sweep(points):
+            return self.run(prefix + "-".join(map(str, points)),
+                            ["-l", ",".join(map(str, points))], extra)
+        want = sorted({0, *loops})
+        for d in sorted(self.dir.glob(prefix + "[0-9]*")):
+            have = d.name[len(prefix):].split("-")
+            if all(h.isdigit() for h in have) and set(want) <= set(map(int, have)):
+                run = sweep(sorted(map(int, have)))
+                if done(run):
+                    return run
+        return sweep(want)
 
     def percall(self, tax, spec, cal):
         """The stand-in of a tax that differs by call: @spec's loops for

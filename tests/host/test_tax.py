@@ -569,6 +569,29 @@ def test_the_report_of_a_partial_run_names_what_it_left_out(root, tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_make_tax_resumes_a_run_stopped_after_its_table(root, tmp_path):
+    """RESUME=DIR: no boot, the run's table kept, its workloads carried on
+    in DIR, the sweep already there not run again; a folder with no table
+    refused, saying so."""
+    tax, env = workloads_dirs(tmp_path)
+    table = (tax / "summary.json").read_text()
+    done = tax_workloads(root, tax, env, "--taxes", "trace")
+    assert done.returncode == 0, done.stderr
+    env |= {"RESUME": str(tax), "WORKLOADS": "grep", "HOST_TAXES": ""}
+    out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert f"carrying on in {tax.resolve()}" in out.stderr and "boot base" not in out.stderr
+    assert "grep/trace: done before" in out.stdout and "grep/pti" in out.stdout
+    assert (tax / "workloads/grep/pti").is_dir() and (tax / "summary.json").read_text() == table
+    rows = {r["tax"] for r in json.loads((tax / "workloads.json").read_text())["rows"]}
+    assert rows == {"trace", "seccomp-linear-nocache", "pti"}
+    out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
+                         env=env | {"RESUME": str(tmp_path)})
+    assert out.returncode == 2 and "no tax run with its table there" in out.stderr, out.stderr
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_a_failed_sweep_stops_the_run_and_names_its_log(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
     out = tax_workloads(root, tax, {**env, "SWEEP_FAIL": "trace"})

@@ -25,6 +25,10 @@
 #   HOST_TAXES=LIST the taxes A/B'd on the host's clock (default
 #                  pti,seccomp-linear; empty: none)
 #   HOST_WORKLOAD=grep  HOST_RUNS=10  their workload, boots a side
+#   RESUME=DIR     carry on a run stopped after its table (results/
+#                  latest-tax): no boot, DIR's table kept, then WORKLOADS
+#                  and HOST_TAXES as above (give the stopped run's), each
+#                  sweep and A/B already in DIR not run again
 #
 # Example:  CALLS=getppid,read TAXES=none,seccomp-linear,pti userspace/tax/run.sh
 set -euo pipefail
@@ -34,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 VARIANT=${VARIANT:-tax}
 . "$here/../../scripts/lib.sh"
 lab_help "$@"
-[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH, WORKLOADS, REPEATS, HOST_* come from the environment"
+[ $# -eq 0 ] || bad_arg "takes no arguments, not '$1': CALLS, TAXES, BATCHES, PER_BATCH, WORKLOADS, REPEATS, HOST_*, RESUME come from the environment"
 
 # The calls the five workloads make (their sweeps' calls by number, the
 # servers' clients' too, 2026-12-04), less those callcost refuses
@@ -57,6 +61,7 @@ CALLS=${CALLS:-$WORKLOAD_CALLS}
 TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
 WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
 HOST_TAXES=${HOST_TAXES-pti,seccomp-linear} HOST_WORKLOAD=${HOST_WORKLOAD:-grep}
+RESUME=${RESUME:-}
 lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1  HOST_RUNS 10 2
 lab_built "$LAB_TOOL" "$here/callcost"
 numbers=$(lab_python -m lablib.syscalls numbers "$CALLS") || bad_arg "CALLS: see above"
@@ -81,23 +86,31 @@ declare -A APPEND=([base]="pti=off spectre_v2=off" [pti]="pti=on spectre_v2=off"
 APPEND[audit]=${APPEND[base]}
 
 export VARIANT VM_CLOCK=${VM_CLOCK:-virtual} VM_CPUS=${VM_CPUS:-1}
-log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
-make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
-lab_begin "$LAB_ROOT/results" tax
-"$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
-	calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" \
-	host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" host_runs:="$HOST_RUNS" -- "$0" "$@"
 boot() {
 	local name=$1 taxes=$2
 	log "boot $name (${APPEND[$name]}): $taxes"
 	VM_APPEND="${VM_APPEND:+$VM_APPEND }${APPEND[$name]}" lab_guest true "$here/guest.sh" \
 		"$LAB_DIR" "$name" "$numbers" "$taxes" "$BATCHES" "$PER_BATCH"
 }
-boot base "$(IFS=,; echo "${base[*]}")"
-[ ${#audit[@]} -eq 0 ] || boot audit "$(IFS=,; echo "${audit[*]}")"
-for tax in "${others[@]}"; do boot "$tax" "$tax"; done
-lab_commit tax
-lab_python "$here/analyse.py" "$LAB_DIR"
+if [ -n "$RESUME" ]; then
+	[ -f "$RESUME/summary.json" ] ||
+		bad_arg "RESUME=$RESUME: no tax run with its table there (no summary.json); 'make tax' without RESUME starts one"
+	LAB_DIR=$(cd "$RESUME" && pwd -P)
+	log "carrying on in $LAB_DIR: its table kept, its sweeps and A/Bs not run again"
+else
+	log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
+	make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
+	lab_begin "$LAB_ROOT/results" tax
+	"$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
+		calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" \
+		host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" host_runs:="$HOST_RUNS" \
+		-- "$0" "$@"
+	boot base "$(IFS=,; echo "${base[*]}")"
+	[ ${#audit[@]} -eq 0 ] || boot audit "$(IFS=,; echo "${audit[*]}")"
+	for tax in "${others[@]}"; do boot "$tax" "$tax"; done
+	lab_commit tax
+	lab_python "$here/analyse.py" "$LAB_DIR"
+fi
 [ -z "$WORKLOADS" ] ||
 	lab_python "$here/workloads.py" "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS"
 [ -z "$HOST_TAXES" ] ||

@@ -577,12 +577,13 @@ def test_make_tax_resumes_a_run_stopped_after_its_table(root, tmp_path):
     table = (tax / "summary.json").read_text()
     done = tax_workloads(root, tax, env, "--taxes", "trace")
     assert done.returncode == 0, done.stderr
-    env |= {"RESUME": str(tax), "WORKLOADS": "grep", "HOST_TAXES": ""}
+    env |= {"RESUME": str(tax), "WORKLOADS": "grep", "HOST_TAXES": "", "JOBS": "3"}
     out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
                          env=env)
     assert out.returncode == 0, out.stderr + out.stdout
     assert f"carrying on in {tax.resolve()}" in out.stderr and "boot base" not in out.stderr
     assert "grep/trace: done before" in out.stdout and "grep/pti" in out.stdout
+    assert "3 at a time" in out.stdout, out.stdout
     assert (tax / "workloads/grep/pti").is_dir() and (tax / "summary.json").read_text() == table
     rows = {r["tax"] for r in json.loads((tax / "workloads.json").read_text())["rows"]}
     assert rows == {"trace", "seccomp-linear-nocache", "pti"}

@@ -593,6 +593,18 @@ def test_make_tax_resumes_a_run_stopped_after_its_table(root, tmp_path):
 
 
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
+def test_the_sweeps_run_a_core_each_whatever_the_load(root, tmp_path):
+    """Without -j, as many sweeps at once as the machine has cores: the
+    load average (the tax run's own boots a minute before) is no reason
+    to run fewer on the virtual clock."""
+    tax, env = workloads_dirs(tmp_path)
+    out = subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "grep"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert f"sweep(s), {os.cpu_count()} at a time" in out.stdout, out.stdout
+
+
+@pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_a_failed_sweep_stops_the_run_and_names_its_log(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
     out = tax_workloads(root, tax, {**env, "SWEEP_FAIL": "trace"})

@@ -22,9 +22,7 @@
 #   WORKLOADS=LIST the workloads run under the taxes (default
 #                  grep,cmd,redis,apache,kbuild; empty: none)
 #   REPEATS=2      timed runs a point of their sweeps
-#   JOBS=N         their sweeps at once (default the cores: the virtual
-#                  clock's figures do not depend on the host's load, and
-#                  the table's boots just before load it)
+#   JOBS=N         their sweeps at once (default workloads.py's: the cores)
 #   HOST_TAXES=LIST the taxes A/B'd on the host's clock (default
 #                  pti,seccomp-linear; empty: none)
 #   HOST_WORKLOAD=grep  HOST_RUNS=10  their workload, boots a side
@@ -65,7 +63,8 @@ TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,sec
 WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
 HOST_TAXES=${HOST_TAXES-pti,seccomp-linear} HOST_WORKLOAD=${HOST_WORKLOAD:-grep}
 RESUME=${RESUME:-}
-lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1  HOST_RUNS 10 2  JOBS "$(nproc)" 1
+lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1  HOST_RUNS 10 2
+[ -z "${JOBS:-}" ] || want_uint JOBS "$JOBS" 1
 lab_built "$LAB_TOOL" "$here/callcost"
 numbers=$(lab_python -m lablib.syscalls numbers "$CALLS") || bad_arg "CALLS: see above"
 [[ ,$TAXES, == *,none,* ]] || bad_arg "TAXES must hold none: every tax is measured against it"
@@ -115,7 +114,8 @@ else
 	lab_python "$here/analyse.py" "$LAB_DIR"
 fi
 [ -z "$WORKLOADS" ] ||
-	lab_python "$here/workloads.py" "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS" -j "$JOBS"
+	lab_python "$here/workloads.py" "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS" \
+		${JOBS:+-j "$JOBS"}
 [ -z "$HOST_TAXES" ] ||
 	lab_python "$here/hostclock.py" "$LAB_DIR" --taxes "$HOST_TAXES" --workload "$HOST_WORKLOAD" \
 		-n "$HOST_RUNS" -r "$REPEATS"

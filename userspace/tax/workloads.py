@@ -463,7 +463,7 @@ def add_args(p):
     p.add_argument("--taxes", help="the taxes (default every tax the run measured)")
     p.add_argument("-r", "--repeats", type=int, default=2,
                    help="timed runs a point (default 2: each the same to the instruction)")
-    p.add_argument("-j", "--jobs", type=int, help="sweeps at once (default the free cores)")
+    p.add_argument("-j", "--jobs", type=int, help="sweeps at once (default the cores)")
     p.add_argument("--dry-run", action="store_true", help="print the sweeps, run nothing")
     p.add_argument("--report", action="store_true",
                    help="run nothing: the report of the sweeps already there (a stopped or "
@@ -504,7 +504,10 @@ def work(args):
         raise cli.BadInput(f"--repeats {args.repeats}: at least 1")
     for s in summary.get("skipped", []):
         print(f"tax workloads: {s['tax']} skipped: {s['reason']}")
-    jobs = args.jobs or host.free_cores()[0]
+    # The cores, not the free ones: a sweep's figures on the virtual clock
+    # do not depend on the host's load, and the load average still counts
+    # the tax run's boots just before (NOTES.md, "A run's length").
+    jobs = args.jobs or os.cpu_count() or 1
     joblog = tax_dir / "workloads" / "joblog"
     plans = {w: Plan(tax_dir, w, args.repeats, variant, boots) for w in workloads}
     if args.dry_run and args.report:

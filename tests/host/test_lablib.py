@@ -246,6 +246,13 @@ def test_text_table_writes_each_width_once():
                               "a note."]
 
 
+def test_markdown_table_keeps_each_figure_as_written():
+    from lablib import text
+    lines = text.markdown(["tax", "grep"], [["`trace`", "+7.76 (+0.10)"], ["`pti`", "1,234"]])
+    assert [[c.strip() for c in line.split("|")[1:-1]] for line in lines.splitlines()] == [
+        ["tax", "grep"], ["-" * 9, "-" * 15], ["`trace`", "+7.76 (+0.10)"], ["`pti`", "1,234"]]
+
+
 @pytest.mark.parametrize("v, digits, want", [
     (None, 3, "-"), (True, 3, "yes"), (False, 3, "no"), (4.0, 3, "4"), (12, 3, "12"),
     (1234.56, 3, "1,235"), (999.4, 3, "999"), (3.0527, 3, "3.05"), (3.0527, 4, "3.053"),

@@ -450,6 +450,14 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     ns_cal = json.loads((tax / "workloads/calibrate-ns/calibrate-1/meta.json").read_text())
     assert "/sys/module/delay/parameters/ns" in ns_cal["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
+    # The README's tables: grep's one measure, no server's table; a cell
+    # the change, then the prediction's error and the stand-in's.
+    md = {line.split("|")[1].strip(): line.split("|")[2].strip()
+          for line in (tax / "workloads.md").read_text().splitlines() if line.startswith("| `")}
+    assert "| tax " in (tax / "workloads.md").read_text().split("grep grep")[0]
+    assert re.fullmatch(r"\+\d+\.\d\d \([+-]\d+\.\d\d; [+-]0\.00\)", md["`trace`"]), md
+    assert re.fullmatch(r"[+-]\d+\.\d\d \([+-]\d+\.\d\d\)", md["`pti`"]), md
+    assert sorted(md) == ["`pti`", "`seccomp-linear-nocache`", "`trace`"], md
     report = (tax / "report.txt").read_text()
     assert report.index("ns each tax adds") < report.index("tax workloads:")
     assert (tax / "workloads.csv").exists() and (tax / "tax.png").stat().st_size > 20000

@@ -1,7 +1,9 @@
 """Fixed-width text tables, the analysers' report.txt: each column's title
-and width written once, for the header and every row alike; and the one way a
-report writes a figure (num)."""
+and width written once, for the header and every row alike; Markdown tables
+(tabulate), for a README; and the one way a report writes a figure (num)."""
 import math
+
+from tabulate import tabulate
 
 
 def table(columns, rows, notes=()):
@@ -17,6 +19,13 @@ def table(columns, rows, notes=()):
                        for c in columns)
     head = line(c[0] for c in columns if not isinstance(c, str))
     return "\n".join([head, *(line(r) for r in rows), *notes])
+
+
+def markdown(headers, rows):
+    """A Markdown table (GitHub's pipes), its lines joined by newlines:
+    @headers, then @rows, each value as str() writes it (a figure already
+    formatted is not read as a number again)."""
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
 def num(v, digits=3):

@@ -36,9 +36,9 @@ and the emulated time of a unit of work, the prediction's error against
 the measured time and the stand-in's against the real tax.  Writes
 TAXRUN/workloads/<workload>/<run>/ (each sweep's folder, its output in
 TAXRUN/workloads/logs/; a sweep whose folder is there is not run again),
-TAXRUN/workloads.csv, workloads.json and workloads.txt (added to
-report.txt).  NOTES.md, "The taxes on the workloads", says why each
-choice.
+TAXRUN/workloads.csv, workloads.json, workloads.txt (added to
+report.txt) and workloads.md (the README's tables).  NOTES.md, "The
+taxes on the workloads", says why each choice.
 """
 import hashlib
 import os
@@ -46,7 +46,7 @@ import pathlib
 import sys
 import time
 
-from lablib import cli, host, results
+from lablib import cli, host, results, text
 from lablib.experiments import calibration
 
 import analyse
@@ -456,6 +456,40 @@ def report(rows, tax_dir, meta):
     return "\n".join(out) + "\n"
 
 
+def change_cell(r):
+    """A table cell of row @r: the measured change in %, then in brackets
+    the prediction's error and the stand-in's (if it has one); "-" for a
+    row not measured."""
+    if r is None or r["measured_change_pct"] is None:
+        return "-"
+    m = r["measured_change_pct"]
+    cell = f"{m:+,.0f}" if abs(m) >= 100 else f"{m:+.2f}"
+    inner = f"{r['error_pct']:+.2f}" if r["error_pct"] is not None else "-"
+    if r["standin_error_pct"] is not None:
+        inner += f"; {r['standin_error_pct']:+.2f}"
+    return f"{cell} ({inner})"
+
+
+def markdown(rows):
+    """workloads.md: the measured change of each measure under each tax,
+    with the prediction's and the stand-in's errors (change_cell), as
+    Markdown tables, taxes down: one table of the workloads with one
+    measure, one of the servers'."""
+    taxes = list(dict.fromkeys(r["tax"] for r in rows))
+    by = {(r["workload"], r["measure"], r["tax"]): r for r in rows}
+    measures = list(dict.fromkeys((r["workload"], r["measure"]) for r in rows))
+    out = ["Each cell: the measured change of a unit of work's time under the tax, "
+           "then in brackets the prediction's error against it and the stand-in's "
+           "against the real tax, in %."]
+    for group in ([m for m in measures if m[0] not in SERVERS],
+                  [m for m in measures if m[0] in SERVERS]):
+        if group:
+            out += ["", text.markdown(["tax"] + [f"{w} {m}" for w, m in group],
+                                      [[f"`{t}`"] + [change_cell(by.get((w, m, t)))
+                                                     for w, m in group] for t in taxes])]
+    return "\n".join(out) + "\n"
+
+
 def add_args(p):
     p.add_argument("dir", metavar="TAXRUN", help="a tax run's result folder (make tax)")
     p.add_argument("--workloads", default=",".join(WORKLOADS),
@@ -582,7 +616,7 @@ def work(args):
             del standins[t]
         rows += [r for r in combine(w, done(p.base(cal_dir)), tax_dir, taxed, standins,
                                     whys[w]) if r["tax"] in taxes]
-    text = report(rows, tax_dir, measured_meta)
+    report_text = report(rows, tax_dir, measured_meta)
     results.write_csv(tax_dir / "workloads.csv", COLUMNS, rows)
     results.write_json(tax_dir / "workloads.json",
                        {"experiment": "tax-workloads", "tax_run": str(tax_dir),
@@ -591,11 +625,13 @@ def work(args):
                         "ns_calibration": str(done(nscal)) if nscal else None,
                         "sweeps": {r["name"]: str(d) for r in first + second
                                    if (d := done(r))}})
-    results.write_text(tax_dir / "workloads.txt", text)
+    results.write_text(tax_dir / "workloads.txt", report_text)
+    results.write_text(tax_dir / "workloads.md", markdown(rows))
     analyse.write_report(tax_dir)
     analyse.draw_folder(summary, tax_dir)
-    cli.show(args, {"rows": rows}, text, tax_dir,
-             ["workloads.txt", "workloads.csv", "workloads.json", "report.txt", "tax.png"])
+    cli.show(args, {"rows": rows}, report_text, tax_dir,
+             ["workloads.txt", "workloads.md", "workloads.csv", "workloads.json", "report.txt",
+              "tax.png"])
     return 0
 
 

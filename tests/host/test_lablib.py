@@ -353,3 +353,19 @@ def test_an_example_says_its_commit_and_date(tmp_path):
     (folder / "meta.json").write_text(json.dumps({**meta, "lab_commit": "a" * 40 + "-dirty"}))
     assert examples.main([str(folder), str(tmp_path / "x"), "grep"]) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_settings_prints_each_setting_a_run_has(tmp_path):
+    """python -m lablib.results settings: KEY=VALUE for each key asked that
+    meta.json's settings hold (an empty one too), in the order asked; a
+    folder with no meta.json refused."""
+    (tmp_path / "meta.json").write_text(json.dumps(
+        {"settings": {"workloads": "grep", "repeats": 1, "host_taxes": "", "none": None}}))
+    out = subprocess.run([sys.executable, "-m", "lablib.results", "settings", tmp_path,
+                          "repeats", "none", "workloads", "host_taxes", "absent"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["repeats=1", "workloads=grep", "host_taxes="]
+    out = subprocess.run([sys.executable, "-m", "lablib.results", "settings", tmp_path / "x",
+                          "repeats"], capture_output=True, text=True)
+    assert out.returncode == 2 and "no meta.json" in out.stderr

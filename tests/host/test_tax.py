@@ -579,22 +579,33 @@ def test_the_report_of_a_partial_run_names_what_it_left_out(root, tmp_path):
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_make_tax_resumes_a_run_stopped_after_its_table(root, tmp_path):
     """RESUME=DIR: no boot, the run's table kept, its workloads carried on
-    in DIR, the sweep already there not run again; a folder with no table
-    refused, saying so."""
+    in DIR with the run's own settings, the sweep already there not run
+    again; a folder with no table refused, saying so."""
     tax, env = workloads_dirs(tmp_path)
+    # The stopped run was started with WORKLOADS=grep HOST_TAXES= REPEATS=1.
+    meta = json.loads((tax / "meta.json").read_text())
+    meta["settings"] |= {"workloads": "grep", "host_taxes": "", "repeats": 1}
+    (tax / "meta.json").write_text(json.dumps(meta))
     table = (tax / "summary.json").read_text()
-    done = tax_workloads(root, tax, env, "--taxes", "trace")
+    done = tax_workloads(root, tax, env, "--taxes", "trace", "-r", "1")
     assert done.returncode == 0, done.stderr
-    env |= {"RESUME": str(tax), "WORKLOADS": "grep", "HOST_TAXES": "", "JOBS": "3"}
+    env |= {"RESUME": str(tax), "JOBS": "3"}
     out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
                          env=env)
     assert out.returncode == 0, out.stderr + out.stdout
     assert f"carrying on in {tax.resolve()}" in out.stderr and "boot base" not in out.stderr
+    assert "WORKLOADS=grep REPEATS=1 HOST_TAXES= HOST_WORKLOAD=grep" in out.stderr, out.stderr
+    assert "tax host clock" not in out.stdout + out.stderr
     assert "grep/trace: done before" in out.stdout and "grep/pti" in out.stdout
     assert "3 at a time" in out.stdout, out.stdout
     assert (tax / "workloads/grep/pti").is_dir() and (tax / "summary.json").read_text() == table
     rows = {r["tax"] for r in json.loads((tax / "workloads.json").read_text())["rows"]}
     assert rows == {"trace", "seccomp-linear-nocache", "pti"}
+    # A setting given wins over the run's.
+    out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
+                         env=env | {"WORKLOADS": ""})
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "WORKLOADS= REPEATS=1" in out.stderr and "tax workloads" not in out.stdout
     out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
                          env=env | {"RESUME": str(tmp_path)})
     assert out.returncode == 2 and "no tax run with its table there" in out.stderr, out.stderr

@@ -164,3 +164,30 @@ def describe(meta):
     elif clock.get("kind"):
         parts.append(f"{clock['kind']} clock")
     return ", ".join(parts)
+
+
+def main(argv=None):
+    """python -m lablib.results settings DIR KEY...: a line KEY=VALUE for
+    each KEY of DIR/meta.json's settings that it has, in the order asked
+    (a script carrying on a run with the run's own settings)."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m lablib.results", description=main.__doc__)
+    sub = p.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("settings", help="settings of a result folder's meta.json")
+    s.add_argument("dir", help="a result folder")
+    s.add_argument("keys", nargs="+", metavar="KEY")
+    args = p.parse_args(argv)
+    try:
+        settings = read_meta(args.dir).get("settings", {})
+    except (ValueError, OSError) as e:
+        p.exit(2, f"{p.prog}: {e}\n")
+    for key in args.keys:
+        value = settings.get(key)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            if "\n" in str(value):
+                p.exit(2, f"{p.prog}: {args.dir}/meta.json: settings.{key} holds a newline\n")
+            print(f"{key}={value}")
+
+
+if __name__ == "__main__":
+    main()

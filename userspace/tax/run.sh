@@ -27,9 +27,10 @@
 #                  pti,seccomp-linear; empty: none)
 #   HOST_WORKLOAD=grep  HOST_RUNS=10  their workload, boots a side
 #   RESUME=DIR     carry on a run stopped after its table (results/
-#                  latest-tax): no boot, DIR's table kept, then WORKLOADS
-#                  and HOST_TAXES as above (give the stopped run's), each
-#                  sweep and A/B already in DIR not run again
+#                  latest-tax): no boot, DIR's table kept, then its
+#                  workloads and A/B with the run's own WORKLOADS, REPEATS
+#                  and HOST_* (from its meta.json; each given here wins),
+#                  each sweep and A/B already in DIR not run again
 #
 # Example:  CALLS=getppid,read TAXES=none,seccomp-linear,pti userspace/tax/run.sh
 set -euo pipefail
@@ -60,9 +61,21 @@ CALLS
 )
 CALLS=${CALLS:-$WORKLOAD_CALLS}
 TAXES=${TAXES:-none,seccomp-linear,seccomp-tree,seccomp-args,seccomp-nocache,seccomp-linear-nocache,seccomp-tree-nocache,trace,strace,strace-one,audit-one,audit-all,bpftrace,pti,retpoline}
+RESUME=${RESUME:-}
+if [ -n "$RESUME" ]; then
+	[ -f "$RESUME/summary.json" ] ||
+		bad_arg "RESUME=$RESUME: no tax run with its table there (no summary.json); 'make tax' without RESUME starts one"
+	# The stopped run's own settings, each one not given here.
+	settings=$(lab_python -m lablib.results settings "$RESUME" workloads repeats host_taxes \
+		host_workload host_runs) || bad_arg "RESUME=$RESUME: see above"
+	while IFS='=' read -r key value; do
+		[ -n "$key" ] || continue
+		name=${key^^}
+		[ -n "${!name+set}" ] || printf -v "$name" '%s' "$value"
+	done <<<"$settings"
+fi
 WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
 HOST_TAXES=${HOST_TAXES-pti,seccomp-linear} HOST_WORKLOAD=${HOST_WORKLOAD:-grep}
-RESUME=${RESUME:-}
 lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1  HOST_RUNS 10 2
 [ -z "${JOBS:-}" ] || want_uint JOBS "$JOBS" 1
 lab_built "$LAB_TOOL" "$here/callcost"
@@ -95,18 +108,16 @@ boot() {
 		"$LAB_DIR" "$name" "$numbers" "$taxes" "$BATCHES" "$PER_BATCH"
 }
 if [ -n "$RESUME" ]; then
-	[ -f "$RESUME/summary.json" ] ||
-		bad_arg "RESUME=$RESUME: no tax run with its table there (no summary.json); 'make tax' without RESUME starts one"
 	LAB_DIR=$(cd "$RESUME" && pwd -P)
-	log "carrying on in $LAB_DIR: its table kept, its sweeps and A/Bs not run again"
+	log "carrying on in $LAB_DIR: its table kept, its sweeps and A/Bs not run again; WORKLOADS=$WORKLOADS REPEATS=$REPEATS HOST_TAXES=$HOST_TAXES HOST_WORKLOAD=$HOST_WORKLOAD HOST_RUNS=$HOST_RUNS"
 else
 	log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
 	make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
 	lab_begin "$LAB_ROOT/results" tax
 	"$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
 		calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" \
-		host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" host_runs:="$HOST_RUNS" \
-		-- "$0" "$@"
+		repeats:="$REPEATS" host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" \
+		host_runs:="$HOST_RUNS" -- "$0" "$@"
 	boot base "$(IFS=,; echo "${base[*]}")"
 	[ ${#audit[@]} -eq 0 ] || boot audit "$(IFS=,; echo "${audit[*]}")"
 	for tax in "${others[@]}"; do boot "$tax" "$tax"; done

@@ -253,6 +253,14 @@ def test_markdown_table_keeps_each_figure_as_written():
         ["tax", "grep"], ["-" * 9, "-" * 15], ["`trace`", "+7.76 (+0.10)"], ["`pti`", "1,234"]]
 
 
+@pytest.mark.parametrize("seconds, want", [
+    (0, "0m00s"), (59.9, "0m59s"), (245, "4m05s"), (3599, "59m59s"), (3600, "1h00m"),
+    (7625, "2h07m")])
+def test_duration_is_written_as_the_sweeps_write_it(seconds, want):
+    from lablib import text
+    assert text.duration(seconds) == want
+
+
 @pytest.mark.parametrize("v, digits, want", [
     (None, 3, "-"), (True, 3, "yes"), (False, 3, "no"), (4.0, 3, "4"), (12, 3, "12"),
     (1234.56, 3, "1,235"), (999.4, 3, "999"), (3.0527, 3, "3.05"), (3.0527, 4, "3.053"),

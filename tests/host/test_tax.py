@@ -409,6 +409,12 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     assert out.returncode == 0, out.stderr + out.stdout
     assert stopped.is_dir() and "grep/trace: done before" not in out.stdout
     assert "audit-one skipped: no audit here" in out.stdout
+    # Each batch of sweeps counts those done, in the order they finish.
+    counts = re.findall(r" done \((\d+) of (\d+), \d+m\d\ds so far, about \d+m\d\ds left\)",
+                        out.stdout)
+    ks = [int(k) for k, _ in counts]
+    assert ks and all(k in (1, prev + 1) for prev, k in zip([0] + ks, ks)), out.stdout
+    assert all(int(k) <= int(n) for k, n in counts) and counts[-1][0] == counts[-1][1]
     rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
     trace, linear, pti = rows["trace"], rows["seccomp-linear-nocache"], rows["pti"]
     # The stand-in runs a made-up workload whose model is exact: the

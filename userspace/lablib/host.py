@@ -6,6 +6,7 @@ import pathlib
 import shlex
 import shutil
 import subprocess
+import tempfile
 
 
 def free_cores(cores=None, loadavg=None):
@@ -33,14 +34,23 @@ def need_parallel():
         raise FileNotFoundError("GNU parallel is not installed (make deps installs it)")
 
 
-def parallel(lines, jobs, joblog):
+def parallel(lines, jobs, joblog, on_line=None):
     """Run the command @lines (job_line's) @jobs at a time with GNU
     parallel, its joblog in @joblog, stopping soon after one fails; its
-    exit status."""
+    exit status.  The jobs' output goes to stdout, or with @on_line each
+    line of it (without its newline) to on_line(line) as it comes."""
     need_parallel()
-    return subprocess.run(["parallel", "--will-cite", "-j", str(jobs), "--line-buffer",
-                           "--joblog", str(joblog), "--halt", "soon,fail=1"],
-                          input="".join(line + "\n" for line in lines), text=True).returncode
+    command = ["parallel", "--will-cite", "-j", str(jobs), "--line-buffer", "--joblog",
+               str(joblog), "--halt", "soon,fail=1"]
+    with tempfile.TemporaryFile("w+") as todo:
+        todo.write("".join(line + "\n" for line in lines))
+        todo.seek(0)
+        if on_line is None:
+            return subprocess.run(command, stdin=todo).returncode
+        with subprocess.Popen(command, stdin=todo, stdout=subprocess.PIPE, text=True) as p:
+            for line in p.stdout:
+                on_line(line.rstrip("\n"))
+        return p.returncode
 
 
 def result_of(parent, what):

@@ -28,6 +28,13 @@ def markdown(headers, rows):
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 
+def duration(seconds):
+    """A run's length as progress lines write it, as the sweeps' do
+    (workloads/sweep.sh): "4m05s", "2h07m"."""
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
 def num(v, digits=3):
     """@v as a report's tables and sentences write a figure: "-" when it
     is unknown, yes or no for a flag, a whole number (or one of 10**@digits

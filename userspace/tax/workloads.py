@@ -211,8 +211,7 @@ def run_all(runs, jobs, joblog, dry_run, report=False):
               f"{', '.join(r['name'] for r in todo)}")
         return
     lines = [host.job_line(r["env"], r["command"], r["parent"], r["log"],
-                           f"tax workloads: {r['name']} done ({k} of {len(todo)})")
-             for k, r in enumerate(todo, 1)]
+                           f"tax workloads: {r['name']} done") for r in todo]
     if dry_run:
         print("\n".join(lines))
         return
@@ -221,7 +220,21 @@ def run_all(runs, jobs, joblog, dry_run, report=False):
     start = time.monotonic()
     print(f"tax workloads: {len(todo)} sweep(s), {jobs} at a time: "
           f"{', '.join(r['name'] for r in todo)}", flush=True)
-    status = host.parallel(lines, jobs, joblog)
+    finished = 0
+
+    def progress(line):
+        # A sweep's done line, with how many are, the time so far and the
+        # rest at the mean so far (the sweeps' lengths differ: a guide).
+        nonlocal finished
+        if line.startswith("tax workloads: ") and line.endswith(" done"):
+            finished += 1
+            spent = time.monotonic() - start
+            left = spent / finished * (len(todo) - finished)
+            line += (f" ({finished} of {len(todo)}, {text.duration(spent)} so far, "
+                     f"about {text.duration(left)} left)")
+        print(line, flush=True)
+
+    status = host.parallel(lines, jobs, joblog, progress)
     failed = [r for r in todo if done(r) is None]
     if status or failed:
         where = failed[0]["log"] if failed else joblog

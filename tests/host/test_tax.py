@@ -629,6 +629,21 @@ def test_the_sweeps_run_a_core_each_whatever_the_load(root, tmp_path):
     assert f"sweep(s), {os.cpu_count()} at a time" in out.stdout, out.stdout
 
 
+def test_a_python_without_tabulate_is_refused_before_any_sweep(root, tmp_path):
+    """A virtualenv made before tabulate was pinned: workloads.py says to
+    run make venv, before hours of sweeps rather than after."""
+    tax, env = workloads_dirs(tmp_path)
+    hide = ("import runpy, sys; sys.modules['tabulate'] = None; "
+            f"sys.argv = [{str(root / WORKLOADS)!r}, {str(tax)!r}, '--workloads', 'grep']; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    # python -c finds the script's own modules (analyse, predict) in its cwd.
+    out = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, env=env,
+                         cwd=root / "userspace/tax")
+    assert out.returncode == 1, out.stderr + out.stdout
+    assert "no tabulate (workloads.md): run 'make venv'" in out.stderr
+    assert not (tax / "workloads").exists()
+
+
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_a_failed_sweep_stops_the_run_and_names_its_log(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)

@@ -3,8 +3,6 @@ and width written once, for the header and every row alike; Markdown tables
 (tabulate), for a README; and the one way a report writes a figure (num)."""
 import math
 
-from tabulate import tabulate
-
 
 def table(columns, rows, notes=()):
     """The lines of a table, joined by newlines.  @columns: (title, spec)
@@ -24,7 +22,9 @@ def table(columns, rows, notes=()):
 def markdown(headers, rows):
     """A Markdown table (GitHub's pipes), its lines joined by newlines:
     @headers, then @rows, each value as str() writes it (a figure already
-    formatted is not read as a number again)."""
+    formatted is not read as a number again).  tabulate is imported here:
+    the analysers that write no Markdown do not need it."""
+    from tabulate import tabulate
     return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
 
 

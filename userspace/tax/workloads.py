@@ -41,6 +41,7 @@ report.txt) and workloads.md (the README's tables).  NOTES.md, "The
 taxes on the workloads", says why each choice.
 """
 import hashlib
+import importlib.util
 import os
 import pathlib
 import sys
@@ -549,6 +550,9 @@ def work(args):
         raise cli.BadInput(f"--workloads: {', '.join(bad)} not one of {', '.join(WORKLOADS)}")
     if args.repeats < 1:
         raise cli.BadInput(f"--repeats {args.repeats}: at least 1")
+    # Before hours of sweeps, not after: workloads.md's writer.
+    if importlib.util.find_spec("tabulate") is None:
+        raise cli.BadInput("this Python has no tabulate (workloads.md): run 'make venv'")
     for s in summary.get("skipped", []):
         print(f"tax workloads: {s['tax']} skipped: {s['reason']}")
     # The cores, not the free ones: a sweep's figures on the virtual clock

@@ -15,7 +15,8 @@
 # (hostclock.py).
 #
 #   CALLS=NAMES    the calls, names or numbers of the 64-bit table
-#                  (default: the 100 calls the workloads make)
+#                  (default: the 99 calls the workloads make that
+#                  callcost takes)
 #   TAXES=LIST     the taxes (default all; guest.sh lists them)
 #   BATCHES=21     timed batches per call and tax
 #   PER_BATCH=200  calls per batch

@@ -617,6 +617,16 @@ def test_make_tax_resumes_a_run_stopped_after_its_table(root, tmp_path):
     assert out.returncode == 2 and "no tax run with its table there" in out.stderr, out.stderr
 
 
+def test_the_longest_sweeps_run_first(root, tmp_path):
+    """Apache's sweeps, minutes of the host each, before grep's: two at a
+    time, the run does not end on a lone long one."""
+    tax, env = workloads_dirs(tmp_path)
+    out = tax_workloads(root, tax, env, "--workloads", "grep,apache", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    order = re.findall(r"echo 'tax workloads: (\w+)/", out.stdout)
+    assert order == ["apache"] * 5 + ["grep"] * 5, order
+
+
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_the_sweeps_run_a_core_each_whatever_the_load(root, tmp_path):
     """Without -j, as many sweeps at once as the machine has cores: the

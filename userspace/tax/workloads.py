@@ -55,6 +55,10 @@ import predict
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
+# A sweep's rough length, in seconds of the host a timed point (TCG,
+# 2026-12-06, two at a time, untaxed): the longest run first, and the
+# time left guessed from those done (NOTES.md, "A run's length").
+POINT_S = {"grep": 22, "cmd": 20, "redis": 80, "apache": 380, "kbuild": 80}
 # cmd's command: the workloads' README example, a tree of headers archived.
 CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # The servers, whose untaxed sweep counts their clients' calls too
@@ -138,7 +142,9 @@ class Plan:
                    *point, *args, *extra, *tail]
         return {"name": f"{self.workload}/{name}", "parent": parent,
                 "env": boot_env(self.variant, self.boots[boot]), "command": command,
-                "log": self.root / "logs" / f"{self.workload}-{name}.txt"}
+                "log": self.root / "logs" / f"{self.workload}-{name}.txt",
+                "cost": POINT_S.get(self.workload, max(POINT_S.values()))
+                * len(point[1].split(","))}
 
     def base(self, cal):
         clients = ["--count-clients"] if self.workload in SERVERS else []
@@ -196,8 +202,9 @@ def done(run):
 
 
 def run_all(runs, jobs, joblog, dry_run, report=False):
-    """Run those of @runs not done, @jobs at a time; progress on stdout.
-    With @report, run none and say which are missing."""
+    """Run those of @runs not done, @jobs at a time, the longest first (by
+    their cost); progress on stdout.  With @report, run none and say which
+    are missing."""
     todo = []
     for r in runs:
         d = done(r)
@@ -207,6 +214,7 @@ def run_all(runs, jobs, joblog, dry_run, report=False):
             print(f"tax workloads: {r['name']}: done before, {d}")
     if not todo:
         return
+    todo.sort(key=lambda r: -r.get("cost", 1))
     if report:
         print(f"tax workloads: not run, left out of the report: "
               f"{', '.join(r['name'] for r in todo)}")
@@ -221,16 +229,20 @@ def run_all(runs, jobs, joblog, dry_run, report=False):
     start = time.monotonic()
     print(f"tax workloads: {len(todo)} sweep(s), {jobs} at a time: "
           f"{', '.join(r['name'] for r in todo)}", flush=True)
-    finished = 0
+    cost = {r["name"]: r.get("cost", 1) for r in todo}
+    finished, finished_cost = 0, 0
 
     def progress(line):
         # A sweep's done line, with how many are, the time so far and the
-        # rest at the mean so far (the sweeps' lengths differ: a guide).
-        nonlocal finished
-        if line.startswith("tax workloads: ") and line.endswith(" done"):
+        # rest at the pace of the costs done so far (a guide: a tax
+        # lengthens its sweeps).
+        nonlocal finished, finished_cost
+        head, tail = "tax workloads: ", " done"
+        if line.startswith(head) and line.endswith(tail):
             finished += 1
+            finished_cost += cost.get(line[len(head):-len(tail)], 1)
             spent = time.monotonic() - start
-            left = spent / finished * (len(todo) - finished)
+            left = spent / finished_cost * (sum(cost.values()) - finished_cost)
             line += (f" ({finished} of {len(todo)}, {text.duration(spent)} so far, "
                      f"about {text.duration(left)} left)")
         print(line, flush=True)

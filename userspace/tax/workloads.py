@@ -219,8 +219,12 @@ def run_all(runs, jobs, joblog, dry_run, report=False):
         print(f"tax workloads: not run, left out of the report: "
               f"{', '.join(r['name'] for r in todo)}")
         return
-    lines = [host.job_line(r["env"], r["command"], r["parent"], r["log"],
-                           f"tax workloads: {r['name']} done") for r in todo]
+    def said(r):
+        return f"tax workloads: {r['name']} done"
+    # The cost of each sweep, by the done line GNU parallel echoes for it.
+    cost = {said(r): r.get("cost", 1) for r in todo}
+    lines = [host.job_line(r["env"], r["command"], r["parent"], r["log"], said(r))
+             for r in todo]
     if dry_run:
         print("\n".join(lines))
         return
@@ -229,20 +233,18 @@ def run_all(runs, jobs, joblog, dry_run, report=False):
     start = time.monotonic()
     print(f"tax workloads: {len(todo)} sweep(s), {jobs} at a time: "
           f"{', '.join(r['name'] for r in todo)}", flush=True)
-    cost = {r["name"]: r.get("cost", 1) for r in todo}
-    finished, finished_cost = 0, 0
+    total, finished, finished_cost = sum(cost.values()), 0, 0
 
     def progress(line):
         # A sweep's done line, with how many are, the time so far and the
         # rest at the pace of the costs done so far (a guide: a tax
         # lengthens its sweeps).
         nonlocal finished, finished_cost
-        head, tail = "tax workloads: ", " done"
-        if line.startswith(head) and line.endswith(tail):
+        if line in cost:
             finished += 1
-            finished_cost += cost.get(line[len(head):-len(tail)], 1)
+            finished_cost += cost[line]
             spent = time.monotonic() - start
-            left = spent / finished_cost * (sum(cost.values()) - finished_cost)
+            left = spent / finished_cost * (total - finished_cost)
             line += (f" ({finished} of {len(todo)}, {text.duration(spent)} so far, "
                      f"about {text.duration(left)} left)")
         print(line, flush=True)

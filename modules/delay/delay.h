@@ -9,6 +9,8 @@
 #include <linux/cgroup.h>
 #include <linux/compiler.h>
 #include <linux/init.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/percpu-refcount.h>
 #include <linux/rcupdate.h>
@@ -83,6 +85,17 @@ struct delay_config {
 	u32 at_exit;				/* where=exit */
 };
 
+/*
+ * Does the task hold the module's parameter lock, which the kernel takes
+ * around every parameter's set and get (kernel_param_lock(THIS_MODULE))?
+ * It serializes the writers of delay_config and delay_cgrp, for lockdep.
+ */
+#ifdef CONFIG_SYSFS
+#define delay_param_locked() lockdep_is_held(&THIS_MODULE->param_lock)
+#else
+#define delay_param_locked() true
+#endif
+
 /* delay_config.c: the configuration and its scalar parameters. */
 extern struct delay_config __rcu *delay_config;
 
@@ -146,7 +159,8 @@ DECLARE_PER_CPU(struct delay_counters, delay_counters);
 /*
  * The calls of DELAY_CALLS by number (stats/by_call): one counter for
  * each of the 64-bit table's numbers, then one for the calls that have
- * none (32-bit compat calls, x32's own, numbers beyond the table).
+ * none (32-bit compat calls, x32's own, numbers in a table's gaps or
+ * beyond it).  Allocated by delay_init(), freed by delay_exit().
  */
 #define DELAY_BY_CALL_OTHER NR_syscalls
 
@@ -154,7 +168,7 @@ struct delay_call_counts {
 	unsigned long n[NR_syscalls + 1];
 };
 
-DECLARE_PER_CPU(struct delay_call_counts, delay_call_counts);
+extern struct delay_call_counts __percpu *delay_call_counts;
 
 extern u64 delay_clock_ns;
 extern const struct attribute_group delay_stats_group;

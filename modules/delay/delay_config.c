@@ -21,8 +21,9 @@ struct delay_config __rcu *delay_config;
 const struct delay_config *delay_config_now(void)
 {
 	static const struct delay_config none = { .ppm = DELAY_PPM };
-	const struct delay_config *cfg = rcu_dereference_protected(delay_config, true);
+	const struct delay_config *cfg;
 
+	cfg = rcu_dereference_protected(delay_config, delay_param_locked());
 	return cfg ?: &none;
 }
 
@@ -40,7 +41,9 @@ struct delay_config *delay_config_edit(void)
 /* Put @cfg in force, once no hook can be reading the one it replaces. */
 void delay_config_publish(struct delay_config *cfg)
 {
-	struct delay_config *old = rcu_replace_pointer(delay_config, cfg, true);
+	struct delay_config *old;
+
+	old = rcu_replace_pointer(delay_config, cfg, delay_param_locked());
 
 	if (old) {
 		synchronize_rcu();

@@ -93,7 +93,9 @@ static bool delay_choose(struct delay_config *cfg)
 /*
  * Is the call @nr of table @abi one of the 64-bit table's numbering, the
  * one syscalls= and delays= speak?  The 64-bit table's calls are, and the
- * x32 calls of the numbers the two tables share.
+ * x32 calls of the numbers the two tables share.  A number in one of the
+ * table's gaps, which the kernel dispatches to sys_ni_syscall() as a call
+ * of that table (<asm/syscall_hook.h>), names no call and is not.
  */
 static bool delay_numbered(int nr, enum syscall_hook_abi abi)
 {
@@ -102,7 +104,7 @@ static bool delay_numbered(int nr, enum syscall_hook_abi abi)
 	if (unr >= NR_syscalls)
 		return false;
 	unr = array_index_nospec(unr, NR_syscalls);
-	return abi == SYSCALL_HOOK_64 ||
+	return (abi == SYSCALL_HOOK_64 && delay_table[unr].name) ||
 	       (abi == SYSCALL_HOOK_X32 && delay_table[unr].shared);
 }
 
@@ -271,7 +273,7 @@ static void delay_run(int nr, enum syscall_hook_abi abi, bool at_exit)
 	this_cpu_inc(delay_counters.n[DELAY_CALLS]);
 	if (delay_numbered(nr, abi))
 		slot = array_index_nospec((unsigned int)nr, NR_syscalls);
-	this_cpu_inc(delay_call_counts.n[slot]);
+	this_cpu_inc(delay_call_counts->n[slot]);
 	if (!delay_setting_delays(setting))
 		return;
 	loops = delay_setting_loops(setting);
@@ -292,10 +294,10 @@ static void delay_run(int nr, enum syscall_hook_abi abi, bool at_exit)
 	} else {
 		end = delay_wait(start, ns);
 	}
-	this_cpu_inc(delay_counters.n[DELAY_DELAYED]);
+	/* spun_ns first: a reader that sums delayed first never reads it short. */
 	this_cpu_add(delay_counters.n[DELAY_SPUN_NS], end - start);
-	trace_delay_syscall(nr, abi == SYSCALL_HOOK_IA32, loops, ns, end - start,
-			    sleep, at_exit);
+	this_cpu_inc(delay_counters.n[DELAY_DELAYED]);
+	trace_delay_syscall(nr, abi, loops, ns, end - start, sleep, at_exit);
 }
 
 static void delay_hook(struct pt_regs *regs, int nr, enum syscall_hook_abi abi)
@@ -316,9 +318,17 @@ static int __init delay_init(void)
 
 	delay_clock_ns = delay_measure_clock();
 
+	/*
+	 * Dynamic per-CPU memory: a static array this size would take half
+	 * of the reserve that all modules' static per-CPU data share.
+	 */
+	delay_call_counts = alloc_percpu(struct delay_call_counts);
+	if (!delay_call_counts)
+		return -ENOMEM;
+
 	ret = sysfs_create_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
 	if (ret)
-		return ret;
+		goto free_counts;
 
 	ret = syscall_hook_register(delay_hook);
 	if (ret) {
@@ -347,6 +357,8 @@ unregister:
 	cancel_work_sync(&delay_cgroup_reap_work);
 remove_stats:
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
+free_counts:
+	free_percpu(delay_call_counts);
 	return ret;
 }
 
@@ -357,11 +369,13 @@ remove_stats:
 static void __exit delay_exit(void)
 {
 	delay_stop_delaying();
-	syscall_exit_hook_unregister(delay_exit_hook);
-	syscall_hook_unregister(delay_hook);
+	/* Both at once: one wait for the tasks still in either hook. */
+	syscall_hooks_unregister(delay_hook, delay_exit_hook);
 	/* The hook was its only source: it cannot come back now. */
 	cancel_work_sync(&delay_cgroup_reap_work);
+	/* sysfs drains the readers of stats/ before the group is gone. */
 	sysfs_remove_group(&THIS_MODULE->mkobj.kobj, &delay_stats_group);
+	free_percpu(delay_call_counts);
 }
 
 module_init(delay_init);

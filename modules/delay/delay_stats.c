@@ -7,6 +7,7 @@
 #include <linux/limits.h>
 #include <linux/minmax.h>
 #include <linux/module.h>
+#include <linux/nospec.h>
 #include <linux/percpu.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -18,7 +19,7 @@
 #define DELAY_CLOCK_TRIES 1000
 
 DEFINE_PER_CPU(struct delay_counters, delay_counters);
-DEFINE_PER_CPU(struct delay_call_counts, delay_call_counts);
+struct delay_call_counts __percpu *delay_call_counts;
 
 u64 delay_clock_ns;
 
@@ -71,7 +72,10 @@ DELAY_STAT(slept_ns, DELAY_SLEPT_NS);
 static ssize_t mean_ns_show(struct module_attribute *attr,
 			    struct module_kobject *mk, char *buf)
 {
-	/* Read delayed first: a call between the reads only adds to spun_ns. */
+	/*
+	 * Read delayed first: the hook adds to spun_ns before delayed, so a
+	 * call between the reads only adds to spun_ns.
+	 */
 	unsigned long delayed = delay_sum(DELAY_DELAYED);
 	unsigned long spun_ns = delay_sum(DELAY_SPUN_NS);
 
@@ -94,7 +98,7 @@ static u64 delay_call_sum(unsigned int slot)
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(&delay_call_counts, cpu)->n[slot]);
+		sum += READ_ONCE(per_cpu_ptr(delay_call_counts, cpu)->n[slot]);
 	return sum;
 }
 
@@ -115,7 +119,8 @@ static ssize_t by_call_read(struct file *file, struct kobject *kobj,
 		loff_t pos = off + done;
 		size_t skip = pos % sizeof(u64);
 		size_t n = min(count - done, sizeof(u64) - skip);
-		u64 sum = delay_call_sum(pos / sizeof(u64));
+		u64 sum = delay_call_sum(array_index_nospec(pos / sizeof(u64),
+							    DELAY_BY_CALL_OTHER + 1));
 
 		memcpy(buf + done, (char *)&sum + skip, n);
 		done += n;

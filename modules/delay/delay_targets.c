@@ -63,7 +63,7 @@ static void delay_cgroup_reap(struct work_struct *work)
 	struct cgroup *cgrp;
 
 	kernel_param_lock(THIS_MODULE);
-	cgrp = rcu_dereference_protected(delay_cgrp, true);
+	cgrp = rcu_dereference_protected(delay_cgrp, delay_param_locked());
 	if (!IS_ERR_OR_NULL(cgrp) && delay_cgroup_dying(cgrp))
 		rcu_assign_pointer(delay_cgrp, DELAY_CGROUP_GONE);
 	else
@@ -96,7 +96,7 @@ static int delay_cgroup_set(const char *val, const struct kernel_param *kp)
 		}
 	}
 
-	old = rcu_replace_pointer(delay_cgrp, cgrp, true);
+	old = rcu_replace_pointer(delay_cgrp, cgrp, delay_param_locked());
 	delay_cgroup_put(old);
 	memmove(buf, path, strlen(path) + 1);
 	swap(buf, delay_cgroup_path);
@@ -108,9 +108,11 @@ out:
 static int delay_cgroup_get(char *buf, const struct kernel_param *kp)
 {
 	/* The parameter lock keeps the setter and the reaper out. */
-	struct cgroup *cgrp = rcu_dereference_protected(delay_cgrp, true);
-	bool gone = cgrp == DELAY_CGROUP_GONE ||
-		    (cgrp && delay_cgroup_dying(cgrp));
+	struct cgroup *cgrp;
+	bool gone;
+
+	cgrp = rcu_dereference_protected(delay_cgrp, delay_param_locked());
+	gone = cgrp == DELAY_CGROUP_GONE || (cgrp && delay_cgroup_dying(cgrp));
 
 	return sysfs_emit(buf, "%s%s\n", delay_cgroup_path ?: "",
 			  gone ? " (deleted)" : "");
@@ -138,13 +140,33 @@ static const struct kernel_param_ops delay_cgroup_ops = {
 module_param_cb(cgroup, &delay_cgroup_ops, NULL, 0644);
 MODULE_PARM_DESC(cgroup, "Delay only this cgroup v2 and its descendants, e.g. /lab/httpd (empty: every task)");
 
-/* One decimal system-call number of the 64-bit table: digits only. */
-static int delay_parse_nr(const char *s, unsigned int *nr)
+/* Made by Kbuild from the kernel's table (see struct delay_call). */
+const struct delay_call delay_table[NR_syscalls] = {
+#include "delay_names.h"
+};
+
+/*
+ * A 64-bit system call by its name or its decimal number (digits only).
+ * A number in one of the table's gaps names no call: the hook never
+ * counts it as one (delay_numbered()), so no parameter takes it.
+ */
+static int delay_parse_call(const char *s, unsigned int *nr)
 {
-	if (!*s || s[strspn(s, "0123456789")] || kstrtouint(s, 10, nr) ||
-	    *nr >= NR_syscalls)
-		return -EINVAL;
-	return 0;
+	unsigned int i;
+
+	if (*s && !s[strspn(s, "0123456789")]) {
+		if (kstrtouint(s, 10, nr) || *nr >= NR_syscalls ||
+		    !delay_table[*nr].name)
+			return -EINVAL;
+		return 0;
+	}
+	for (i = 0; i < NR_syscalls; i++) {
+		if (delay_table[i].name && !strcmp(delay_table[i].name, s)) {
+			*nr = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 /*
@@ -186,9 +208,13 @@ static int delay_config_write(const char *val,
 	return ret;
 }
 
+/*
+ * syscalls=: items CALL or FIRST-LAST, each a name or a number; a range
+ * is the calls numbered from FIRST to LAST, the gaps between left out.
+ */
 static int delay_change_targets(struct delay_config *cfg, char *list)
 {
-	unsigned int first, last;
+	unsigned int first, last, nr;
 	char *item, *dash;
 
 	cfg->filtered = *list;
@@ -197,10 +223,13 @@ static int delay_change_targets(struct delay_config *cfg, char *list)
 		dash = strchr(item, '-');
 		if (dash)
 			*dash++ = '\0';
-		if (delay_parse_nr(item, &first) ||
-		    delay_parse_nr(dash ?: item, &last) || last < first)
+		if (delay_parse_call(item, &first) ||
+		    delay_parse_call(dash ?: item, &last) || last < first)
 			return -EINVAL;
-		bitmap_set(cfg->targets, first, last - first + 1);
+		for (nr = first; nr <= last; nr++) {
+			if (delay_table[nr].name)
+				__set_bit(nr, cfg->targets);
+		}
 	}
 	return 0;
 }
@@ -229,28 +258,7 @@ static const struct kernel_param_ops delay_syscalls_ops = {
 	.get = delay_syscalls_get,
 };
 module_param_cb(syscalls, &delay_syscalls_ops, NULL, 0644);
-MODULE_PARM_DESC(syscalls, "Delay only these 64-bit system calls, e.g. 0,1,257 or 0-3 (empty: all)");
-
-/* Made by Kbuild from the kernel's table (see struct delay_call). */
-const struct delay_call delay_table[NR_syscalls] = {
-#include "delay_names.h"
-};
-
-/* A 64-bit system call by its name or its number. */
-static int delay_parse_call(const char *s, unsigned int *nr)
-{
-	unsigned int i;
-
-	if (!delay_parse_nr(s, nr))
-		return 0;
-	for (i = 0; i < NR_syscalls; i++) {
-		if (delay_table[i].name && !strcmp(delay_table[i].name, s)) {
-			*nr = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
+MODULE_PARM_DESC(syscalls, "Delay only these 64-bit system calls, by name or number, e.g. read,write,openat or 0-3 (empty: all)");
 
 static int delay_change_own(struct delay_config *cfg, char *list)
 {

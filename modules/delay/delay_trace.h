@@ -7,8 +7,10 @@
  *			into the table that dispatches the call (an x32
  *			call's without __X32_SYSCALL_BIT), or the number the
  *			entry path got for a call that no table dispatches
- *	compat		true for a call of the 32-bit compat table (its own
- *			numbering), as the entry path chose it
+ *	abi		the table that dispatched the call, as the entry
+ *			path told the hook (<asm/syscall_hook.h>): 64, x32,
+ *			ia32 (the 32-bit compat table, its own numbering) or
+ *			none (entry work skipped it, or no table has it)
  *	loops		loop iterations requested (0 in ns mode)
  *	ns		nanoseconds requested (0 in loops mode)
  *	measured_ns	nanoseconds the delay took on CLOCK_MONOTONIC, as
@@ -29,27 +31,41 @@
 
 #include <linux/tracepoint.h>
 #include <linux/types.h>
+#include <asm/syscall_hook.h>
+
+/* The tables by number in the event's format file, for trace-cmd. */
+TRACE_DEFINE_ENUM(SYSCALL_HOOK_NONE);
+TRACE_DEFINE_ENUM(SYSCALL_HOOK_64);
+TRACE_DEFINE_ENUM(SYSCALL_HOOK_X32);
+TRACE_DEFINE_ENUM(SYSCALL_HOOK_IA32);
+
+#define delay_show_abi(abi)					\
+	__print_symbolic(abi,					\
+			 { SYSCALL_HOOK_NONE, "none" },		\
+			 { SYSCALL_HOOK_64, "64" },		\
+			 { SYSCALL_HOOK_X32, "x32" },		\
+			 { SYSCALL_HOOK_IA32, "ia32" })
 
 TRACE_EVENT(delay_syscall,
-	    TP_PROTO(int nr, bool compat, unsigned int loops, unsigned int ns,
-		     u64 measured_ns, bool slept, bool at_exit),
-	    TP_ARGS(nr, compat, loops, ns, measured_ns, slept, at_exit),
+	    TP_PROTO(int nr, enum syscall_hook_abi abi, unsigned int loops,
+		     unsigned int ns, u64 measured_ns, bool slept, bool at_exit),
+	    TP_ARGS(nr, abi, loops, ns, measured_ns, slept, at_exit),
 	    TP_STRUCT__entry(__field(int, nr)
-			     __field(bool, compat)
+			     __field(unsigned int, abi)
 			     __field(unsigned int, loops)
 			     __field(unsigned int, ns)
 			     __field(u64, measured_ns)
 			     __field(bool, slept)
 			     __field(bool, at_exit)),
 	    TP_fast_assign(__entry->nr = nr;
-			   __entry->compat = compat;
+			   __entry->abi = abi;
 			   __entry->loops = loops;
 			   __entry->ns = ns;
 			   __entry->measured_ns = measured_ns;
 			   __entry->slept = slept;
 			   __entry->at_exit = at_exit;),
-	    TP_printk("nr=%d compat=%d loops=%u ns=%u measured_ns=%llu slept=%d at_exit=%d",
-		      __entry->nr, __entry->compat, __entry->loops,
+	    TP_printk("nr=%d abi=%s loops=%u ns=%u measured_ns=%llu slept=%d at_exit=%d",
+		      __entry->nr, delay_show_abi(__entry->abi), __entry->loops,
 		      __entry->ns, __entry->measured_ns, __entry->slept,
 		      __entry->at_exit)
 );

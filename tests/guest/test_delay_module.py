@@ -184,16 +184,24 @@ def test_by_call_sums_to_calls(delay, only_this_process):
 
 
 def test_by_call_reads_at_any_offset(delay, only_this_process):
+    """getppid's count, made 300 or more so that its bytes are not all
+    zero (a count of 258 or more has a nonzero second byte), read at its
+    offset whole and in pieces that cut it, against the same bytes of a
+    read of the whole file.  Nothing of this process calls getppid between
+    the reads; a read that ignored the offset would return read's count."""
+    for _ in range(300):
+        os.getppid()
     size = BY_CALL.stat().st_size
     fd = os.open(BY_CALL, os.O_RDONLY)
     try:
-        # getppid's count, read whole and in pieces that cut it.  Nothing
-        # of this process calls getppid between the reads.
+        everything = os.pread(fd, size, 0)
+        want = everything[8 * GETPPID:8 * GETPPID + 8]
+        assert int.from_bytes(want, sys.byteorder) >= 300, "the control: getppid was counted"
         whole = os.pread(fd, 8, 8 * GETPPID)
         parts = os.pread(fd, 3, 8 * GETPPID) + os.pread(fd, 5, 8 * GETPPID + 3)
-        assert whole == parts and len(whole) == 8
-        assert os.pread(fd, 100, size - 5) == os.pread(fd, 5, size - 5)
-        assert len(os.pread(fd, 100, size - 5)) == 5
+        assert whole == parts == want
+        tail = everything[size - 5:]
+        assert os.pread(fd, 100, size - 5) == os.pread(fd, 5, size - 5) == tail
         assert os.pread(fd, 8, size) == b""
     finally:
         os.close(fd)
@@ -281,9 +289,10 @@ def test_good_syscalls_read_back_canonical(delay, value, expect):
 
 
 def test_whole_table_reads_back(delay):
+    """The whole table, its gaps left out: every call it names."""
     n = nr_syscalls()
     assert write_param(f"0-{n - 1}", SYSCALLS) == 0
-    assert SYSCALLS.read_text() == ",".join(map(str, range(n))) + "\n"
+    assert SYSCALLS.read_text() == ",".join(map(str, sorted(syscall_names()))) + "\n"
 
 
 def test_stats_move_in_loops_mode(delay):
@@ -454,14 +463,14 @@ def tracefs():
     (TRACEFS / "trace").write_text("")
 
 
-EVENT = re.compile(r"delay_syscall:\s+nr=(-?\d+) compat=(\d) loops=(\d+) ns=(\d+) "
+EVENT = re.compile(r"delay_syscall:\s+nr=(-?\d+) abi=(\w+) loops=(\d+) ns=(\d+) "
                    r"measured_ns=(\d+) slept=0 at_exit=0\s*$")
 
 
 def test_trace_event(delay, tracefs):
     assert tracefs.exists(), "delay:delay_syscall is not registered"
     fmt = (tracefs.parent / "format").read_text()
-    for field in ("int nr", "bool compat", "unsigned int loops", "unsigned int ns",
+    for field in ("int nr", "unsigned int abi", "unsigned int loops", "unsigned int ns",
                   "u64 measured_ns", "bool slept", "bool at_exit"):
         assert field in fmt, (field, fmt)
     (TRACEFS / "trace").write_text("")
@@ -479,9 +488,9 @@ def test_trace_event(delay, tracefs):
     assert len(events) == 50, events[:5]
     for m in events:
         assert m, "an event line does not parse"
-        nr, compat, loops, ns, measured = map(int, m.groups())
-        assert (nr, compat, loops, ns) == (GETPPID, 0, 0, 3000)
-        assert measured >= 3000
+        nr, abi, loops, ns, measured = m.groups()
+        assert (int(nr), abi, int(loops), int(ns)) == (GETPPID, "64", 0, 3000)
+        assert int(measured) >= 3000
 
 
 def test_trace_event_of_a_compat_call(delay, tracefs):
@@ -494,8 +503,40 @@ def test_trace_event_of_a_compat_call(delay, tracefs):
     write_param("0", NS)
     events = [EVENT.search(ln) for ln in (TRACEFS / "trace").read_text().splitlines()
               if "nullcall32" in ln and "delay_syscall:" in ln]
-    getppid32 = [m for m in events if m and m.groups()[:4] == ("64", "1", "0", "1000")]
+    getppid32 = [m for m in events if m and m.groups()[:4] == ("64", "ia32", "0", "1000")]
     assert len(getppid32) >= 200, events[:5]    # a warm-up and a batch of 100
+
+
+@pytest.fixture(scope="module")
+def int80(tmp_path_factory):
+    """int80.c built as a 32-bit static program: int $0x80 with any number."""
+    prog = tmp_path_factory.mktemp("int80") / "int80"
+    subprocess.run(["gcc", "-m32", "-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o", prog,
+                    pathlib.Path(__file__).with_name("int80.c")], check=True)
+    return prog
+
+
+def test_trace_event_names_the_table(delay, tracefs, int80):
+    """The event says which table dispatched the call: int $0x80 with eax
+    1000 is no table's (abi=none), with eax 20 the compat getpid (ia32),
+    and a 64-bit getppid is the 64-bit table's.  With only a compat flag,
+    the first was traced as a 64-bit call, nr=1000 compat=0."""
+    (TRACEFS / "trace").write_text("")
+    assert write_param("1000", NS) == 0        # no filter: every call
+    tracefs.write_text("1")
+    for nr in (1000, 20):
+        subprocess.run([int80, str(nr), "100"], capture_output=True, check=True)
+    subprocess.run([sys.executable, "-c", "import os\nfor _ in range(100): os.getppid()"],
+                   check=True)
+    tracefs.write_text("0")
+    write_param("0", NS)
+    events = [EVENT.search(ln) for ln in (TRACEFS / "trace").read_text().splitlines()
+              if "delay_syscall:" in ln]
+    seen = {(m[1], m[2]) for m in events if m}
+    counts = {key: sum((m[1], m[2]) == key for m in events if m)
+              for key in (("1000", "none"), ("20", "ia32"), (str(GETPPID), "64"))}
+    assert all(n >= 100 for n in counts.values()), (counts, sorted(seen)[:20])
+    assert ("1000", "64") not in seen and ("1000", "ia32") not in seen
 
 
 def test_trace_cmd_records_the_event(delay, tracefs, tmp_path):
@@ -511,7 +552,7 @@ def test_trace_cmd_records_the_event(delay, tracefs, tmp_path):
                          capture_output=True, text=True, check=True).stdout
     events = [EVENT.search(ln) for ln in rep.splitlines() if "delay_syscall:" in ln]
     assert len(events) >= 20, rep[-2000:]
-    assert all(m and m.groups()[:4] == (str(GETPPID), "0", "700", "0") for m in events), \
+    assert all(m and m.groups()[:4] == (str(GETPPID), "64", "700", "0") for m in events), \
         rep[-2000:]
 
 
@@ -858,20 +899,21 @@ def calls_counted(argv, cgroup, **settings):
     return delay_stat("calls") - before
 
 
-@pytest.mark.parametrize("nr", [EXECVE_64, EXECVE_32])
-def test_exit_counts_the_call_that_entry_did(abiexec, chain_cgroup, nr):
+@pytest.mark.parametrize("calls", [f"{EXECVE_64}", f"{EXECVE_32},{EXECVE_64}"])
+def test_exit_counts_the_call_that_entry_did(abiexec, chain_cgroup, calls):
     """400 execve() calls that alternate between a 64-bit and a 32-bit
     program: 200 64-bit execve (59) that load a 32-bit program and 200
     compat execve (11) that load a 64-bit one, after each of which the
     task runs the other ABI.  syscalls=59 counts the 64-bit ones and the
-    first exec of the chain, 201, at exit as at entry; syscalls=11 (the
-    64-bit munmap) counts none of the compat ones at either point.  With
-    the exit hook guessing the table from the task's ABI after the call,
-    exit counted 1 and 200."""
+    first exec of the chain, 201, at exit as at entry; adding 11 (the
+    64-bit munmap, which the static programs never call) counts none of
+    the compat ones at either point: still 201.  With the exit hook
+    guessing the table from the task's ABI after the call, syscalls=59
+    counted 1 at exit and syscalls=11 200."""
     argv = [abiexec[0], "400", abiexec[0], abiexec[1]]
-    entry = calls_counted(argv, chain_cgroup, syscalls=nr, where="entry")
+    entry = calls_counted(argv, chain_cgroup, syscalls=calls, where="entry")
     exit_ = calls_counted(argv, chain_cgroup, where="exit")
-    assert (entry, exit_) == ((201, 201) if nr == EXECVE_64 else (0, 0))
+    assert (entry, exit_) == (201, 201)
 
 
 @pytest.mark.parametrize("where", ["entry", "exit"])
@@ -889,8 +931,80 @@ def test_a_call_no_table_dispatches_is_none(delay, only_this_process, where):
     for _ in range(200):
         results.add((libc.syscall(ctypes.c_long(X32_BIT | GETPPID)), ctypes.get_errno()))
     counted = delay_stat("calls") - before
+    # The control: plain getppid calls, at the same point, are counted.
+    for _ in range(100):
+        libc.syscall(ctypes.c_long(GETPPID))
+    assert delay_stat("calls") - before - counted == 100
     if results == {(-1, errno.ENOSYS)}:
         assert counted == 0
     else:
         assert {r for r, _ in results} == {os.getppid()}, results
         assert counted == 200
+
+
+GAP = 400               # a number in the 64-bit table's gap (336-423 in 6.12)
+
+
+def test_the_table_has_a_gap_at_the_number_used():
+    assert GAP < nr_syscalls() and GAP not in syscall_names()
+
+
+@pytest.mark.parametrize("value", [f"{GAP}", f"0,{GAP}", f"{GAP}-{GAP}"])
+def test_a_number_in_the_gap_is_no_call_to_filter(delay, value):
+    assert write_param("getppid", SYSCALLS) == 0
+    assert write_param(value, SYSCALLS) == errno.EINVAL, value
+    assert SYSCALLS.read_text() == f"{GETPPID}\n"
+
+
+def test_a_number_in_the_gap_has_no_delay_of_its_own(delay):
+    assert write_param("read:3", DELAYS) == 0
+    assert write_param(f"{GAP}:1000", DELAYS) == errno.EINVAL
+    assert DELAYS.read_text() == "read:3\n"
+
+
+def test_a_range_across_the_gap_takes_only_calls(delay):
+    names = syscall_names()
+    first, last = GAP - 70, GAP + 30
+    assert write_param(f"{first}-{last}", SYSCALLS) == 0
+    want = [n for n in range(first, last + 1) if n in names]
+    assert SYSCALLS.read_text() == ",".join(map(str, want)) + "\n"
+    assert GAP - 1 not in want and first in want and last in want
+
+
+@pytest.mark.parametrize("where", ["entry", "exit"])
+def test_a_number_in_the_gap_is_not_a_call_of_the_table(delay, only_this_process, where):
+    """syscall(400), ENOSYS, 200 times: with a set chosen it is neither
+    counted nor delayed; with none it is delayed like every call and
+    counted in by_call's last slot, not as call 400.  Plain getppid calls
+    beside them are counted and delayed (the control).  Before, the
+    module counted and delayed all 200 as the 64-bit table's call 400."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    assert write_param(where, MODDIR / "parameters/where") == 0
+    assert write_param("1000", NS) == 0
+    try:
+        assert write_param(f"{GETPPID},{GAP - 100}", SYSCALLS) == 0
+        calls0, delayed0 = delay_stat("calls"), delay_stat("delayed")
+        results = {libc.syscall(ctypes.c_long(GAP)) for _ in range(200)}
+        assert results == {-1} and ctypes.get_errno() == errno.ENOSYS
+        assert (delay_stat("calls") - calls0, delay_stat("delayed") - delayed0) == (0, 0)
+        for _ in range(100):
+            libc.syscall(ctypes.c_long(GETPPID))
+        assert (delay_stat("calls") - calls0, delay_stat("delayed") - delayed0) == (100, 100)
+
+        assert write_param("\n", SYSCALLS) == 0
+        before = by_call()
+        for _ in range(200):
+            libc.syscall(ctypes.c_long(GAP))
+        diff = [b - a for a, b in zip(before, by_call())]
+        assert diff[GAP] == 0 and diff[-1] >= 200, (diff[GAP], diff[-1])
+    finally:
+        write_param("0", NS)
+
+
+def test_syscalls_takes_names_as_delays_does(delay):
+    assert write_param("getppid,read-write,openat", SYSCALLS) == 0
+    assert SYSCALLS.read_text() == "0,1,110,257\n"
+    for bad in ("nosuch", "READ", "getppid,nosuch", "write-read"):
+        assert write_param(bad, SYSCALLS) == errno.EINVAL, bad
+    assert SYSCALLS.read_text() == "0,1,110,257\n"

@@ -15,7 +15,8 @@ import time
 
 import pytest
 from conftest import GETPPID, MODDIR, NS, SYSCALLS, TRACEFS, WRITEV, cycle_under_load, \
-    delay_stat, insmod, kernel_problems, rmmod, task_state, wait_asleep, write_param
+    delay_stat, insmod, kernel_problems, kernel_stack, rmmod, task_state, wait_asleep, \
+    write_param
 
 MODE = MODDIR / "parameters/mode"
 WHERE = MODDIR / "parameters/where"
@@ -214,16 +215,35 @@ def test_unload_while_tasks_sleep_in_the_hook(clean_module):
     """The racing-unload test for sleeps: every cycle loads delay with
     every call of every task sleeping (5 ms at most, at entry or at exit),
     lets the workers pile up in the hook and unloads it under them.  A
-    module freed under a sleeper oopses when the sleeper wakes."""
+    module freed under a sleeper oopses when the sleeper wakes.  In the
+    5-ms cycles the unload waits until a worker is seen asleep in the
+    module's hook, so that those cycles unload under a sleeper for sure."""
+    asleep = []
+
     def one_cycle(i):
-        insmod("delay", "mode=sleep", f"ns={[5000000, 200000, 1000][i % 3]}",
-               f"where={'exit' if i % 2 else 'entry'}")
-        write_param(["spin", "sleep"][i % 2], MODE)
-        write_param("sleep", MODE)
+        ns = [5000000, 200000, 1000][i % 3]
+        insmod("delay", "mode=sleep", f"ns={ns}", f"where={'exit' if i % 2 else 'entry'}")
+        assert write_param(["spin", "sleep"][i % 2], MODE) == 0
+        assert write_param("sleep", MODE) == 0
         time.sleep(0.02)
+        if ns == 5000000:
+            asleep.append(a_worker_asleep_in_the_hook())
         rmmod()
 
     cycle_under_load(30, one_cycle, workers=4)
+    assert len(asleep) == 10 and all(asleep), asleep
+
+
+def a_worker_asleep_in_the_hook(timeout=60):
+    """The pid of one of this process's children seen asleep with the
+    delay module's code on its kernel stack; fails after @timeout s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in multiprocessing.active_children():
+            stack = kernel_stack(child.pid)
+            if stack and "[delay]" in stack and task_state(child.pid) == "D":
+                return child.pid
+    pytest.fail(f"no worker asleep in the hook within {timeout} s")
 
 
 @pytest.mark.parametrize("where", ["entry", "exit"])

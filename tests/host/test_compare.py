@@ -79,14 +79,15 @@ def test_an_analysed_folder_compares_with_itself(tmp_path):
 
 
 def test_an_exact_change_is_named_with_its_size_and_the_setting_that_differs(tmp_path):
-    a = calibration(tmp_path / "a", "virtual", 3.0)
     kernel = {"release": "6.12.118-lab", "variant": "stock", "preemption": "voluntary",
               "cmdline": "root=/dev/root quiet virtme.exec=AAAA lab.clock=virtual"}
-    a = calibration(tmp_path / "a", "virtual", 3.0, kernel=kernel)
-    b = calibration(tmp_path / "b", "virtual", 3.0, entry=148.0,
-                    kernel={**kernel, "preemption": "full", "cmdline": "root=/dev/root quiet "
-                            "preempt=full virtme.exec=BBBB lab.clock=virtual"})
-    p, c = compare(a, b, out=tmp_path)
+    a = [calibration(tmp_path / f"a{i}", "virtual", 3.0, kernel=kernel) for i in range(2)]
+    b = [calibration(tmp_path / f"b{i}", "virtual", 3.0, entry=148.0,
+                     kernel={**kernel, "preemption": "full", "cmdline": "root=/dev/root quiet "
+                             "preempt=full virtme.exec=BBBB lab.clock=virtual"})
+         for i in range(2)]
+    p, c = compare("-a", *a, "-b", *b, out=tmp_path)
+    assert c["design"] == "A/B"
     r = rows(c)
     entry = r["cost of a delayed call before its first loop"]
     assert entry["verdict"] == "changed" and entry["diff"] == pytest.approx(17.0)
@@ -100,9 +101,9 @@ def test_an_exact_change_is_named_with_its_size_and_the_setting_that_differs(tmp
 
 
 def test_a_change_beyond_the_band_but_under_a_percent_is_tiny(tmp_path):
-    a = calibration(tmp_path / "a", "virtual", 3.0)
-    b = calibration(tmp_path / "b", "virtual", 3.0 * 1.001)
-    p, c = compare(a, b, out=tmp_path)
+    a = [calibration(tmp_path / f"a{i}", "virtual", 3.0) for i in range(2)]
+    b = [calibration(tmp_path / f"b{i}", "virtual", 3.0 * 1.001) for i in range(2)]
+    p, c = compare("-a", *a, "-b", *b, out=tmp_path)
     assert rows(c)["getppid slope (p10 fit)"]["verdict"] == "changed (tiny)"
     assert p.returncode == 0        # a slope is neither better nor worse
 
@@ -222,7 +223,7 @@ def ab(*args, env=None):
 
 
 def plan_lines(out):
-    return [line.split(None, 2) for line in out.splitlines()]
+    return [line.split(None, 2) for line in out.splitlines() if not line.startswith("#")]
 
 
 def test_ab_plans_interleaved_seeded_boots_with_each_sides_settings(tmp_path):
@@ -238,11 +239,20 @@ def test_ab_plans_interleaved_seeded_boots_with_each_sides_settings(tmp_path):
         assert "VM_CLOCK=virtual" in line and "-o " in line and line.count("-l 0,100") == 1
         assert ("VM_APPEND='preempt=full nosmap'" in line) == (side == "B")
         assert ("VARIANT=rt" in line) == (side == "B")
+    seed = p.stdout.splitlines()[0].split()[2]
     again = ab("calibrate", "-B", "APPEND='preempt=full nosmap' VARIANT=rt", "-n", "3",
-               "-o", tmp_path, "--dry-run", "--", "-l", "0,100")
+               "-o", tmp_path, "--dry-run", "--seed", seed, "--", "-l", "0,100")
     assert again.stdout == p.stdout
-    other = ab("calibrate", "-n", "3", "--seed", "7", "-o", tmp_path, "--dry-run")
-    assert [s for _, s, _ in plan_lines(other.stdout)] != sides
+
+
+def test_ab_draws_a_new_order_each_time_unless_given_a_seed(tmp_path):
+    def order(*args):
+        p = ab("calibrate", "-n", "5", "-o", tmp_path, "--dry-run", *args)
+        return p.stdout.splitlines()[0], "".join(s for _, s, _ in plan_lines(p.stdout))
+    drawn = [order() for _ in range(4)]
+    assert len({seed for seed, _ in drawn}) == 4     # a seed of 31 bits each time
+    assert len({o for _, o in drawn}) > 1            # 252 orders of 5 A and 5 B
+    assert order("--seed", "7") == order("--seed", "7")
 
 
 def test_ab_on_the_host_clock_runs_ten_boots_a_side_by_default(tmp_path):
@@ -327,7 +337,9 @@ def test_ab_runs_the_boots_and_compares_them(tmp_path):
     assert not folder.name.endswith(".incomplete")
     plan = (folder / "plan.csv").read_text().splitlines()
     assert len(plan) == 5 and all("-l 0,100" in line for line in plan[1:])
-    assert json.loads((folder / "meta.json").read_text())["settings"]["order"]
+    settings = json.loads((folder / "meta.json").read_text())["settings"]
+    assert settings["order"] and isinstance(settings["seed"], int)
+    assert f"(seed {settings['seed']})" in p.stdout
     c = json.loads((folder / "compare" / "compare.json").read_text())
     assert len(c["a"]["folders"]) == len(c["b"]["folders"]) == 2
     assert all(pathlib.Path(f).is_dir() for f in c["a"]["folders"] + c["b"]["folders"])

@@ -320,7 +320,8 @@ def test_compare_reads_irqhook_figures_and_distributions(root, tmp_path):
     assert d["a"]["n"] == len(WAKEUP) - 1 and d["a"]["p99"] == d["b"]["p99"]
     assert (tmp_path / "c" / "ccdf.png").is_file()
     shutil.rmtree(tmp_path / "c")
-    p, c = compare_dirs(a, slower, out=tmp_path)
+    slower2 = virtual_irqhook(root, tmp_path / "slower2", [w + 5000 for w in WAKEUP])
+    p, c = compare_dirs("-a", a, same, "-b", slower, slower2, out=tmp_path)
     d = c["distributions"]["wakeup"]
     assert d["bins"]["moved_share"] == pytest.approx(1.0)
     assert d["b"]["p50"] - d["a"]["p50"] == pytest.approx(5000)

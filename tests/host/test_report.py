@@ -26,11 +26,11 @@ COMPARES = ["compare-20261125-100000", "compare-20261119-100000", "compare-20261
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def plot(path):
+def plot(path, dpi=50):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=dpi)
     ax.plot([0, 1, 2], [1, 3, 2])
     fig.savefig(path)
     plt.close(fig)
@@ -404,3 +404,63 @@ def test_an_ab_folder_shows_its_boots_not_the_host(tmp_path):
     (ab / "compare").unlink()
     r = row(report.write(root).read_text(), "ab-20261127-100000")
     assert "3 of 4 boots have a result" in r and "compared in" not in r
+
+
+def ab_and_its_compare(root):
+    """make ab's folder of a calibrate A/B and the compare it ended in, as
+    compare writes compare.json: the design, the ab folder, each row's band
+    and its kind."""
+    ab = write_meta(root / "ab-20261127-100000", "ab",
+                    {"of": "calibrate", "clock": "virtual", "runs": 2, "a": {},
+                     "b": {"APPEND": "preempt=full"}, "order": ["a", "b", "b", "a"]},
+                    date=date("ab-20261127-100000"))
+    d = meta(root / "compare-20261127-110000", "compare")
+    rows = [{"figure": "getppid slope (p10 fit)", "unit": "ns/loop", "a_value": 3.0,
+             "b_value": 3.00004, "verdict": "changed (under band)", "band_rel": 2e-5,
+             "band_abs": 0.0, "band_source": "measured", "band": "+-0.002 % measured"},
+            {"figure": "cost of a delayed call", "unit": "ns", "a_value": 131.0,
+             "b_value": 131.0, "verdict": "identical", "band_rel": 0.0, "band_abs": 0.01,
+             "band_source": "measured"},
+            {"figure": "pipe A-B p50", "unit": "ns", "a_value": 10.0, "b_value": 10.5,
+             "verdict": "inconclusive", "band_rel": 1e-3, "band_abs": 0.0,
+             "band_source": "assumed"}]
+    c = {"experiment": "compare", "of": "calibrate", "clock": "virtual", "design": "A/B",
+         "ab": str(ab), "a": {"folders": []}, "b": {"folders": []}, "rows": rows, "status": 2,
+         "differences": [{"key": "kernel.cmdline", "a": "", "b": "preempt=full",
+                          "note": "the words only one side has"}]}
+    (d / "compare.json").write_text(json.dumps(c))
+    plot(d / "compare.png", dpi=300)
+    # A plot the size the lab's are (900 x 600 px), not a stand-in's.
+    plot(root / "calibrate-20261120-100000" / "calibration.png", dpi=300)
+    (ab / "compare").symlink_to(f"../{d.name}")
+    return ab, d
+
+
+def test_browser_shows_a_compare_as_a_person_reads_it(results_dir):
+    """In headless Chromium, filtered to calibrate: the rows the filter
+    shows are as many as its menu and its count say (make ab's row and the
+    compares of calibrate among them); a compare row says A/B, links to its
+    ab folder, gives each moved figure's band and kind and counts the kinds;
+    a thumbnail is readable and a click opens a larger view of it."""
+    ab, compared = ab_and_its_compare(results_dir)
+    page = report.write(results_dir, check=True)
+    found = report.check_page(page, "calibrate")
+    shown = [r["name"] for r in found["rows"] if not r["hidden"]]
+    assert shown == [ab.name, "calibrate-20261120-100000", compared.name,
+                     "compare-20261125-100000"]
+    assert f"calibrate ({len(shown)})" in found["options"]
+    assert found["shown"] == f"{len(shown)} shown"
+    text = next(r["text"] for r in found["rows"] if r["name"] == compared.name)
+    assert "A/B of calibrate · virtual clock" in text
+    assert f"ran by make ab: {ab.name}" in text
+    assert "changed (under band) getppid slope (p10 fit)" in text
+    assert "band +-0.002 % measured" in text
+    assert "bands: 2 measured, 1 assumed" in text
+    assert "kernel.cmdline: (none) → preempt=full" in text
+    assert f'href="{ab.name}/"' in row(page.read_text(), compared.name)
+    view = found["view"]
+    assert view["open"] and view["src"] == "calibrate-20261120-100000/calibration.png"
+    assert view["thumb"] >= 200 and view["width"] >= 2 * view["thumb"]
+    every = report.check_page(page)
+    assert f"all ({len(every['rows'])})" in every["options"]
+    assert every["shown"] == f"{len(every['rows'])} shown"

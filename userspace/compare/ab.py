@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """An A/B in one command: an experiment run N times on each of two sides,
-the boots in a seeded random order that is recorded, then compare.
+the boots in a random order drawn afresh each time (or from --seed) and
+recorded with its seed, then compare.
 
     ab.py EXPERIMENT -A 'SETTINGS' -B 'SETTINGS' [-n N] [options] [-- ARGS...]
 
@@ -25,6 +26,7 @@ import json
 import os
 import pathlib
 import random
+import secrets
 import shlex
 import sys
 
@@ -109,7 +111,8 @@ def add_args(p):
                    help="the guest's clock (default virtual)")
     p.add_argument("-j", "--jobs", type=int, help="boots at once (virtual clock; "
                    "default the free cores)")
-    p.add_argument("--seed", type=int, default=compare.SEED, help="the order's seed")
+    p.add_argument("--seed", type=int, help="the order's seed (default: a new one each "
+                   "time, printed and kept in meta.json)")
     p.add_argument("--band", type=float, default=100 * compare.HOST_BAND, metavar="PCT",
                    help="compare's host-clock band in %%")
     p.add_argument("-o", "--output", default=str(ROOT / "results"),
@@ -124,8 +127,11 @@ def work(args):
     if n < 1:
         raise cli.BadInput(f"--runs {n}: at least one boot a side")
     jobs = 1 if args.clock == "host" else (args.jobs or host.free_cores()[0])
+    if args.seed is None:
+        args.seed = secrets.randbelow(2**31)
     if args.dry_run:
         folder = pathlib.Path(args.output) / "ab-DRY-RUN"
+        print(f"# seed {args.seed} (--seed {args.seed} draws this order again)")
         for b in plan(args.experiment, sides, n, args.seed, folder, args.clock, args.common):
             print(f"{b['k']:>3} {b['side'].upper()}  {job_line(b)}")
         return 0
@@ -166,6 +172,7 @@ def work(args):
     b = [result_of(b) for b in boots if b["side"] == "b"]
     c = compare.compare(a, b, band=args.band / 100)
     c["ab"] = str(folder)
+    c["design"] = "A/A" if sides["a"] == sides["b"] else "A/B"
     d, files = compare.write(c, args.output)
     (folder / "compare").symlink_to(os.path.relpath(d, folder))
     print(compare.report(c), end="")

@@ -1,16 +1,16 @@
 # Two runs, or two sets of runs, of one experiment side by side (userspace/compare).
+# The recipes exec the tool: what it prints is all it says (a refusal is
+# one line); GNU make then adds its own "make: *** [...] Error N" with the
+# tool's status N, and itself exits 2 whenever N is not 0 (make has no
+# other failure status): .venv/bin/compare and ab.py give 1 and 2 apart.
 
 ## compare A=DIR B=DIR [COMPARE_ARGS=--band 1]: a verdict a figure (A, B: one folder or several, space-separated)
 compare: venv userspace
-	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "make compare: give A=DIR and B=DIR (each one folder or several)" >&2; exit 2; }
-	@$(VENV)/bin/compare -a $(A) -b $(B) $(COMPARE_ARGS) || { s=$$?; \
-		echo "make compare: exit status $$s (1: a figure got worse in B, 2: refused, inconclusive or nondeterministic)" >&2; exit $$s; }
+	@exec $(VENV)/bin/compare $(if $(A),-a $(A)) $(if $(B),-b $(B)) $(COMPARE_ARGS)
 
 ## ab EXP=calibrate|kbuild|grep|apache|redis|cmd [A='...'] B='APPEND=preempt=full' [N=2] [AB_ARGS='--clock host']:
-##   the experiment N times a side (VARIANT=, APPEND=, ARGS= each), boots in a recorded random order, then compare
+##   the experiment N times a side (VARIANT=, APPEND=, ARGS= each), boots in a new random order (--seed repeats one), then compare
 ab: setup
-	@[ -n "$(EXP)" ] || { echo "make ab: give EXP=calibrate (or a workload) and B='APPEND=...'" >&2; exit 2; }
-	@$(PY) userspace/compare/ab.py $(EXP) -A "$(A)" -B "$(B)" $(if $(N),-n $(N)) $(AB_ARGS) || { s=$$?; \
-		echo "make ab: exit status $$s (1: a figure got worse in B, 2: refused, failed, inconclusive or nondeterministic)" >&2; exit $$s; }
+	@exec $(PY) userspace/compare/ab.py $(or $(EXP),'(give EXP=calibrate or a workload)') -A "$(A)" -B "$(B)" $(if $(N),-n $(N)) $(AB_ARGS)
 
 .PHONY: compare ab

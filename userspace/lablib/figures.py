@@ -7,11 +7,18 @@ A figure is a dict:
   unit     e.g. "ns/loop", "greps/min"
   value    the folder's value (None: the run has no such figure)
   spread   (min, max) over the runs inside the folder, or None
+  repeats  True when the value is the mean of those runs (a sweep's point):
+           compare then counts the spread as the figure's own
   better   "higher", "lower" or None (neither is a regression)
   kind     the repeatability band it is held to on the virtual clock
-           (compare.BANDS), e.g. "calibrate.slope", "sweep.point"
+           (compare_verdicts.BANDS), e.g. "calibrate.slope", "sweep.point"
   headline False for the detail only compare shows (a sweep's points, a
            fit's intercept), True for what the clocks table shows too
+  role     "measured" (a figure a run measures, or a fit's parameter),
+           "derived" (computed from other figures: d1/2 = base / calls, a
+           slowdown, a ratio of medians) or "fit" (a fit's quality: R^2, a
+           model check's error); compare tests and counts as worse only
+           measured figures
 
 read(folder) -> {"path", "experiment", "meta", "clock", "figures"}; an
 analysed folder's summary is read, never recomputed: a folder not yet
@@ -27,9 +34,11 @@ class NotAResult(cli.BadInput):
     """A folder that is no analysed lab result of an experiment read here."""
 
 
-def figure(name, unit, value, spread=None, better=None, kind="default", headline=True):
+def figure(name, unit, value, spread=None, better=None, kind="default", headline=True,
+           role="measured", repeats=False):
     return {"figure": name, "unit": unit, "value": value, "spread": spread,
-            "better": better, "kind": kind, "headline": headline}
+            "better": better, "kind": kind, "headline": headline, "role": role,
+            "repeats": repeats}
 
 
 def _summary(d, name, analyser, key=None, kind=dict, what=""):
@@ -60,8 +69,8 @@ def read_calibrate(d):
         for call, f in sorted((s.get(key) or {}).items()):
             out.append(figure(f"{call} slope ({what})", "ns/loop", f.get("slope"),
                               kind="calibrate.slope" if key == "fits" else "calibrate.slope_p50"))
-            out.append(figure(f"{call} R^2 ({what})", "R^2", f.get("r2"), better="higher",
-                              kind="calibrate.r2"))
+            out.append(figure(f"{call} R^2 ({what})", "R^2", f.get("r2"),
+                              kind="calibrate.r2", role="fit"))
             out.append(figure(f"{call} intercept ({what})", "ns", f.get("intercept"),
                               better="lower", headline=False,
                               kind="calibrate.ns" if key == "fits" else "calibrate.ns_p50"))
@@ -86,7 +95,7 @@ def read_sweep(d):
             at = f"{p.get('knob', 'loops')} {p.get('setting', p.get('loops'))}"
             out.append(figure(f"{what} at {at}", p.get("unit") or m.get("unit") or "",
                               p.get("mean"), _spread(p), better="higher",
-                              kind=kind, headline=False))
+                              kind=kind, headline=False, repeats=True))
         check = (mod.get("check") or {}).get("max_abs_error")
         out += [
             figure(f"{what}: base time of a unit of work", "s",
@@ -94,14 +103,15 @@ def read_sweep(d):
             figure(f"{what}: system calls of a unit of work", "calls",
                    mod.get("syscalls_per_unit"), kind="sweep.calls", headline=False),
             figure(f"{what}: delay that doubles it (base / calls)", "ns",
-                   mod.get("half_ns"), kind=kind),
+                   mod.get("half_ns"), kind=kind, role="derived"),
             figure(f"{what}: model check max |error|", "%",
-                   None if check is None else 100 * check, better="lower",
-                   kind="sweep.check"),
+                   None if check is None else 100 * check, kind="sweep.check", role="fit"),
             figure(f"{what}: measured slowdown at {mod.get('knob', 'loops')} "
-                   f"{mod.get('max_setting')}", "x", mod.get("measured_slowdown"), kind=kind),
+                   f"{mod.get('max_setting')}", "x", mod.get("measured_slowdown"), kind=kind,
+                   role="derived"),
             figure(f"{what}: predicted slowdown at {mod.get('knob', 'loops')} "
-                   f"{mod.get('max_setting')}", "x", mod.get("predicted_slowdown"), kind=kind),
+                   f"{mod.get('max_setting')}", "x", mod.get("predicted_slowdown"), kind=kind,
+                   role="derived"),
         ]
     return out
 
@@ -210,7 +220,8 @@ def read_hookcost(d):
                   better="lower", kind="calibrate.ns")
            for k, c in s["cases"].items()]
     for name, r in (s.get("ratios_p50") or {}).items():
-        out.append(figure(f"{name} (medians)", "ratio", r, better="lower", kind="ratio"))
+        out.append(figure(f"{name} (medians)", "ratio", r, better="lower", kind="ratio",
+                          role="derived"))
     if "ns_per_loop_p50" in s:
         out.append(figure("one loop (medians)", "ns/loop", s["ns_per_loop_p50"],
                           kind="calibrate.slope"))

@@ -38,11 +38,15 @@ TEMPLATE = "report.html"
 SWEEPS = set(figures.SWEEPS)
 # compare.json's verdicts, in the order the page counts them, and the
 # colour of each (ok, warn, bad).
-VERDICTS = {"identical": "ok", "same": "ok", "faster": "ok", "changed (tiny)": "warn",
-            "changed": "warn", "higher": "warn", "lower": "warn", "slower": "bad",
-            "inconclusive": "warn", "nondeterministic": "bad"}
+VERDICTS = {"identical": "ok", "same": "ok", "faster": "ok", "changed (under band)": "warn",
+            "changed (tiny)": "warn", "changed": "warn", "higher": "warn", "lower": "warn",
+            "slower": "bad", "inconclusive": "warn", "nondeterministic": "bad"}
 # The verdicts of a figure that moved: the page names those figures.
-MOVED = {"changed (tiny)", "changed", "faster", "slower", "higher", "lower"}
+MOVED = {"changed (under band)", "changed (tiny)", "changed", "faster", "slower", "higher",
+         "lower"}
+# The kinds of band a verdict is held to (compare_verdicts), as the page
+# names them: measured between boots, assumed, or chosen with --band.
+BAND_KINDS = {"measured": "measured", "assumed": "assumed", "option": "chosen"}
 # compare's exit status, as compare.json's "status" records it.
 STATUS = {0: ("ok", "no figure worse"), 1: ("bad", "a figure got worse"),
           2: ("warn", "inconclusive or nondeterministic")}
@@ -360,7 +364,8 @@ def ab_info(folder, meta):
             boots.append(results.read_meta(m.parent))
         except (OSError, ValueError):
             continue
-    info = {"figures": [], "exact": None, "note": None}
+    info = {"figures": [], "exact": None, "note": None,
+            "of": str(settings["of"]) if settings.get("of") else None}
     runs, order = settings.get("runs"), settings.get("order")
     what = f"{settings.get('of') or '?'}: {runs if runs is not None else '?'} boot(s) a side"
     if isinstance(order, list) and order:
@@ -369,7 +374,8 @@ def ab_info(folder, meta):
                        f"B: {ab_side(settings.get('b'))}"]
     compared = folder / "compare"
     if compared.is_dir():
-        info["figures"].append(f"compared in {compared.resolve().name}")
+        info["compared"] = compared.resolve().name
+        info["figures"].append(f"compared in {info['compared']}")
     else:
         info["note"] = "no compare yet"
     if isinstance(order, list) and len(boots) < len(order):
@@ -429,7 +435,7 @@ def compare_info(folder, root, page_dir):
     writes, or a plain list of its rows."""
     info = {"of": None, "clock": None, "sides": [], "rows": [], "counts": [], "moved": [],
             "more_moved": 0, "differences": [], "more_differences": 0, "status": None,
-            "note": None}
+            "note": None, "design": None, "ab": None, "bands": []}
     path = folder / "compare.json"
     if not path.is_file():
         info["note"] = "no compare.json"
@@ -443,6 +449,9 @@ def compare_info(folder, root, page_dir):
     if isinstance(data, dict):
         info["of"] = str(data["of"]) if data.get("of") else None
         info["clock"] = str(data["clock"]) if data.get("clock") else None
+        info["design"] = data.get("design") if data.get("design") in ("A/A", "A/B") else None
+        if isinstance(data.get("ab"), str):
+            info["ab"] = side_folder(data["ab"], root, page_dir)
         for side in ("a", "b"):
             got = results.get(data, side, "folders")
             if isinstance(got, list):
@@ -451,9 +460,12 @@ def compare_info(folder, root, page_dir):
                                                            or ""),
                     "folders": [side_folder(str(f), root, page_dir) for f in got]})
         diffs = [d for d in data.get("differences") or [] if isinstance(d, dict)]
-        info["differences"] = [{"key": str(d.get("key", "?")), "a": short(d.get("a")),
-                                "b": short(d.get("b")), "note": str(d.get("note") or "")}
+        info["differences"] = [{"key": str(d.get("key", "?")), "a": side_text(d.get("a")),
+                                "b": side_text(d.get("b")), "note": str(d.get("note") or "")}
                                for d in diffs[:DIFFERENCES]]
+        if info["design"] is None and "differences" in data:
+            info["design"] = "A/B" if any(d.get("note") != "varies within a side"
+                                          for d in diffs) else "A/A"
         info["more_differences"] = max(0, len(diffs) - DIFFERENCES)
         status = data.get("status")
         if status in STATUS:
@@ -476,13 +488,43 @@ def compare_info(folder, root, page_dir):
             "figure": str(r.get("figure", "?")), "verdict": verdict,
             "class": VERDICTS.get(verdict, "warn"), "unit": str(r.get("unit") or ""),
             "a": fmt(a) if a is not None else "-", "b": fmt(b) if b is not None else "-",
-            "ratio": ratio_text(ratio), "worse": r.get("worse") is True})
+            "ratio": ratio_text(ratio), "worse": r.get("worse") is True,
+            "band": band_of_row(r), "band_kind": BAND_KINDS.get(r.get("band_source"), "")})
     if rows and not info["rows"]:
         info["note"] = "compare.json has no rows of figures"
     info["counts"] = verdict_counts(info["rows"])
+    info["bands"] = band_counts(info["rows"])
     moved = [r for r in info["rows"] if r["verdict"] in MOVED]
     info["moved"], info["more_moved"] = moved[:MOVED_SHOWN], max(0, len(moved) - MOVED_SHOWN)
     return info
+
+
+def side_text(v):
+    """One side of a difference: "(none)" for a side without the setting."""
+    return "(none)" if v in (None, "", []) else short(v)
+
+
+def band_of_row(r):
+    """A compare row's band as compare wrote it ("+-0.05 % measured"), or
+    from its band_rel, band_abs and band_source; "" if it has none."""
+    if isinstance(r.get("band"), str):
+        return r["band"]
+    rel, ab = r.get("band_rel"), r.get("band_abs")
+    kind = BAND_KINDS.get(r.get("band_source"), "")
+    if _num(rel) and rel:
+        return f"+-{100 * rel:.3g} % {kind}".strip()
+    if _num(ab) and ab:
+        return f"+-{ab:.3g} {r.get('unit') or ''} {kind}".replace("  ", " ").strip()
+    return ""
+
+
+def band_counts(rows):
+    """[(kind, count)] of the kinds of band the rows' verdicts were held to."""
+    counts = {}
+    for r in rows:
+        if r["band_kind"]:
+            counts[r["band_kind"]] = counts.get(r["band_kind"], 0) + 1
+    return sorted(counts.items(), key=lambda kv: list(BAND_KINDS.values()).index(kv[0]))
 
 
 def verdict_counts(rows):
@@ -507,7 +549,7 @@ def entry(folder, root, page_dir):
     e = {"name": folder.name, "href": href(folder, page_dir) + "/", "files": files,
          "plots": plots, "error": None, "figures": [], "exact": None, "note": None,
          "kernel": "-", "kernel_how": "", "commit": "-", "commit_full": "", "clock": "-",
-         "machine": "-", "machine_title": "", "badge": ""}
+         "machine": "-", "machine_title": "", "badge": "", "of": None}
     try:
         meta = results.read_meta(folder)
     except (OSError, ValueError) as err:
@@ -553,6 +595,13 @@ def scan(folder, page_dir):
             continue
         e = entry(p, folder, page_dir)
         (compares if e["compare"] else runs).append(e)
+    # A compare that make ab ran links to its ab folder (by compare.json's
+    # "ab", else by the ab folder's link 'compare').
+    by_name = {e["name"]: e for e in compares}
+    for e in runs:
+        c = by_name.get(e.get("compared"))
+        if c is not None and not c.get("ab"):
+            c["ab"] = {"name": e["name"], "title": e["name"], "href": e["href"]}
     for found in (runs, compares):
         found.sort(key=lambda e: (e["sort"], e["name"]), reverse=True)
     return runs, compares, incomplete
@@ -571,9 +620,13 @@ def render(folder, page, check=False):
     folder, page = pathlib.Path(folder), pathlib.Path(page)
     page_dir = page.resolve().parent
     runs, compares, incomplete = scan(folder, page_dir)
+    # The filter shows a row under its experiment and under the one it
+    # compared or ran (a compare's or make ab's "of"): each option counts
+    # the rows it shows.
     experiments = {}
     for e in runs + compares:
-        experiments[e["experiment"]] = experiments.get(e["experiment"], 0) + 1
+        for name in {e["experiment"], e.get("of")} - {None}:
+            experiments[name] = experiments.get(name, 0) + 1
     now = datetime.datetime.now(datetime.timezone.utc)
     return environment().get_template(TEMPLATE).render(
         folder=str(folder.resolve()), runs=runs, compares=compares, incomplete=incomplete,
@@ -623,18 +676,25 @@ def _browser(args, page, fragment=""):
     return out.stdout
 
 
-def dump_dom(page, fragment=""):
-    """The DOM of @page (#@fragment) once it has loaded and its scripts ran."""
-    return _browser(["--virtual-time-budget=10000", "--dump-dom"], page, fragment)
+def dump_dom(page, fragment="", width=1280, height=900):
+    """The DOM of @page (#@fragment) once it has loaded and its scripts
+    ran, laid out in a @width x @height window."""
+    return _browser(["--virtual-time-budget=10000", f"--window-size={width},{height}",
+                     "--dump-dom"], page, fragment)
 
 
-def check_page(page):
-    """Load @page (written with check=True) in headless Chromium and say
-    what its check script found: {"images": [{src, width}], "links":
-    [{href, url}], "broken_images": [src], "broken_links": [href]}; an
-    image is broken when the browser decoded nothing (naturalWidth 0), a
-    relative link when it leads to no file or folder on disk."""
-    dom = dump_dom(page)
+def check_page(page, fragment=""):
+    """Load @page (written with check=True; #@fragment: the filter's
+    experiment) in headless Chromium and say what its check script found,
+    what a person sees: {"images": [{src, width (decoded), shown (laid
+    out)}], "links": [{href, url}], "rows": [{name, hidden, text (as
+    laid out)}], "options": [the filter's options' text], "shown": the
+    count beside it, "view": {open, src, thumb, width, window} (the first
+    plot shown, clicked: its larger view) or None, "broken_images": [src],
+    "broken_links": [href]}; an image is broken when the browser decoded
+    nothing (naturalWidth 0), a relative link when it leads to no file or
+    folder on disk."""
+    dom = dump_dom(page, fragment)
     m = re.search(f'<pre id="lab-check"[^>]*>{CHECK_MARK}(.*?){CHECK_MARK}-END</pre>', dom,
                   re.S)
     if not m:
@@ -655,12 +715,13 @@ def check_page(page):
     return found
 
 
-def screenshot(page, png, width=1280, height=900):
-    """A picture of @page as Chromium shows it in a @width x @height window."""
+def screenshot(page, png, width=1280, height=900, fragment=""):
+    """A picture of @page (#@fragment) as Chromium shows it in a @width x
+    @height window."""
     png = pathlib.Path(png).resolve()
     png.parent.mkdir(parents=True, exist_ok=True)
     png.unlink(missing_ok=True)
-    _browser([f"--screenshot={png}", f"--window-size={width},{height}"], page)
+    _browser([f"--screenshot={png}", f"--window-size={width},{height}"], page, fragment)
     if not png.is_file() or png.read_bytes()[:8] != b"\x89PNG\r\n\x1a\n":
         raise cli.BadInput(f"chromium made no PNG picture in {png}")
     return png

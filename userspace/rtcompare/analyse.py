@@ -6,7 +6,8 @@ stat of sortsum unsorted and sorted, the square wave's highest frequency
 held within 10 %, and the lab's own experiments (calibration slope,
 wake-up medians, SMP medians, unloads under load).  Then, for every
 figure: stock against RT, their ratio and lablib.compare's verdict (one
-boot a kernel: exact on the virtual clock, inconclusive on the host's),
+boot a kernel: identical or inconclusive on the virtual clock, inconclusive
+on the host's),
 and the spread inside the boot (over perf stat's repeats or cyclictest's
 threads) as a description.
 
@@ -273,7 +274,8 @@ def report(d, kernels, rows, names):
         clock = "virtual" if virtual_clock(kernels) else "host"
         lines += ["", f"{names[1]} against {names[0]}: ratio = {names[1]} / {names[0]}; "
                   f"verdict: lablib.compare's on the {clock} clock, one boot a kernel "
-                  + ("(exact: identical within the figure's band, or changed)" if
+                  + ("(identical within the figure's band, else inconclusive: one boot "
+                     "cannot tell a change from a boot that lands off)" if
                      clock == "virtual" else
                      "(inconclusive: a verdict takes several runs, then compare -a "
                      "R1/" + names[0] + " R2/" + names[0] + " -b R1/" + names[1] + " R2/"

@@ -16,7 +16,7 @@ import urllib.parse
 
 import pytest
 
-from lablib import report
+from lablib import report, report_browser
 from resultdirs import write_meta
 
 # The folders of the made-up results folder, newest first.
@@ -369,9 +369,9 @@ def test_root_runs_chromium_without_sandbox(monkeypatch, tmp_path):
     def fake_run(cmd, **kw):
         calls.append(cmd)
         return subprocess.CompletedProcess(cmd, 0, "", "")
-    monkeypatch.setattr(report, "chromium", lambda: "/bin/chromium")
-    monkeypatch.setattr(report.subprocess, "run", fake_run)
-    report.dump_dom(tmp_path / "p.html")
+    monkeypatch.setattr(report_browser, "chromium", lambda: "/bin/chromium")
+    monkeypatch.setattr(report_browser.subprocess, "run", fake_run)
+    report_browser.dump_dom(tmp_path / "p.html")
     assert ("--no-sandbox" in calls[0]) == (os.geteuid() == 0)
     assert "--headless=new" in calls[0] and calls[0][-1].startswith("file://")
 

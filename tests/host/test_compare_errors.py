@@ -114,7 +114,7 @@ def test_the_apache_knee_change_under_the_band_is_reported():
     [r] = compare.judge([knee(a, b)], "virtual", workload="apache")
     assert r["verdict"] == "changed (under band)" and not r["worse"]
     assert "-0.464 %" in r["why"] and "under the band" in r["why"]
-    assert r["band"] == "+-0.5 % measured"
+    assert r["band"] == "±0.5 % measured"
     # Boots that spread as much as the change: the clock's repeatability.
     a = [5394.414 * 0.999, 5394.414 * 1.001]
     [r] = compare.judge([knee(a, b)], "virtual", workload="apache")
@@ -131,7 +131,7 @@ def test_a_change_within_a_sweeps_own_repeats_is_no_regression():
     [r] = compare.judge([row], "virtual", workload="cmd")
     assert r["verdict"] == "inconclusive" and not r["worse"]
     assert "within 5 x the sides' own spread" in r["why"]
-    assert r["band"] == "+-0.1 % assumed"
+    assert r["band"] == "±0.1 % assumed"
 
 
 def test_one_run_a_side_gives_no_verdict_worse_than_inconclusive(tmp_path):

@@ -417,7 +417,7 @@ def ab_and_its_compare(root):
     d = meta(root / "compare-20261127-110000", "compare")
     rows = [{"figure": "getppid slope (p10 fit)", "unit": "ns/loop", "a_value": 3.0,
              "b_value": 3.00004, "verdict": "changed (under band)", "band_rel": 2e-5,
-             "band_abs": 0.0, "band_source": "measured", "band": "+-0.002 % measured"},
+             "band_abs": 0.0, "band_source": "measured", "band": "±0.002 % measured"},
             {"figure": "cost of a delayed call", "unit": "ns", "a_value": 131.0,
              "b_value": 131.0, "verdict": "identical", "band_rel": 0.0, "band_abs": 0.01,
              "band_source": "measured"},
@@ -454,7 +454,7 @@ def test_browser_shows_a_compare_as_a_person_reads_it(results_dir):
     assert "A/B of calibrate · virtual clock" in text
     assert f"ran by make ab: {ab.name}" in text
     assert "changed (under band) getppid slope (p10 fit)" in text
-    assert "band +-0.002 % measured" in text
+    assert "band ±0.002 % measured" in text
     assert "bands: 2 measured, 1 assumed" in text
     assert "kernel.cmdline: (none) → preempt=full" in text
     assert f'href="{ab.name}/"' in row(page.read_text(), compared.name)

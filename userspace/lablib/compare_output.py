@@ -72,7 +72,7 @@ def report(c):
     if c["clock"] == "host":
         out.append(f"host clock ({design}): one value a run; Mann-Whitney's test of the "
                    "ranks by permutation, Holm over the measured figures; the Hodges-Lehmann "
-                   f"B/A and its exact {CONFIDENCE:.0%} interval; band +-{100 * c['band']:g} % "
+                   f"B/A and its exact {CONFIDENCE:.0%} interval; band ±{100 * c['band']:g} % "
                    "(chosen)")
     else:
         out.append(f"virtual clock ({design}): each figure against its band (measured between "
@@ -158,7 +158,7 @@ def draw(c, path):
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{r['figure'][:48]} [{r['verdict']}]" for r in reversed(rows)],
                        fontsize=6)
-    ax.set_xlabel(f"run - median of A, in {name}" + (" (band: +-1)" if name == "bands"
+    ax.set_xlabel(f"run - median of A, in {name}" + (" (band: ±1)" if name == "bands"
                                                      else ""))
     ax.legend(fontsize=7, loc="lower right")
     lines = [f"compare: {c['of']}, {c['clock']} clock, {len(c['a']['folders'])} against "

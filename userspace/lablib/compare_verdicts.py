@@ -83,14 +83,14 @@ def band_width(band, ref):
 
 
 def band_text(row):
-    """A row's band as the report and the page say it: "+-0.05 % measured",
-    "+-0.01 ns measured" (absolute, in the figure's unit; "points of %"
-    for a figure in %), "+-2 % chosen"."""
+    """A row's band as the report and the page say it: "±0.05 % measured",
+    "±0.01 ns measured" (absolute, in the figure's unit; "points of %"
+    for a figure in %), "±2 % chosen"."""
     kind = {"option": "chosen"}.get(row["band_source"], row["band_source"])
     if row["band_rel"]:
-        return f"+-{100 * row['band_rel']:.3g} % {kind}"
+        return f"±{100 * row['band_rel']:.3g} % {kind}"
     unit = "points of %" if row.get("unit") == "%" else row.get("unit") or ""
-    return f"+-{row['band_abs']:.3g} {unit} {kind}".replace("  ", " ")
+    return f"±{row['band_abs']:.3g} {unit} {kind}".replace("  ", " ")
 
 
 def median(v):

@@ -272,16 +272,16 @@ def side_text(v):
 
 
 def band_of_row(r):
-    """A compare row's band as compare wrote it ("+-0.05 % measured"), or
+    """A compare row's band as compare wrote it ("±0.05 % measured"), or
     from its band_rel, band_abs and band_source; "" if it has none."""
     if isinstance(r.get("band"), str):
         return r["band"]
     rel, ab = r.get("band_rel"), r.get("band_abs")
     kind = BAND_KINDS.get(r.get("band_source"), "")
     if _num(rel) and rel:
-        return f"+-{100 * rel:.3g} % {kind}".strip()
+        return f"±{100 * rel:.3g} % {kind}".strip()
     if _num(ab) and ab:
-        return f"+-{ab:.3g} {r.get('unit') or ''} {kind}".replace("  ", " ").strip()
+        return f"±{ab:.3g} {r.get('unit') or ''} {kind}".replace("  ", " ").strip()
     return ""
 
 

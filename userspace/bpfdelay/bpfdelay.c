@@ -56,7 +56,7 @@ static const char *const where_names[] = { "entry", "exit", NULL };
 static struct {
 	unsigned long ns, every, first, ppm, seed;
 	const char *cgroup, *syscalls, *delays, *stats, *btf, *mounts;
-	int mode, where, attach;
+	int mode, where, attach, verbose;
 	/* syscalls= and delays= parsed */
 	bool filtered;
 	unsigned char target[BPFDELAY_NR], own[BPFDELAY_NR];
@@ -64,7 +64,7 @@ static struct {
 } o = {
 	.ppm = BPFDELAY_PPM,
 	.btf = "/sys/kernel/btf/vmlinux", .mounts = "/proc/self/mounts",
-	.attach = ATTACH_FENTRY,
+	.attach = ATTACH_TP,
 };
 
 static void refuse_loops(void *value, const char *prog, const char *opt, const char *arg)
@@ -103,16 +103,18 @@ static const struct lab_opt options[] = {
 	{ .name = "where", .kind = LAB_OPT_CHOICE, .value = &o.where, .arg = "entry|exit",
 	  .choices = where_names, .json = "where",
 	  .help = "before the call's work, or after it" },
-	{ .name = "attach", .kind = LAB_OPT_CHOICE, .value = &o.attach, .arg = "fentry|tp",
+	{ .name = "attach", .kind = LAB_OPT_CHOICE, .value = &o.attach, .arg = "tp|fentry",
 	  .choices = attach_names, .json = "attach",
-	  .help = "fentry/fexit on x64_sys_call (64-bit calls only), or\n"
-		  "the sys_enter/sys_exit tracepoints (every call, every task\n"
-		  "down the slow path while attached)" },
+	  .help = "the sys_enter/sys_exit tracepoints (every call; every\n"
+		  "task takes the slow path while attached), or fentry/fexit\n"
+		  "on x64_sys_call (64-bit calls only; 6.9 or later)" },
 	{ .name = "stats", .kind = LAB_OPT_STR, .value = &o.stats, .arg = "DIR",
 	  .json = "stats", .help = "also write DIR/parameters/ and DIR/stats/ as the\n"
 				   "module's /sys/module/delay/ (on SIGUSR1 and at the end)" },
 	{ .name = "btf", .kind = LAB_OPT_STR, .value = &o.btf, .arg = "PATH",
 	  .help = "the running kernel's BTF" },
+	{ .name = "verbose", .letter = 'v', .kind = LAB_OPT_FLAG, .value = &o.verbose,
+	  .help = "libbpf's warnings (the verifier's log of a refused load)" },
 	{ .name = "mounts", .kind = LAB_OPT_STR, .value = &o.mounts, .arg = "PATH",
 	  .help = "where to look for the cgroup2 mount" },
 	{ 0 }
@@ -304,10 +306,10 @@ static void check_kernel(void)
 		die("cannot ask the kernel for the bpf_loop helper: %s", strerror(-ret));
 }
 
-/* libbpf's warnings only (the verifier's log when a load fails). */
+/* libbpf's warnings (the verifier's log when a load fails) under -v only. */
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+	return o.verbose && level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }
 
 /* --- statistics -------------------------------------------------------- */
@@ -494,9 +496,12 @@ static struct bpfdelay *load(int cgroup_fd)
 	}
 
 	err = bpfdelay__load(skel);
+	if (err == -EPERM && o.attach == ATTACH_FENTRY)
+		die("the kernel refused an fentry program on x64_sys_call (EPERM: "
+		    "lockdown or a security module forbids it): use --attach tp");
 	if (err)
 		die("the kernel refused the BPF program: %s%s", strerror(-err),
-		    err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON)" : "");
+		    err == -EPERM ? " (needs CAP_BPF and CAP_PERFMON; -v: why)" : " (-v: why)");
 	if (cgroup_fd >= 0 &&
 	    bpf_map_update_elem(bpf_map__fd(skel->maps.target_cgroup), &key, &cgroup_fd, 0))
 		die("cannot target the cgroup %s: %s", o.cgroup, strerror(errno));
@@ -536,9 +541,9 @@ int main(int argc, char **argv)
 	}
 	parse_syscalls();
 	parse_delays();
+	libbpf_set_print(print_libbpf);
 	check_kernel();
 	cgroup_fd = open_cgroup();
-	libbpf_set_print(print_libbpf);
 	make_stats_dir();
 
 	sigemptyset(&block);

@@ -1,0 +1,147 @@
+"""What the BPF delay costs on the running kernel: getppid's ns per call
+(callloop) with nothing attached, with bpfdelay attached and 0 ns asked
+(its fixed cost), with N ns asked, and for a process outside the target
+cgroup while it is attached.  The cases take turns, round after round, so
+that a machine whose load drifts slows each of them alike; each run is
+the median of its batches, and each case's figure the median of its runs
+with a distribution-free 95 % interval (binomial order statistics).
+
+Needs root and the built tools (make -C userspace/bpfdelay).
+
+Example:  measure.py --runs 15 --ns 1000,5000 --attach tp
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT_CG = "bpfdelay-measure"
+
+
+def cgroup2_mount():
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup2":
+            return Path(fields[1])
+    sys.exit("measure.py: no cgroup2 mount")
+
+
+def median_interval(values, level=0.95):
+    """The median and the order statistics around it that cover the true
+    median with at least @level (binomial with p = 1/2)."""
+    v = sorted(values)
+    n = len(v)
+    med = (v[(n - 1) // 2] + v[n // 2]) / 2
+    k = 0       # the largest k with P(k < X < n - k) >= level, X ~ B(n, 1/2)
+    while k + 1 < n - k - 1:
+        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+        if 1 - 2 * tail < level:
+            break
+        k += 1
+    return med, v[max(k - 1, 0)], v[min(n - k, n - 1)]
+
+
+def run_case(case, args, target):
+    """One run: the loader attached as @case says, callloop inside or
+    outside the target cgroup.  Returns callloop's median ns per call and
+    the loader's statistics."""
+    loader = None
+    if case["ns"] is not None:
+        loader = subprocess.Popen(
+            [HERE / "bpfdelay", "--ns", str(case["ns"]), "--cgroup", "/" + ROOT_CG,
+             "--attach", args.attach, "--syscalls", "getppid"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = loader.stderr.readline()
+        if "attached" not in line:
+            sys.exit(f"measure.py: bpfdelay did not attach: {line.strip()}")
+
+    def join(cg=target if case["inside"] else None):
+        if cg:
+            (cg / "cgroup.procs").write_text(str(os.getpid()))
+
+    try:
+        out = subprocess.run([HERE / "callloop", "-n", str(args.batches), "--calls",
+                              str(args.calls)], capture_output=True, text=True, check=True,
+                             preexec_fn=join)
+        ns = float(out.stdout.split()[-1])
+        stats = None
+        if loader:
+            loader.terminate()
+            stats = json.loads(loader.communicate()[0].splitlines()[-1])
+    finally:
+        if loader and loader.poll() is None:
+            loader.kill()
+            loader.wait()
+    return ns, stats
+
+
+def check(case, stats, calls):
+    """Every getppid of the target counted, and delayed if ns was asked."""
+    made = stats["by_call"].get("getppid", 0)
+    if made < calls or stats["calls"] != made or stats["delayed"] != (made if case["ns"] else 0):
+        sys.exit(f"measure.py: {case['name']}: {stats}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15, help="runs a case (default 15)")
+    ap.add_argument("--ns", default="1000,5000", help="ns asked (default 1000,5000)")
+    ap.add_argument("--attach", default="tp", help="bpfdelay's --attach (default tp)")
+    ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--json", action="store_true", help="the figures as JSON")
+    args = ap.parse_args()
+
+    target = cgroup2_mount() / ROOT_CG
+    target.mkdir(exist_ok=True)
+    cases = [{"name": "plain", "ns": None, "inside": True},
+             {"name": "ns=0", "ns": 0, "inside": True},
+             {"name": "ns=1", "ns": 1, "inside": True}]
+    cases += [{"name": f"ns={n}", "ns": int(n), "inside": True} for n in args.ns.split(",")]
+    cases += [{"name": "outside", "ns": 1000, "inside": False}]
+    runs = {c["name"]: [] for c in cases}
+    loads = []
+    try:
+        for r in range(args.runs):
+            order = cases[r % len(cases):] + cases[:r % len(cases)]
+            for case in order:
+                ns, stats = run_case(case, args, target)
+                runs[case["name"]].append(ns)
+                if stats and case["inside"]:
+                    check(case, stats, args.calls * args.batches)
+                loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
+            time.sleep(0.1)
+    finally:
+        target.rmdir()
+
+    result = {"attach": args.attach, "runs": args.runs, "batches": args.batches,
+              "calls": args.calls, "cpu": cpu_model(), "kernel": os.uname().release,
+              "load1": {"min": min(loads), "median": sorted(loads)[len(loads) // 2],
+                        "max": max(loads)}, "cases": {}}
+    for name, v in runs.items():
+        med, lo, hi = median_interval(v)
+        result["cases"][name] = {"median": med, "low": lo, "high": hi, "unit": "ns"}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return
+    print(f"{result['cpu']}, {result['kernel']}, attach {args.attach}; {args.runs} runs "
+          f"a case, each the median of {args.batches} x {args.calls} getppid calls; "
+          f"load average {result['load1']['min']}-{result['load1']['max']}")
+    for name, c in result["cases"].items():
+        print(f"  {name:10s} {c['median']:9.1f} ns a call  (95 % {c['low']:.1f}-{c['high']:.1f})")
+
+
+def cpu_model():
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
+if __name__ == "__main__":
+    main()

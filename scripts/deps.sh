@@ -50,7 +50,13 @@ packages=(
 	libseccomp-dev auditd bpftrace
 	# the results page's browser test (make report; tests/host/test_report.py)
 	chromium
+	# the BPF delay (userspace/bpfdelay): its compiler; libbpf and bpftool below
+	clang
 )
+# The BPF delay's library and skeleton generator, from bookworm-backports on
+# Debian 12 (libbpf 1.4, bpftool 7.5: what it is built and tested with),
+# from the release itself elsewhere.
+bpf_packages=(libbpf-dev bpftool)
 
 # Run a command, or only say it under --dry-run.
 run() {
@@ -69,12 +75,12 @@ installed() {
 # tracepoint or static key flips under load); 10.0 from bookworm-backports
 # does not.  Newer Debian releases carry a fixed QEMU themselves.
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-qemu_from=()
+backports=()
 if [ "$codename" = bookworm ]; then
-	qemu_from=(-t bookworm-backports)
+	backports=(-t bookworm-backports)
 	list=/etc/apt/sources.list.d/bookworm-backports.list
 	if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-		log "adding bookworm-backports (for QEMU 10) in $list"
+		log "adding bookworm-backports (for QEMU 10, libbpf 1.4, bpftool 7.5) in $list"
 		if [ "$dry_run" -eq 1 ]; then
 			printf 'would write %s\n' "$list"
 		else
@@ -86,9 +92,18 @@ if [ "$codename" = bookworm ]; then
 fi
 found=$(qemu_major)
 if [ "${found:-0}" -lt "$QEMU_TRUSTED_MAJOR" ]; then
-	log "installing QEMU${qemu_from[*]:+ from ${qemu_from[1]}} (found: ${found:-none})"
+	log "installing QEMU${backports[*]:+ from ${backports[1]}} (found: ${found:-none})"
 	run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		"${qemu_from[@]}" qemu-system-x86
+		"${backports[@]}" qemu-system-x86
+fi
+bpf_missing=()
+for p in "${bpf_packages[@]}"; do
+	installed "$p" || bpf_missing+=("$p")
+done
+if [ ${#bpf_missing[@]} -gt 0 ]; then
+	log "installing ${bpf_missing[*]}${backports[*]:+ from ${backports[1]}}"
+	run env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		"${backports[@]}" "${bpf_missing[@]}"
 fi
 
 missing=()

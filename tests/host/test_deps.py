@@ -11,6 +11,8 @@ PACKAGES_NEEDED = ["linux-source-6.12", "quilt", "flex", "bison", "ccache", "tra
                    "shellcheck", "chromium",
                    "udev", "python3-venv", "strace", "linux-perf", "rt-tests",
                    "libseccomp-dev", "auditd", "bpftrace",
+                   # the BPF delay (userspace/bpfdelay)
+                   "clang", "libbpf-dev", "bpftool",
                    # make deb: the kernel's bindeb-pkg and its declared build dependency
                    "dpkg-dev", "rsync", "debhelper"]
 
@@ -60,6 +62,21 @@ def test_dry_run_on_a_bare_machine_lists_everything(root, bare_path):
     for package in PACKAGES_NEEDED:
         assert package in listed, package
     assert not log.exists(), "a dry run must not call apt-get"
+
+
+def test_bpf_tools_come_from_backports_on_bookworm(root, bare_path):
+    """libbpf-dev and bpftool from bookworm-backports (libbpf 1.4, bpftool
+    7.5), as the QEMU the lab trusts; clang from Debian 12 itself."""
+    release = dict(ln.split("=", 1) for ln in open("/etc/os-release").read().splitlines()
+                   if "=" in ln)
+    if release.get("VERSION_CODENAME") != "bookworm":
+        pytest.skip("bookworm-backports is Debian 12's")
+    path, _ = bare_path
+    out = deps(root, path, "--dry-run")
+    bpf = [ln for ln in out.stdout.splitlines() if "apt-get install" in ln and "libbpf-dev" in ln]
+    assert len(bpf) == 1 and "-t bookworm-backports" in bpf[0] and "bpftool" in bpf[0], out.stdout
+    clang = [ln for ln in out.stdout.splitlines() if "apt-get install" in ln and " clang" in ln]
+    assert clang and "-t bookworm-backports" not in clang[0], out.stdout
 
 
 def test_install_on_a_bare_machine_calls_apt(root, bare_path):

@@ -92,8 +92,8 @@ def main():
     ap.add_argument("--runs", type=int, default=15, help="runs a case (default 15)")
     ap.add_argument("--ns", default="1000,5000", help="ns asked (default 1000,5000)")
     ap.add_argument("--attach", default="tp", help="bpfdelay's --attach (default tp)")
-    ap.add_argument("--batches", type=int, default=10)
-    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--batches", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--json", action="store_true", help="the figures as JSON")
     args = ap.parse_args()
 
@@ -105,6 +105,7 @@ def main():
     cases += [{"name": f"ns={n}", "ns": int(n), "inside": True} for n in args.ns.split(",")]
     cases += [{"name": "outside", "ns": 1000, "inside": False}]
     runs = {c["name"]: [] for c in cases}
+    mean_ns = {c["name"]: [] for c in cases}
     loads = []
     try:
         for r in range(args.runs):
@@ -114,6 +115,7 @@ def main():
                 runs[case["name"]].append(ns)
                 if stats and case["inside"]:
                     check(case, stats, args.calls * args.batches)
+                    mean_ns[case["name"]].append(stats["mean_ns"])
                 loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
             time.sleep(0.1)
     finally:
@@ -125,15 +127,23 @@ def main():
                         "max": max(loads)}, "cases": {}}
     for name, v in runs.items():
         med, lo, hi = median_interval(v)
-        result["cases"][name] = {"median": med, "low": lo, "high": hi, "unit": "ns"}
+        # The same round's plain run subtracted: what the case adds.
+        added = median_interval([x - p for x, p in zip(v, runs["plain"])])
+        result["cases"][name] = {"median": med, "low": lo, "high": hi,
+                                 "added": dict(zip(("median", "low", "high"), added)),
+                                 "mean_ns": median_interval(mean_ns[name])[0]
+                                 if mean_ns[name] else None, "unit": "ns"}
     if args.json:
         print(json.dumps(result, indent=1))
         return
     print(f"{result['cpu']}, {result['kernel']}, attach {args.attach}; {args.runs} runs "
           f"a case, each the median of {args.batches} x {args.calls} getppid calls; "
           f"load average {result['load1']['min']}-{result['load1']['max']}")
+    print(f"  {'case':10s} {'ns a call':>9s} {'95 %':>15s} {'added':>8s} {'95 %':>15s} mean_ns")
     for name, c in result["cases"].items():
-        print(f"  {name:10s} {c['median']:9.1f} ns a call  (95 % {c['low']:.1f}-{c['high']:.1f})")
+        a = c["added"]
+        print(f"  {name:10s} {c['median']:9.1f} {c['low']:7.1f}-{c['high']:<7.1f} "
+              f"{a['median']:8.1f} {a['low']:7.1f}-{a['high']:<7.1f} {c['mean_ns'] or ''}")
 
 
 def cpu_model():

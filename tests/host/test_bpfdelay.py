@@ -9,6 +9,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -87,6 +88,13 @@ class Loader:
         self.returncode = self.proc.poll()
         return self
 
+    def usr1(self):
+        """SIGUSR1: the statistics so far, one JSON line on stdout."""
+        self.proc.send_signal(signal.SIGUSR1)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
+        assert ready, "no statistics 30 s after SIGUSR1"
+        return json.loads(self.proc.stdout.readline())
+
     def stop(self):
         """SIGTERM; the final statistics."""
         self.proc.terminate()
@@ -119,7 +127,9 @@ def test_a_loop_in_the_cgroup_is_delayed_by_the_ns_asked(cgroup, tmp_path, ns):
                 "--stats", tmp_path) as loader:
         assert loader.returncode is None, loader.line
         per_call = callloop(folder, batches=4, calls=500)
+        so_far = loader.usr1()
         stats = loader.stop()
+    assert so_far == stats, "SIGUSR1's statistics are not the final ones"
     assert stats["calls"] == stats["delayed"] == stats["by_call"]["getppid"] == 2000, stats
     assert stats["mean_ns"] >= ns and stats["spun_ns"] >= ns * 2000, stats
     assert min(per_call) >= ns, per_call

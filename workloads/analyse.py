@@ -158,8 +158,8 @@ def halving(rows, base, calls, ns_per_loop, entry_ns):
     per call that doubles the time of a unit of work (in loops too, when
     calibrated); how far the sweep went in those units; and the delay at
     which the measured mean throughput fell to half its value at 0, by
-    linear interpolation between the points around it (None if it never
-    did)."""
+    linear interpolation of the time a unit between the points around it
+    (None if it never did)."""
     out = {"half_ns": None, "half_loops": None, "reached_halves": None,
            "measured_half_ns": None}
     if not calls or base is None or base <= 0:
@@ -169,10 +169,13 @@ def halving(rows, base, calls, ns_per_loop, entry_ns):
     out["reached_halves"] = rows[-1]["added_ns"] / half
     if ns_per_loop:
         out["half_loops"] = max(0.0, (half - entry_ns) / ns_per_loop)
+    # Between two points the time a unit, not the throughput, is the
+    # straight line (the model: base + N x d): interpolate 1 / throughput,
+    # which a straight line across the hyperbola would put too late.
     target = rows[0]["mean"] / 2
     for a, b in zip(rows, rows[1:]):
-        if a["mean"] >= target >= b["mean"] and a["mean"] > b["mean"]:
-            t = (a["mean"] - target) / (a["mean"] - b["mean"])
+        if a["mean"] >= target >= b["mean"] and a["mean"] > b["mean"] > 0:
+            t = (1 / target - 1 / a["mean"]) / (1 / b["mean"] - 1 / a["mean"])
             out["measured_half_ns"] = a["added_ns"] + t * (b["added_ns"] - a["added_ns"])
             break
     return out
@@ -340,7 +343,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
     if ns_per_loop is None:
         how = "delays requested in ns (the module's ns mode, no calibration)"
     else:
-        how = (f"{ns_per_loop:.3f} ns added per loop after {entry_ns:.0f} ns to enter "
+        how = (f"{ns_per_loop:.3f} ns added per loop after {round(entry_ns):d} ns to enter "
                f"the delay (mean of the {', '.join(fit_names)} "
                f"fit{'s' if len(fit_names) > 1 else ''})")
     out = [f"{workload} sweep, {results.describe(meta)}; {how}"]
@@ -378,8 +381,8 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
                            + ("no overload found" if hi is None else
                               f"overloaded at {hi:.0f}/s "
                               f"(+{100 * (hi / p['knee_kept_up'] - 1):.1f} %)"))
-        out.append(f"model: measured slowdown {opt(mod['measured_slowdown'], '.2f')}, "
-                   f"predicted {opt(mod['predicted_slowdown'], '.2f')} at "
+        out.append(f"model: measured slowdown {opt(mod['measured_slowdown'], '.3f')}, "
+                   f"predicted {opt(mod['predicted_slowdown'], '.3f')} at "
                    f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
         out += measured_note(rows)
         out += exact_note(rows, virtual)

@@ -88,7 +88,7 @@ def test_grep_follows_the_model(root, tmp_path):
     png = (d / "grep.png").read_bytes()
     assert png[:4] == b"\x89PNG" and len(png) > 10_000
     text = (d / "report.txt").read_text()
-    assert "measured slowdown 1.40, predicted 1.40 at 200 loops (+800 ns)" in text
+    assert "measured slowdown 1.400, predicted 1.400 at 200 loops (+800 ns)" in text
     assert "2 CPUs" in text.splitlines()[0] and "4.000 ns added per loop" in text
     # 2 s over 1,000,001.5 calls: each call's delay doubles a grep at 2,000 ns.
     assert mod["half_ns"] == pytest.approx(2000, rel=1e-5)
@@ -113,10 +113,11 @@ def test_a_sweep_past_the_knee_finds_where_throughput_halved(root, tmp_path):
     mod = json.loads((d / "summary.json").read_text())["measures"]["grep"]["model"]
     assert mod["half_ns"] == pytest.approx(2000)
     assert mod["reached_halves"] == pytest.approx(5000 / 2000)
-    # Halved between 1,000 ns (250 loops) and 2,400 ns (600): the straight
-    # line between the two lies above the hyperbola and crosses half later.
-    assert 2000 < mod["measured_half_ns"] < 2400
-    assert "2.50 d\u00bd, and the measured throughput halved at 2,100 ns" in mod["shape"]
+    # Halved between 1,000 ns (250 loops) and 2,400 ns (600): the time a
+    # grep is straight between them, the throughput is not, and a straight
+    # line across the hyperbola put the halving at 2,100 ns.
+    assert mod["measured_half_ns"] == pytest.approx(2000)
+    assert "2.50 d\u00bd, and the measured throughput halved at 2,000 ns" in mod["shape"]
 
 
 def apache_rows():
@@ -691,3 +692,17 @@ def test_a_reply_row_without_its_own_log_is_one_line(root, tmp_path, change, mes
     out = report(root, tmp_path, d, "--no-plot")
     assert out.returncode == 1 and message in out.stderr, out.stderr
     assert len(out.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("entry", [-0.0, -0.3, 0.2])
+def test_an_entry_cost_near_zero_reads_0_not_minus_0(root, entry):
+    """report.txt's first line once read '... after -0 ns to enter the
+    delay' for a fit whose entry cost rounds to 0 from below."""
+    mod = load(root)
+    rows = mod.points(build_runs((100.0, 101.0), (1e7, 1e7)), "build", 4.0)
+    measures = {"build": {"points": rows, "model": mod.model(rows, "build", 2),
+                          "unit": "builds/h"}}
+    meta = {"machine": {"cpus": 2}, "kernel": {}}
+    first = mod.report("kbuild", meta, 4.0, ["close"], measures, entry_ns=entry)
+    first = first.splitlines()[0] if isinstance(first, str) else first[0]
+    assert "after 0 ns to enter the delay" in first, first

@@ -1,5 +1,6 @@
 """The modules build against the lab kernel with no warning at all, and the
 userspace tools build with -Wall -Wextra -Werror."""
+import os
 import pathlib
 import shutil
 import subprocess
@@ -33,6 +34,29 @@ def test_module_builds_without_warnings(root, kobj, tmp_path, module):
     assert out.returncode == 0, log
     assert "warning" not in log.lower(), log
     assert (src / f"{module}.ko").exists()
+
+
+def test_a_module_source_put_back_with_its_old_time_is_rebuilt(root, kobj, tmp_path):
+    """modules/Makefile builds each module in a copy of its folder: a
+    source whose text changed is copied and rebuilt even when its time is
+    older than the copy's (a file put back from git or a backup), and an
+    unchanged one is not rebuilt.  With 'cp -p', the edit below was never
+    compiled."""
+    lab = tmp_path / "lab"
+    (lab / "modules").mkdir(parents=True)
+    shutil.copy(root / "modules/Makefile", lab / "modules")
+    shutil.copytree(root / "modules/hooktest", lab / "modules/hooktest")
+    make = ["make", "-C", lab / "modules", f"KDIR={kobj}", f"BUILD={tmp_path / 'build'}"]
+    assert subprocess.run(make, capture_output=True, text=True).returncode == 0
+    again = subprocess.run(make, capture_output=True, text=True)
+    assert "CC [M]" not in again.stdout, again.stdout
+    src = lab / "modules/hooktest/hooktest.c"
+    src.write_text(src.read_text() + "/* changed */\n")
+    old = 946684800     # 2000-01-01: older than any copy
+    os.utime(src, (old, old))
+    out = subprocess.run(make, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "hooktest.o" in out.stdout and "CC [M]" in out.stdout, out.stdout
 
 
 def test_userspace_builds_without_warnings(root, tmp_path):

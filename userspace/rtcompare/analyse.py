@@ -7,9 +7,8 @@ held within 10 %, and the lab's own experiments (calibration slope,
 wake-up medians, SMP medians, unloads under load).  Then, for every
 figure: stock against RT, their ratio and lablib.compare's verdict (one
 boot a kernel: identical or inconclusive on the virtual clock, inconclusive
-on the host's),
-and the spread inside the boot (over perf stat's repeats or cyclictest's
-threads) as a description.
+on the host's), and the spread inside the boot (over perf stat's repeats or
+cyclictest's threads) as a description.
 
 Writes DIR/comparison.json, DIR/comparison.csv, DIR/report.txt,
 DIR/cyclictest-idle.png, DIR/cyclictest-loaded.png (both kernels' log

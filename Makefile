@@ -81,7 +81,7 @@ deps:
 
 ## venv: the project virtualenv (virtme-ng, matplotlib, pytest, pinned; lablib, editable)
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: requirements.txt userspace/pyproject.toml
+$(VENV)/.stamp: requirements.txt pyproject.toml
 	@command -v python3 >/dev/null || { echo "make venv: no python3 on this machine;" \
 		"run 'make deps' first (it installs python3-venv)" >&2; exit 1; }
 	@python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "make venv: this python3" \
@@ -89,7 +89,7 @@ $(VENV)/.stamp: requirements.txt userspace/pyproject.toml
 		exit 1; }
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip -r requirements.txt
-	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip --no-build-isolation -e userspace
+	$(VENV)/bin/pip install -q --cache-dir $(LAB_CACHE)/pip --no-build-isolation -e .
 	touch $@
 
 ## kernel [VARIANT=stock|nohook|rt]: unpack linux-source-6.12, quilt push -a, build
@@ -122,10 +122,11 @@ vm-run: setup
 	$(VM) -- bash -c '$(CMD)'
 
 # The experiments' own targets (calibrate, irqhook-sweep, bench-hook, sweep ...).
-# Every experiment runs through its host runner, FOLDER/run.sh (it boots
-# the lab kernel, runs FOLDER's guest script there and analyses here):
-#   $(call lab_run,userspace/smp,-r 3)
-lab_run = $(1)/run.sh $(2)
+# Every experiment runs through 'lab NAME', which runs its host runner (it
+# boots the lab kernel, runs the guest script there and analyses here):
+#   $(call lab_run,smp,-r 3)
+LAB := $(VENV)/bin/lab
+lab_run = $(LAB) $(1) $(2)
 include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 
 ## test: the host tests, the in-VM tests on stock, the timing ones on the virtual clock

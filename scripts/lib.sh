@@ -183,13 +183,13 @@ lab_python() {
 	[ -x "$py" ] || die "no $py: the analysers need the project's virtualenv (make venv)"
 	"$py" "$@"
 }
-# lab_analyse 1|0 ANALYSER: run ANALYSER on LAB_DIR with the lab's Python,
-# or, for 0 (a runner's --no-analysis), say how to later.
+# lab_analyse 1|0: analyse LAB_DIR ('lab analyse', the analyser its
+# meta.json names), or, for 0 (a runner's --no-analysis), say how to later.
 lab_analyse() {
 	if [ "$1" -eq 1 ]; then
-		lab_python "$2" "$LAB_DIR"
+		lab_python -m lablib.lab analyse "$LAB_DIR"
 	else
-		log "analyse with: ${2#"$LAB_ROOT"/} $LAB_DIR"
+		log "analyse with: lab analyse $LAB_DIR"
 	fi
 }
 # lab_debugfs: mount debugfs on /sys/kernel/debug where it is not (the VM

@@ -9,7 +9,7 @@ W ?= apache
 # JOBS from the command line also reaches the kernel build of 'setup'
 # (scripts/build-kernel.sh reads it): the same cores either way.
 sweep: setup
-	$(call lab_run,workloads,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS) $(if $(CMD),-- $(CMD)))
+	$(call lab_run,sweep,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS) $(if $(CMD),-- $(CMD)))
 
 # The guest tests' small kbuild tree, configured on the host (fast here).
 workloads-test-tree: kernel

@@ -283,6 +283,6 @@ for w in "${workloads[@]}"; do
 		continue
 	fi
 	LAB_DIR=$results/$now
-	lab_analyse 1 "$LAB_ROOT/workloads/analyse.py" || status=1
+	lab_analyse 1 || status=1
 done
 exit "$status"

@@ -15,9 +15,9 @@ META = {
                 "accelerator_why": None, "qemu": "10.0.2", "pmu": False},
     "modules": {},
 }
-ANALYSERS = {"calibrate": "userspace/calibrate/analyse.py",
-             "hookcost": "userspace/hookcost/analyse.py",
-             "workload": "workloads/analyse.py"}
+ANALYSERS = {"calibrate": "lablib.calibrate.analyse",
+             "hookcost": "lablib.hookcost.analyse",
+             "workload": "lablib.sweep.analyse"}
 
 
 def write_meta(d, experiment, settings, **changes):
@@ -65,8 +65,8 @@ def machine(clock):
 
 
 def analysed(analyser, d):
-    """@d, analysed by @analyser (a path under the lab), no plot."""
-    out = subprocess.run([sys.executable, ROOT / analyser, "--no-plot", d],
+    """@d, analysed by @analyser (a module of lablib), no plot."""
+    out = subprocess.run([sys.executable, "-m", analyser, "--no-plot", d],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return d
@@ -76,7 +76,7 @@ def clocks_report(out_dir, *dirs):
     """The clocks suite's analyse.py over @dirs into @out_dir/c: (its
     completed process, the folder, its figures by (experiment, figure),
     clocks.json)."""
-    out = subprocess.run([sys.executable, ROOT / "userspace/clocks/analyse.py", "-o", out_dir,
+    out = subprocess.run([sys.executable, "-m", "lablib.clocks.analyse", "-o", out_dir,
                           "--name", "c", *dirs], capture_output=True, text=True)
     d = pathlib.Path(out_dir) / "c"
     if out.returncode:

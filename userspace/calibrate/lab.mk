@@ -4,7 +4,7 @@
 # On the virtual clock under TCG (VM_CLOCK=auto), the host's under KVM:
 # VM_CLOCK=host keeps the host's.
 calibrate: setup
-	$(call lab_run,userspace/calibrate,$(if $(LOOPS),-l $(LOOPS)))
+	$(call lab_run,calibrate,$(if $(LOOPS),-l $(LOOPS)))
 
 .PHONY: calibrate
 

@@ -23,4 +23,4 @@ lab_built "$LAB_TOOL" "$here/calibrate"
 
 export VM_CLOCK=${VM_CLOCK:-auto}
 lab_guest_named "$vm" calibrate "$here/guest.sh" "${LAB_REST[@]}"
-lab_analyse "$analysis" "$here/analyse.py"
+lab_analyse "$analysis"

@@ -2,6 +2,6 @@
 
 ## clocks [CLOCKS_ARGS='--only calibrate,smp']: short runs of each experiment on both clocks, one side-by-side report
 clocks: setup
-	$(call lab_run,userspace/clocks,$(CLOCKS_ARGS))
+	$(call lab_run,clocks,$(CLOCKS_ARGS))
 
 .PHONY: clocks

@@ -36,4 +36,4 @@ start=$(date +%s)
 lab_guest "$vm" "$here/guest.sh" "$LAB_DIR" "$RUNS" "$N" "$@"
 lab_commit msgq-profile
 log "measured in $(($(date +%s) - start)) s"
-lab_analyse "$analysis" "$here/analyse.py"
+lab_analyse "$analysis"

@@ -2,7 +2,7 @@
 
 ## bench-peers [N=10000 WARMUP=1000]: per-call latency under no tool, delay, strace, perf, in one boot
 bench-peers: setup
-	$(call lab_run,userspace/peers)
+	$(call lab_run,peers)
 
 BENCH_TARGETS += bench-peers
 .PHONY: bench-peers

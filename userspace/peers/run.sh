@@ -26,4 +26,4 @@ start=$(date +%s)
 lab_guest true "$here/guest.sh" "$LAB_DIR" "$N" "$WARMUP"
 lab_commit peers
 log "measured in $(($(date +%s) - start)) s"
-lab_analyse "$analysis" "$here/analyse.py"
+lab_analyse "$analysis"

@@ -11,7 +11,7 @@
 ## rt-compare [RT_ARGS='-- --long']: build stock and rt if needed, the same suite on each, one comparison
 ##   (virtual clock and 1 vCPU unless VM_CLOCK / VM_CPUS say otherwise)
 rt-compare: setup
-	$(call lab_run,userspace/rtcompare,$(RT_ARGS))
+	$(call lab_run,rtcompare,$(RT_ARGS))
 
 ## holds [HOLDS_ARGS=...]: spin against sleep as a latency source: rt-compare's delay member
 ##   only, a hold spinning at entry, sleeping at entry and spinning at exit, on stock, stock

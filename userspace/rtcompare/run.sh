@@ -93,4 +93,4 @@ else
 fi
 [ -n "$into" ] || lab_commit rt-compare
 log "measured in $(($(date +%s) - start)) s: $LAB_DIR"
-lab_analyse "$analysis" "$here/analyse.py"
+lab_analyse "$analysis"

@@ -2,6 +2,6 @@
 
 ## smp [RUNS=5 N=500 VARIANT=stock|rt VM_CPUS=2]: every benchmark RUNS times in one boot, tables and plots
 smp: setup
-	$(call lab_run,userspace/smp)
+	$(call lab_run,smp)
 
 .PHONY: smp

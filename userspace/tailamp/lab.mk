@@ -3,6 +3,6 @@
 ## tailamp [TAILAMP_N=5000]: Apache's reply-time tail against the share of delayed calls
 TAILAMP_N ?= 5000
 tailamp: setup
-	$(call lab_run,userspace/tailamp,-n $(TAILAMP_N))
+	$(call lab_run,tailamp,-n $(TAILAMP_N))
 
 .PHONY: tailamp

@@ -29,5 +29,5 @@ export VM_CLOCK=${VM_CLOCK:-auto} VM_VIRTUAL_CPUS=${VM_VIRTUAL_CPUS:-1}
 export VM_TIMEOUT=${VM_TIMEOUT:-21600}
 
 lab_guest_named "$vm" tailamp "$here/guest.sh" "${LAB_REST[@]}"
-lab_analyse "$analysis" "$here/analyse.py"
+lab_analyse "$analysis"
 log "results in $LAB_DIR"

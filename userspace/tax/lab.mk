@@ -6,6 +6,6 @@
 # no BPF syscall and no mitigation compiled in.
 TAX_VARIANT = $(if $(filter file,$(origin VARIANT)),tax,$(VARIANT))
 tax: setup
-	VARIANT=$(TAX_VARIANT) $(call lab_run,userspace/tax)
+	VARIANT=$(TAX_VARIANT) $(call lab_run,tax)
 
 .PHONY: tax

@@ -1,0 +1,1 @@
+"""lablib.bpfdelay: the Python of userspace/bpfdelay/ (its README.md says what it measures)."""

@@ -1,0 +1,1 @@
+"""lablib.clocks: the Python of userspace/clocks/ (its README.md says what it measures)."""

@@ -1,0 +1,1 @@
+"""lablib.hookcost: the Python of userspace/hookcost/ (its README.md says what it measures)."""

@@ -1,0 +1,148 @@
+"""lab: the lab's one command.  'lab' alone lists the subcommands; 'lab
+NAME --help' says what one does, its options and an example.
+
+The table below is the whole dispatcher: each experiment registers one row,
+and the dispatcher only dispatches.  A row either runs the experiment's
+runner (the shell program in its folder that boots the lab's VM, or with
+--here measures the running kernel, then analyses) or calls a Python
+subcommand's main(argv, prog).  'lab analyse FOLDER' picks the analyser of
+a result folder by the experiment its meta.json names."""
+import dataclasses
+import importlib
+import os
+import pathlib
+import sys
+
+from . import cli, results
+
+# The lab's checkout: lablib is installed from it, editable (make venv).
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One row.  @runner: the experiment's runner, under ROOT; @main: a
+    Python subcommand, "module:function"; @analyser: the module whose
+    main() analyses a folder of @experiments (meta.json's "experiment")."""
+    name: str
+    summary: str
+    runner: str = None
+    main: str = None
+    analyser: str = None
+    experiments: tuple = ()
+
+
+COMMANDS = (
+    Command("calibrate", "loop count -> added system-call latency (the delay module's scale)",
+            runner="userspace/calibrate/run.sh", analyser="lablib.calibrate.analyse",
+            experiments=("calibrate",)),
+    Command("sweep", "a workload's throughput against added system-call latency",
+            runner="workloads/run.sh", analyser="lablib.sweep.analyse"),
+    Command("tax", "what seccomp, audit, tracers and mitigations add to each call, predicted "
+            "and measured", runner="userspace/tax/run.sh", analyser="lablib.tax.analyse",
+            experiments=("tax",)),
+    Command("irqhook", "wake-up and switching time through /dev/irqhook",
+            runner="userspace/irqhook/run.sh", analyser="lablib.irqhook.sweep_report",
+            experiments=("irqhook-sweep",)),
+    Command("smp", "SMP micro-benchmarks (pipes, futex, TLB shootdown, timers)",
+            runner="userspace/smp/run.sh", analyser="lablib.smp.analyse",
+            experiments=("smp",)),
+    Command("rtcompare", "the stock kernel against PREEMPT_RT",
+            runner="userspace/rtcompare/run.sh", analyser="lablib.rtcompare.analyse",
+            experiments=("rt-compare",)),
+    Command("msgq", "the profiled message-queue driver",
+            runner="userspace/msgq/run.sh", analyser="lablib.msgq.analyse",
+            experiments=("msgq-profile",)),
+    Command("tailamp", "how a delay on a few calls amplifies the reply-time tail",
+            runner="userspace/tailamp/run.sh", analyser="lablib.tailamp.analyse",
+            experiments=("tailamp",)),
+    Command("hookcost", "what the hooks cost with nothing attached",
+            runner="userspace/hookcost/run.sh", analyser="lablib.hookcost.analyse",
+            experiments=("hookcost",)),
+    Command("peers", "the delay against other ways to slow system calls",
+            runner="userspace/peers/run.sh", analyser="lablib.peers.analyse",
+            experiments=("peers",)),
+    Command("clocks", "the headline figures under both clocks",
+            runner="userspace/clocks/run.sh"),
+    Command("bpfdelay", "the BPF delay on the running kernel: its cost and accuracy",
+            main="lablib.bpfdelay.measure:main"),
+    Command("analyse", "analyse a result folder (the analyser its meta.json's experiment names)",
+            main="lablib.lab:analyse"),
+    Command("compare", "two runs or sets of runs of one experiment, a verdict a figure",
+            main="lablib.compare:main"),
+    Command("ab", "an experiment N times a side in random order, then compare",
+            main="lablib.ab:main"),
+    Command("report", "one HTML page of every result folder and comparison",
+            main="lablib.report:main"),
+)
+BY_NAME = {c.name: c for c in COMMANDS}
+
+
+def usage():
+    width = max(len(c.name) for c in COMMANDS)
+    rows = "\n".join(f"  {c.name:<{width}}  {c.summary}" for c in COMMANDS)
+    return ("usage: lab COMMAND [ARG...]\n\nThe kernel-measurement lab's experiments, "
+            "analysers and reports.\n\n"
+            f"Commands:\n{rows}\n\n'lab COMMAND --help' says more.  Example:\n"
+            f"  lab sweep grep -l 0:20000:4000\n")
+
+
+def call(target, argv, prog):
+    """Import "module:function" and return its exit status for @argv."""
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function or "main")(argv, prog=prog)
+
+
+def analyser_of(folder):
+    """The analyser module of result folder @folder, from its meta.json."""
+    meta = results.read_meta(folder)
+    exp = meta.get("experiment")
+    # A sweep's folder names its workload both as experiment and workload.
+    if "workload" in meta and meta.get("workload") == exp:
+        return "lablib.sweep.analyse"
+    for c in COMMANDS:
+        if exp in c.experiments:
+            return c.analyser
+    known = sorted(e for c in COMMANDS for e in c.experiments)
+    raise cli.BadInput(f"{folder}: experiment {exp!r} has no analyser "
+                       f"(one of {', '.join(known)} or a workload sweep)")
+
+
+def analyse(argv=None, prog="lab analyse"):
+    """lab analyse FOLDER [ANALYSER-OPTIONS...]."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        out = sys.stdout if argv else sys.stderr
+        print(f"usage: {prog} FOLDER [OPTIONS...]\n\nAnalyse a result folder with the "
+              f"analyser of the experiment its meta.json names; OPTIONS are that\n"
+              f"analyser's ('{prog} FOLDER --help' lists them).\n\nExample:\n"
+              f"  {prog} results/latest-grep", file=out)
+        return 0 if argv else 2
+    try:
+        module = analyser_of(pathlib.Path(argv[0]))
+    except (OSError, ValueError, cli.BadInput) as e:
+        print(f"{prog}: error: {cli.message(e)}", file=sys.stderr)
+        return 1
+    return call(f"{module}:main", argv, prog)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        (sys.stdout if argv else sys.stderr).write(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    c = BY_NAME.get(name)
+    if c is None:
+        print(f"lab: error: no command {name!r}; one of {', '.join(BY_NAME)}",
+              file=sys.stderr)
+        return 2
+    if c.runner:
+        runner = ROOT / c.runner
+        sys.stdout.flush()
+        os.execv(runner, [str(runner), *rest])
+    return call(c.main, rest, f"lab {name}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

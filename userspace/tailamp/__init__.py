@@ -1,0 +1,1 @@
+"""lablib.tailamp: the Python of userspace/tailamp/ (its README.md says what it measures)."""

@@ -1,0 +1,1 @@
+"""lablib.tax: the Python of userspace/tax/ (its README.md says what it measures)."""

@@ -1,0 +1,1 @@
+"""lablib.sweep: the Python of workloads/ (its README.md says what it measures)."""

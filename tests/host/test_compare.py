@@ -71,7 +71,7 @@ def test_an_analysed_folder_compares_with_itself(tmp_path):
     meta = json.loads((d / "meta.json").read_text())
     meta["machine"] = machine("virtual")
     (d / "meta.json").write_text(json.dumps(meta))
-    analysed("userspace/calibrate/analyse.py", d)
+    analysed("lablib.calibrate.analyse", d)
     p, c = compare(d, d, out=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "getppid slope (p10 fit)" in rows(c)
@@ -214,12 +214,9 @@ def test_a_folder_not_yet_analysed_says_how_to_analyse_it(tmp_path):
 
 # --- make ab ----------------------------------------------------------------------------
 
-AB = ROOT / "userspace/compare/ab.py"
-
-
 def ab(*args, env=None):
-    return subprocess.run([sys.executable, AB, *map(str, args)], capture_output=True,
-                          text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "ab", *map(str, args)],
+                          capture_output=True, text=True, env=env)
 
 
 def plan_lines(out):
@@ -227,8 +224,9 @@ def plan_lines(out):
 
 
 def test_ab_plans_interleaved_seeded_boots_with_each_sides_settings(tmp_path):
+    # Seed 1 draws an interleaved order (a random one is AAABBB once in 20).
     p = ab("calibrate", "-B", "APPEND='preempt=full nosmap' VARIANT=rt", "-n", "3",
-           "-o", tmp_path, "--dry-run", "--", "-l", "0,100")
+           "-o", tmp_path, "--dry-run", "--seed", "1", "--", "-l", "0,100")
     assert p.returncode == 0, p.stderr
     boots = plan_lines(p.stdout)
     assert [k for k, _, _ in boots] == [str(i) for i in range(1, 7)]
@@ -287,7 +285,7 @@ def test_two_sweeps_compare_point_by_point_with_both_curves(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     for d in (a, b):
         shutil.copytree(DATA / "workloads/grep-virtual", d)
-        subprocess.run([sys.executable, ROOT / "workloads/analyse.py", "--no-plot", d],
+        subprocess.run([sys.executable, "-m", "lablib.sweep.analyse", "--no-plot", d],
                        check=True, capture_output=True)
     p, c = compare(a, b, out=tmp_path)
     assert p.returncode == 0, p.stderr

@@ -142,7 +142,7 @@ def test_one_run_a_side_gives_no_verdict_worse_than_inconclusive(tmp_path):
     shutil.copytree(DATA / "workloads/grep-virtual", a)
     shutil.copytree(DATA / "workloads/grep-virtual", b)
     for d in (a, b):
-        subprocess.run([sys.executable, ROOT / "workloads/analyse.py", "--no-plot", d],
+        subprocess.run([sys.executable, "-m", "lablib.sweep.analyse", "--no-plot", d],
                        check=True, capture_output=True)
     s = json.loads((b / "summary.json").read_text())
     for m in s["measures"].values():

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """An A/B in one command: an experiment run N times on each of two sides,
 the boots in a random order drawn afresh each time (or from --seed) and
 recorded with its seed, then compare.
 
-    ab.py EXPERIMENT -A 'SETTINGS' -B 'SETTINGS' [-n N] [options] [-- ARGS...]
+    lab ab EXPERIMENT -A 'SETTINGS' -B 'SETTINGS' [-n N] [options] [-- ARGS...]
 
 EXPERIMENT is calibrate or a workload sweep (kbuild, grep, apache, redis,
 cmd).  A side's SETTINGS are KEY=VALUE words, each optional:
@@ -21,7 +20,7 @@ RESULTS/ab-<date>-<time>/ with plan.csv (the order, each boot's side,
 settings and command), runs/<k>-<side>/ (each boot's result folder),
 logs/<k>-<side>.txt and joblog (GNU parallel's), then runs compare on
 the two sides into RESULTS/compare-<date>-<time>/, whose exit
-status ab.py returns (0 no figure worse, 1 worse, 2 inconclusive)."""
+status 'lab ab' returns (0 no figure worse, 1 worse, 2 inconclusive)."""
 import json
 import os
 import pathlib
@@ -146,8 +145,8 @@ def work(args):
     results.lab("meta", folder, "ab", f"of={args.experiment}", f"clock={args.clock}",
                 f"runs:={n}", f"jobs:={jobs}", f"seed:={args.seed}",
                 f"a:={json.dumps(sides['a'])}", f"b:={json.dumps(sides['b'])}",
-                f"order:={json.dumps([b['side'] for b in boots])}", "--", "ab.py",
-                *sys.argv[1:])
+                f"order:={json.dumps([b['side'] for b in boots])}", "--", "lab", "ab",
+                *args.argv)
     results.write_csv(folder / "plan.csv", ("k", "side", "run", "settings", "command"),
                       ({"k": b["k"], "side": b["side"].upper(), "run": b["run"],
                         "settings": json.dumps(b["settings"]), "command": job_line(b)}
@@ -180,22 +179,23 @@ def work(args):
     return c["status"]
 
 
-def main(argv=None):
+def main(argv=None, prog="lab ab"):
     p = cli.parser(__doc__.split("\n\n")[0],
-                   "userspace/compare/ab.py calibrate -B APPEND=preempt=full", prog="ab.py")
+                   "lab ab calibrate -B APPEND=preempt=full", prog=prog)
     add_args(p)
     p.usage = "%(prog)s EXPERIMENT [-A SETTINGS] [-B SETTINGS] [options] [-- ARGS...]"
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     args = p.parse_args(argv[:cut])
     args.common = argv[cut + 1:]
+    args.argv = argv
     try:
         return work(args)
     except compare.Refused as e:
-        print(f"ab.py: {cli.message(e)}", file=sys.stderr)
+        print(f"{prog}: {cli.message(e)}", file=sys.stderr)
         return 2
     except (OSError, ValueError, cli.BadInput) as e:
-        print(f"ab.py: error: {cli.message(e)}", file=sys.stderr)
+        print(f"{prog}: error: {cli.message(e)}", file=sys.stderr)
         return 2
 
 

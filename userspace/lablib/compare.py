@@ -1,8 +1,8 @@
 """compare: two runs, or two sets of runs, of one experiment side by side,
 figure by figure, with a verdict for each (userspace/compare/README.md).
 
-    compare A B                      one result folder a side
-    compare -a A1 A2 -b B1 B2        several a side (each one boot)
+    lab compare A B                  one result folder a side
+    lab compare -a A1 A2 -b B1 B2    several a side (each one boot)
 
 First what differs between the sides' meta.json (kernel, command line,
 series, module settings, the experiment's settings, machine) and what is
@@ -273,18 +273,18 @@ def sides(args):
             raise Refused(f"two folders, A and B, not {len(args.pair)} (or -a ... -b ...)")
         return [args.pair[0]], [args.pair[1]]
     if not args.a or not args.b:
-        raise Refused("no folders: compare A B, or compare -a A1 A2 -b B1 B2")
+        raise Refused("no folders: lab compare A B, or lab compare -a A1 A2 -b B1 B2")
     return args.a, args.b
 
 
-def main(argv=None):
+def main(argv=None, prog="lab compare"):
     p = cli.parser(__doc__.split("\n\n")[0],
-                   "compare results/calibrate-20261202-152058 results/calibrate-20261202-160200",
-                   prog="compare")
+                   "lab compare results/calibrate-20261202-152058 results/calibrate-20261202-1602",
+                   prog=prog)
     add_args(p)
 
     def refuse(message):
-        print(f"compare: {message} (compare --help)", file=sys.stderr)
+        print(f"{prog}: {message} ({prog} --help)", file=sys.stderr)
         sys.exit(2)
     p.error = refuse
     args = p.parse_args(argv)
@@ -295,10 +295,10 @@ def main(argv=None):
         c = compare(a, b, band=args.band / 100)
         d, files = write(c, args.output, args.name, picture=not args.no_plot)
     except Refused as e:
-        print(f"compare: {cli.message(e)}", file=sys.stderr)
+        print(f"{prog}: {cli.message(e)}", file=sys.stderr)
         return 2
     except (OSError, ValueError, cli.BadInput) as e:
-        print(f"compare: error: {cli.message(e)}", file=sys.stderr)
+        print(f"{prog}: error: {cli.message(e)}", file=sys.stderr)
         return 2
     cli.show(args, c, report(c), d, files)
     return c["status"]

@@ -97,8 +97,8 @@ def analyser_of(folder):
     """The analyser module of result folder @folder, from its meta.json."""
     meta = results.read_meta(folder)
     exp = meta.get("experiment")
-    # A sweep's folder names its workload both as experiment and workload.
-    if "workload" in meta and meta.get("workload") == exp:
+    # A sweep's folder names its workload as the experiment and in its settings.
+    if exp is not None and (meta.get("settings") or {}).get("workload") == exp:
         return "lablib.sweep.analyse"
     for c in COMMANDS:
         if exp in c.experiments:

@@ -240,7 +240,7 @@ bench: $(BENCH_TARGETS)
 
 ## report: results/index.html, one page of every result folder and comparison, newest first
 report: venv
-	$(PY) -m lablib.report $(RESULTS) -o $(RESULTS)/index.html
+	$(LAB) report $(RESULTS) -o $(RESULTS)/index.html
 
 ## lint: checkpatch --strict on the series, shellcheck on the scripts
 lint:

@@ -268,7 +268,7 @@ def test_every_reference_is_relative_and_exists(results_dir, tmp_path):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "lablib.report", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "report", *map(str, args)],
                           capture_output=True, text=True)
 
 

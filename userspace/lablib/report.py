@@ -383,17 +383,17 @@ def work(args):
         bad = [f"image {s} did not load" for s in found["broken_images"]]
         bad += [f"link {h} leads to nothing" for h in found["broken_links"]]
         if bad:
-            print(f"lablib.report: error: {'; '.join(bad)}", file=sys.stderr)
+            print(f"lab report: error: {'; '.join(bad)}", file=sys.stderr)
             return 1
     return 0
 
 
-def main(argv=None):
+def main(argv=None, prog="lab report"):
     return cli.main(
         "The results page: every result folder of RESULTS, newest first, with its "
         "headline figures, files and plots, and every compare folder's verdicts.",
-        "python -m lablib.report results -o results/index.html", add_args, work,
-        argv=argv, prog="lablib.report")
+        "lab report results -o results/index.html", add_args, work,
+        argv=argv, prog=prog)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Result folders for the analyser tests, made the way README.md (Conventions)
+"""Result folders for the analyser tests, made the way docs/reference.md (Conventions)
 says the tools make them: meta.json plus the raw CSV files."""
 import json
 import pathlib

@@ -1,4 +1,4 @@
-"""Result folders as README.md ("Conventions") describes them, on the
+"""Result folders as docs/reference.md ("Conventions") describes them, on the
 host's side: read meta.json and CSV files with a header, and write the
 analysis' files (summaries, reports) whole or not at all.  Result folders
 themselves and their meta.json are made by liblab alone: by the C tools,

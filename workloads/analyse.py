@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summary, model and plot of a delay sweep (workloads/sweep.sh).
 
 Reads the sweep folder RESULT_DIR through lablib.experiments.workloads
@@ -550,5 +549,11 @@ def work(args):
              f"{workload}.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-grep", add_args, work, argv=argv,
+                    prog=prog or "python -m lablib.sweep.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "workloads/analyse.py results/latest-grep", add_args, work))
+    sys.exit(main())

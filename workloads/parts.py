@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """A sweep split over several VMs, on the host (run.sh): how many VMs and
 why, which points each part runs, the whole sweep's progress while they
 run, and the parts merged into the one result folder a serial sweep would
 have written.
 
-  parts.py plan --clock CLOCK [--vms N] [--logins N] [PLAN]
+  python -m lablib.sweep.parts plan --clock CLOCK [--vms N] [--logins N] [PLAN]
       read the plan that 'sweep.sh ... --plan' printed (PLAN or stdin:
       one block of KEY=VALUE lines a workload) and print, one a line:
         vms N                        how many VMs run at once
@@ -13,13 +12,13 @@ have written.
         stage W host|guest|none      where each workload is staged
         scale W SCALE                each workload's --scale
         part K W V1,V2,...           the points of part K of workload W
-  parts.py progress TOTAL
+  python -m lablib.sweep.parts progress TOTAL
       a filter for the output of a sweep's VMs: passes every line on and,
       after each line in which sweep.sh says it finished a point ('[i/n]',
       in a split sweep 'part K/N: [i/n]'), the whole sweep's progress:
       points done of TOTAL, the host's time since the filter started and
       the time left, the longest of the parts' (see progress())
-  parts.py merge [--where K=MACHINE]... INTO PART_DIR...
+  python -m lablib.sweep.parts merge [--where K=MACHINE]... INTO PART_DIR...
       the parts into INTO, an empty result folder ('lab begin' made it);
       each PART_DIR is the result folder of one part, all N of them, in
       any order:
@@ -322,7 +321,7 @@ def choose_vms(plan, clock, vms=None, logins=None, cores=None, loadavg=None):
 
 
 def plan_lines(plan, n, why):
-    """What 'parts.py plan' prints for @plan split into @n parts."""
+    """What 'lablib.sweep.parts plan' prints for @plan split into @n parts."""
     out = [f"vms {n}", f"why {why}", f"total {sum(len(b['points']) for b in plan)}"]
     for b in plan:
         out += [f"stage {b['workload']} {b['stage']}", f"scale {b['workload']} {b['scale']}"]
@@ -343,7 +342,7 @@ def duration(s):
 
 
 def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
-    """The filter of 'parts.py progress'.  The times are the host's: a
+    """The filter of 'lablib.sweep.parts progress'.  The times are the host's: a
     part's own elapsed and ETA are its guest's, which on the virtual clock
     pass as the guest executes, not as the host's do.  A line without a
     part is the one VM's of a serial sweep (part 1/1).  A part's time left
@@ -385,8 +384,11 @@ def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
         out.flush()
 
 
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def main(argv=None, prog=None):
+    """Plan, follow or merge a split sweep as @argv (default sys.argv[1:])
+    says; the exit status."""
+    p = argparse.ArgumentParser(prog=prog or "python -m lablib.sweep.parts",
+                                description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="verb", required=True)
     pl = sub.add_parser("plan", help="how many VMs, which points each part runs")
@@ -422,13 +424,13 @@ def main(argv):
                 where[int(k)] = machine
             merge(args.into, [pathlib.Path(f) for f in args.parts], where)
     except BadPlan as e:
-        print(f"parts.py: {e}", file=sys.stderr)
+        print(f"{p.prog}: {e}", file=sys.stderr)
         return 2
     except (Refused, ValueError, OSError) as e:
-        print(f"parts.py: {e}", file=sys.stderr)
+        print(f"{p.prog}: {e}", file=sys.stderr)
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -1,18 +1,17 @@
-#!/usr/bin/env python3
 """What workloads/sweep.sh prints while it runs, from the lablib code that
-analyse.py uses on the host, so that the two agree:
+lablib.sweep.analyse uses on the host, so that the two agree:
 
-  progress.py fit CALIBRATION_DIR
+  python -m lablib.sweep.progress fit CALIBRATION_DIR
       the added latency of the calibrate folder's fit: ns per loop and the
       cost of entering the delay (lablib.experiments.calibration)
-  progress.py point RAW_CSV LOOPS NS
+  python -m lablib.sweep.progress point RAW_CSV LOOPS NS
       the first measure of the rows of raw.csv at this point: mean and
       standard deviation of the seconds a unit of work took (raw.csv read
-      by lablib.experiments.workloads, as analyse.py reads it)
-  progress.py clock RESULT_DIR
+      by lablib.experiments.workloads, as lablib.sweep.analyse reads it)
+  python -m lablib.sweep.progress clock RESULT_DIR
       the clock the result was measured on, from its meta.json: virtual or
       host (also where meta.json names none: hardware, an older lab)
-  progress.py columns
+  python -m lablib.sweep.progress columns
       the header of raw.csv: lablib's RAW_COLUMNS, the one list of them
 
 A folder or file it cannot read is one line on stderr and exit status 1.
@@ -54,7 +53,10 @@ def clock(folder):
     return "virtual" if results.on_virtual_clock(meta) else "host"
 
 
-def main(argv):
+def main(argv=None, prog=None):
+    """Print what @argv (default sys.argv[1:]) asks for; the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = prog or "python -m lablib.sweep.progress"
     try:
         if len(argv) == 2 and argv[0] == "fit":
             print(fit(argv[1]))
@@ -68,10 +70,10 @@ def main(argv):
             print(__doc__.split("\n\n")[1], file=sys.stderr)
             return 2
     except (OSError, ValueError, KeyError, ZeroDivisionError) as e:
-        print(f"progress.py: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

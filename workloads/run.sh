@@ -20,16 +20,16 @@
 #                         --vms defaults to the logins in FILE
 #
 # It reads the sweep's plan once (sweep.sh --plan: its checks, points and
-# where each workload stages), lets workloads/parts.py choose the VMs and
+# where each workload stages), lets lablib.sweep.parts choose the VMs and
 # deal each part its points, prepares the kbuild object tree and stages
 # the host-staged workloads here (sweep.sh --stage-only: recorded under
 # strace, what they touched written to build/stage/<workload>.tar, which
 # the guest unpacks into memory), runs the VMs, merges the parts
-# (parts.py merge) and analyses here, where Python is fast.  On the
-# virtual clock each point is the same in any boot on any machine, so a
-# sweep can be split; on the host's clock VMs side by side slow each
-# other down and machines differ: there a sweep runs in one VM
-# (workloads/NOTES.md, "Split sweeps").
+# (lablib.sweep.parts merge) and analyses here ('lab analyse'), where
+# Python is fast.  On the virtual clock each point is the same in any boot
+# on any machine, so a sweep can be split; on the host's clock VMs side by
+# side slow each other down and machines differ: there a sweep runs in one
+# VM (workloads/NOTES.md, "Split sweeps").
 #
 # Environment: VM_CLOCK (default auto: virtual under TCG), VM_MEM,
 # VM_TIMEOUT, VM_VIRTUAL_CPUS (scripts/vm.sh); LAB_VM, the VM runner
@@ -94,7 +94,7 @@ clock=$("$LAB_VM" --clock)
 # The guest is a VM: its scale, unless given (a later --scale wins).
 args=(--scale vm "${args[@]}")
 
-# --- Plan (here, once): sweep.sh's checks and points, then parts.py's split --
+# --- Plan (here, once): sweep.sh's checks and points, then their split ------
 # sweep.sh --plan checks every option (status 2 on a bad one) and prints,
 # for each workload of the sweep, its points, their cost, where it stages
 # and its scale, as the guest's sweep.sh will see them (LAB_CMDLINE: the
@@ -113,7 +113,7 @@ if [ -n "$loginfile" ]; then
 	split+=(--logins "$nlogins")
 fi
 [ -z "$part" ] || split=(--clock "$clock" --vms 1)
-lab_python "$LAB_ROOT/workloads/parts.py" plan "${split[@]}" "$work/plan" >"$work/split" ||
+lab_python -m lablib.sweep.parts plan "${split[@]}" "$work/plan" >"$work/split" ||
 	exit $?
 declare -A stage scale part_points
 workloads=() total=0 vms=1 why=
@@ -183,14 +183,14 @@ status=0
 log "$workload on the $clock clock: $total points in $vms VM$([ "$vms" -eq 1 ] || echo "s at once"${loginfile:+", over $loginfile"}) ($why)"
 
 # --- Serial: one VM ---------------------------------------------------------
-# The VM's lines pass through parts.py progress, which adds the whole
-# sweep's progress in the host's time after each point (sweep.sh's own
+# The VM's lines pass through lablib.sweep.parts progress, which adds the
+# whole sweep's progress in the host's time after each point (sweep.sh's own
 # elapsed and ETA are the guest's, on the virtual clock far from the host's).
 if [ "$vms" -eq 1 ]; then
 	set +e
 	"$LAB_VM" -- "$LAB_ROOT/workloads/sweep.sh" "$workload" "${args[@]}" "${stage_args[@]}" \
 		--no-analysis -o "$results" "${wl_command[@]}" 2>&1 |
-		lab_python "$LAB_ROOT/workloads/parts.py" progress "$total"
+		lab_python -m lablib.sweep.parts progress "$total"
 	pipe=("${PIPESTATUS[@]}")
 	set -e
 	status=${pipe[0]}
@@ -200,8 +200,8 @@ fi
 # --- Split: N parts at once, merged --------------------------------------
 # split_sweep: run the parts with GNU parallel, each part in one boot for
 # every workload of the sweep ('all' is three), each given its points
-# (parts.py plan), merge each workload's parts into a new result folder
-# and point results/latest-W at it.
+# (lablib.sweep.parts plan), merge each workload's parts into a new result
+# folder and point results/latest-W at it.
 split_sweep() {
 	local w n=$vms id parts_dir env_args=() k ks v
 	command -v parallel >/dev/null || die "GNU parallel is not installed ('make deps')"
@@ -239,7 +239,7 @@ $(sh_quote "${wl_command[@]}")"
 	fi
 	local pstatus=0
 	"${par[@]}" <"$parts_dir/commands" 2>&1 |
-		lab_python "$LAB_ROOT/workloads/parts.py" progress "$total" || pstatus=$?
+		lab_python -m lablib.sweep.parts progress "$total" || pstatus=$?
 	if [ "$pstatus" -ne 0 ]; then
 		log "a part failed (exit status $pstatus); the parts are in $parts_dir"
 		return 1
@@ -264,7 +264,7 @@ merge_parts() {
 		where+=(--where "$k=$(cat "$parts_dir/$k/where" 2>/dev/null || echo unknown)")
 	done
 	lab_begin "$results" "$w"
-	if ! lab_python "$LAB_ROOT/workloads/parts.py" merge "${where[@]}" "$LAB_DIR" "${folders[@]}"; then
+	if ! lab_python -m lablib.sweep.parts merge "${where[@]}" "$LAB_DIR" "${folders[@]}"; then
 		log "$w: the parts could not be merged; they are in $parts_dir"
 		return 1
 	fi

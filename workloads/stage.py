@@ -1,10 +1,11 @@
-#!/usr/bin/env python3
 """Copy what a workload touches into a root of its own (workloads/sweep.sh).
 
-  stage.py DEST --log STRACE_LOG... [--tree DIR]... [--path PATH]... [--program PATH]...
-           [--output FILE] [--key KEY] [--json FILE]
-  stage.py --describe JSON [NAME=VALUE...]   JSON (a --json file) on one line, NAME=VALUE first
-  stage.py --field JSON NAME                 one field of JSON ('-': stdin), empty if none
+  python -m lablib.sweep.stage DEST --log STRACE_LOG... [--tree DIR]... [--path PATH]...
+           [--program PATH]... [--output FILE] [--key KEY] [--json FILE]
+  python -m lablib.sweep.stage --describe JSON [NAME=VALUE...]
+           JSON (a --json file) on one line, NAME=VALUE first
+  python -m lablib.sweep.stage --field JSON NAME
+           one field of JSON ('-': stdin), empty if none
 
 In the VM the root file system is the host's, over 9p, and a timed
 window that reads from it waits for the host.  sweep.sh runs the workload
@@ -212,18 +213,19 @@ def packages(paths):
     return dict(sorted(line.split("\t", 1) for line in shown.splitlines() if "\t" in line))
 
 
-def describe(argv):
-    """--describe JSON [NAME=VALUE...] and --field JSON NAME (module doc)."""
+def describe(argv, prog):
+    """--describe JSON [NAME=VALUE...] and --field JSON NAME (module doc);
+    @prog names the program in its errors."""
     mode, rest = argv[0], argv[1:]
     if not rest or (mode == "--field" and len(rest) != 2):
-        print(f"stage.py: error: {mode} wants JSON" + (" NAME" if mode == "--field" else
-                                                        " [NAME=VALUE...]"), file=sys.stderr)
+        want = " NAME" if mode == "--field" else " [NAME=VALUE...]"
+        print(f"{prog}: error: {mode} wants JSON{want}", file=sys.stderr)
         return 2
     try:
         with (sys.stdin if rest[0] == "-" else open(rest[0])) as f:
             d = json.load(f)
     except (OSError, ValueError) as e:
-        print(f"stage.py: error: {rest[0]}: {e}", file=sys.stderr)
+        print(f"{prog}: error: {rest[0]}: {e}", file=sys.stderr)
         return 1
     if mode == "--field":
         print(d.get(rest[1], "") if isinstance(d, dict) else "")
@@ -232,15 +234,18 @@ def describe(argv):
     for kv in rest[1:]:
         name, sep, value = kv.partition("=")
         if not sep:
-            print(f"stage.py: error: --describe wants NAME=VALUE, not '{kv}'", file=sys.stderr)
+            print(f"{prog}: error: --describe wants NAME=VALUE, not '{kv}'", file=sys.stderr)
             return 2
         extra[name] = int(value) if value.isdigit() else value
     print(json.dumps({**extra, **d}))
     return 0
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def main(argv=None, prog=None):
+    """Stage, or describe a staging, as @argv (default sys.argv[1:]) says;
+    the exit status."""
+    p = argparse.ArgumentParser(prog=prog or "python -m lablib.sweep.stage",
+                                description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dest", help="the root to copy into (an empty tmpfs)")
     p.add_argument("--log", action="append", default=[], help="an strace -f -y log")
@@ -253,7 +258,7 @@ def main(argv=None):
     p.add_argument("--json", help="write what was staged here")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["--describe"], ["--field"]):
-        return describe(argv)
+        return describe(argv, p.prog)
     args = p.parse_args(argv)
     try:
         if not os.path.isdir(args.dest):
@@ -284,7 +289,7 @@ def main(argv=None):
             with open(args.output, "rb") as f:
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
     except (OSError, ValueError) as e:
-        print(f"stage.py: error: {e}", file=sys.stderr)
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 1
     summary = {"files": s.files, "bytes": s.bytes, "directories": len(s.dirs),
                "links": s.links, "placeholders": s.placeholders, "traced_calls": calls,

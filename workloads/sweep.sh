@@ -124,14 +124,14 @@ Options:
       --stage-from DIR   in the VM, unpack DIR/<workload>.tar instead of
                          recording and copying in the guest (slow under TCG)
       --no-analysis      leave summary, model and plot to a later
-                         'workloads/analyse.py DIR' (make sweep runs it on the host)
+                         'lab analyse DIR' (make sweep runs it on the host)
       --part K/N --points LIST
                          run part K of N: the sweep's points of LIST only, each
                          with its repeats, into a folder of its own that
-                         'run.sh --vms N' merges into one sweep (workloads/
-                         parts.py deals the points out and merges); only part 1
-                         calibrates.  Implies --no-analysis.  For 'all', one
-                         --points W:LIST a workload
+                         'run.sh --vms N' merges into one sweep
+                         (lablib.sweep.parts deals the points out and merges);
+                         only part 1 calibrates.  Implies --no-analysis.  For
+                         'all', one --points W:LIST a workload
       --dry-run          print the points the sweep (or part) would run, one a
                          line, and what else it would do (stderr), and stop;
                          needs neither root nor the lab kernel
@@ -277,7 +277,7 @@ lab_supervise "${ARGS[@]}"
 
 # One file per workload defines WL_LOOPS, WL_REPEATS, WL_STAGE and the wl_*
 # steps, and WL_COST_SLOPE if its points' cost does not grow as 1 + value /
-# the last value (parts.py's balance()).
+# the last value (lablib.sweep.parts's balance()).
 WL_COST_SLOPE=1
 # shellcheck source=/dev/null
 . "$SWEEP_DIR/lib/$WORKLOAD.sh"
@@ -402,7 +402,8 @@ sweep_check() {
 }
 # --- Phase: plan ------------------------------------------------------------
 # The sweep's points are ALL_VALUES; a part's (--part K/N --points LIST,
-# dealt out by parts.py on the host) are VALUES, each one of the sweep's.
+# dealt out by lablib.sweep.parts on the host) are VALUES, each one of the
+# sweep's.
 sweep_plan() {
 	local v list
 	ALL_VALUES=("${VALUES[@]}")
@@ -452,8 +453,8 @@ sweep_plan() {
 }
 
 # The calibration's added latency: ns per loop and the cost of entering the
-# delay, from lablib's fit, the one analyse.py reports.
-calibration_fit() { lab_python "$SWEEP_DIR/progress.py" fit "$1"; }
+# delay, from lablib's fit, the one lablib.sweep.analyse reports.
+calibration_fit() { lab_python -m lablib.sweep.progress fit "$1"; }
 
 # A given --calibration: a calibrate folder with a fit, on this clock.
 check_calibration() {
@@ -467,7 +468,7 @@ check_calibration() {
 	# A loop's ns on the virtual clock is its instructions, on the host's
 	# its time on this machine: one calibration does not stand for the other.
 	local cal_clock
-	cal_clock=$(lab_python "$SWEEP_DIR/progress.py" clock "$CALIBRATION" 2>&1) ||
+	cal_clock=$(lab_python -m lablib.sweep.progress clock "$CALIBRATION" 2>&1) ||
 		bad_arg "--calibration wants a calibration with a meta.json, not '$CALIBRATION' ($cal_clock)"
 	# --stage-only runs on the host for a sweep in the VM: not its clock.
 	[ -n "$STAGE_ONLY" ] || [ "$cal_clock" = "$RUN_CLOCK" ] ||
@@ -647,7 +648,7 @@ sweep_setup() {
 	# From here on only the work cgroup is delayed (with --delay-clients,
 	# the cgroup above it and the clients').
 	delay_set cgroup "$TARGET_CG_PATH"
-	lab_python "$SWEEP_DIR/progress.py" columns >"$LAB_DIR/raw.csv" ||
+	lab_python -m lablib.sweep.progress columns >"$LAB_DIR/raw.csv" ||
 		die "cannot write $LAB_DIR/raw.csv"
 	echo "loops,ns,delayed,spun_ns,measured_ns" >"$LAB_DIR/points.csv"
 	[ ! -e "$BY_CALL" ] || echo "loops,ns,nr,calls" >"$LAB_DIR/by_call.csv"
@@ -709,7 +710,7 @@ calibrate_here() {
 
 # Mean time per unit of work of the rows just recorded for this point, the
 # first measure only, for the progress line.
-point_summary() { lab_python "$SWEEP_DIR/progress.py" point "$LAB_DIR/raw.csv" "$LOOPS" "$NS"; }
+point_summary() { lab_python -m lablib.sweep.progress point "$LAB_DIR/raw.csv" "$LOOPS" "$NS"; }
 
 fmt_duration() {
 	local s=$1
@@ -817,7 +818,7 @@ sweep_finish() {
 	restore
 	lab_commit "$WORKLOAD"
 	if [ "$ANALYSIS" -eq 1 ]; then
-		lab_python "$SWEEP_DIR/analyse.py" "$LAB_DIR" ||
+		lab_analyse 1 ||
 			die "the analysis failed; the measurements are in $LAB_DIR"
 	fi
 	log "results: $LAB_DIR"

@@ -429,7 +429,7 @@ def test_a_command_that_reads_what_it_did_not_when_recorded_is_not_exact(tmp_pat
     d = result_dir(tmp_path / "out", "cmd")
     settings = json.loads((d / "meta.json").read_text())["settings"]
     assert settings["stage_check"] == "output differs from the recorded run", settings
-    analysed = subprocess.run([ROOT / ".venv/bin/python", ROOT / "workloads/analyse.py", d,
+    analysed = subprocess.run([ROOT / ".venv/bin/python", "-m", "lablib.sweep.analyse", d,
                                "--no-plot"], capture_output=True, text=True)
     assert analysed.returncode == 0, analysed.stderr
     points_ = json.loads((d / "summary.json").read_text())["measures"]["cmd"]["points"]
@@ -454,9 +454,9 @@ def points(d):
 
 def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
     """sweep.sh --part K/N --points LIST (what run.sh --vms N boots, one VM
-    a part, each given its points by parts.py): a part runs only those and
-    records them and the whole list in meta.json; part 1 calibrates, the
-    others do not."""
+    a part, each given its points by lablib.sweep.parts): a part runs only
+    those and records them and the whole list in meta.json; part 1
+    calibrates, the others do not."""
     full = [0, 100, 200, 300]
     shares = [["0", "300"], ["100", "200"]]
     for k in (1, 2):

@@ -1,5 +1,5 @@
-"""userspace/tax: analyse.py on a made-up raw.csv (each tax's ns per call,
-its exactness, the skipped taxes) and the tools' refusals."""
+"""userspace/tax: lablib.tax.analyse on a made-up raw.csv (each tax's ns
+per call, its exactness, the skipped taxes) and the tools' refusals."""
 import csv
 import json
 import os
@@ -12,7 +12,7 @@ import pytest
 
 from resultdirs import write_csv, write_meta
 
-ANALYSE = "userspace/tax/analyse.py"
+ANALYSE = "lablib.tax.analyse"
 COLUMNS = ("tax", "nr", "batch", "calls", "ns_per_call")
 
 
@@ -26,7 +26,7 @@ def tax_dir(d, batches, skipped=()):
 
 
 def analyse(root, d, *args):
-    return subprocess.run([sys.executable, root / ANALYSE, str(d), *args],
+    return subprocess.run([sys.executable, "-m", ANALYSE, str(d), *args],
                           capture_output=True, text=True)
 
 
@@ -136,7 +136,7 @@ def test_the_boots_are_named_and_the_base_boot_says_where_it_ran(root, tmp_path)
     assert "boot pti: pti=on spectre_v2=off" in text and "6.12.118-lab-tax" in text
 
 
-PREDICT = "userspace/tax/predict.py"
+PREDICT = "lablib.tax.predict"
 RAW_HEADER = ("workload", "measure", "loops", "ns", "repeat", "units", "seconds", "syscalls",
               "errors", "p9_requests", "detail")
 
@@ -163,7 +163,7 @@ def predict_dirs(tmp_path, by_call=((0, 600), (1, 300), (59, 100))):
 
 def test_the_prediction_is_base_plus_calls_times_the_mixed_tax(root, tmp_path):
     sweep, tax = predict_dirs(tmp_path)
-    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--json"],
+    out = subprocess.run([sys.executable, "-m", PREDICT, sweep, tax, "--json"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     rows = {r["tax"]: r for r in json.loads(out.stdout)}
@@ -194,7 +194,7 @@ def test_a_servers_clients_pay_the_taxes_every_process_pays(root, tmp_path):
     write_csv(sweep / "clients_by_call.csv", ("loops", "ns", "nr", "calls"),
               [(0, "", 0, 350), (0, "", 1, 350)])
     _, tax = predict_dirs(tmp_path)
-    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--json"],
+    out = subprocess.run([sys.executable, "-m", PREDICT, sweep, tax, "--json"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     got = {(r["measure"], r["tax"]): r for r in json.loads(out.stdout)}
@@ -210,7 +210,7 @@ def test_a_servers_clients_pay_the_taxes_every_process_pays(root, tmp_path):
 def test_a_sweep_without_calls_by_number_is_refused(root, tmp_path):
     sweep, tax = predict_dirs(tmp_path)
     (sweep / "by_call.csv").unlink()
-    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax],
+    out = subprocess.run([sys.executable, "-m", PREDICT, sweep, tax],
                          capture_output=True, text=True)
     assert out.returncode == 1 and "no by_call.csv" in out.stderr
 
@@ -220,13 +220,13 @@ def test_the_prediction_beside_the_measured_time_under_the_tax(root, tmp_path):
     taxed = write_meta(tmp_path / "grep-taxed", "workload", {"workload": "grep"})
     write_csv(taxed / "raw.csv", RAW_HEADER,
               [("grep", "grep", 0, "", 1, 1, 0.01225, 1000, 0, 0, "")])
-    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--measured", taxed,
+    out = subprocess.run([sys.executable, "-m", PREDICT, sweep, tax, "--measured", taxed,
                           "--tax", "trace", "--json"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     [row] = json.loads(out.stdout)
     assert row["measured_s"] == pytest.approx(0.01225)
     assert row["error_pct"] == pytest.approx(100 * (row["predicted_s"] - 0.01225) / 0.01225)
-    out = subprocess.run([sys.executable, root / PREDICT, sweep, tax, "--measured", taxed],
+    out = subprocess.run([sys.executable, "-m", PREDICT, sweep, tax, "--measured", taxed],
                          capture_output=True, text=True)
     assert out.returncode == 1 and "go together" in out.stderr
 
@@ -305,8 +305,8 @@ def test_a_staged_workload_takes_the_taxes_tools_with_it(root, tmp_path):
     assert set(tools) <= names, sorted(n for n in names if "bin/" in n)[:20]
 
 
-# --- each workload under each tax (workloads.py) ------------------------------
-WORKLOADS = "userspace/tax/workloads.py"
+# --- each workload under each tax (lablib.tax.workloads) ----------------------
+WORKLOADS = "lablib.tax.workloads"
 # A stand-in for workloads/run.sh (LAB_SWEEP_RUNNER): an analysed sweep
 # folder in -o's folder where a unit of work takes 0.01 s and 1,000 calls
 # (600 read, 400 write) and each call costs the tax's ns (--tax) or the
@@ -396,7 +396,7 @@ def workloads_dirs(tmp_path):
 
 
 def tax_workloads(root, tax, env, *args):
-    return subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "grep",
+    return subprocess.run([sys.executable, "-m", WORKLOADS, tax, "--workloads", "grep",
                            "-j", "1", *args], capture_output=True, text=True, env=env)
 
 
@@ -495,11 +495,11 @@ def test_a_stand_in_sweep_at_more_loop_counts_serves(root, tmp_path):
     assert out.returncode == 0 and (tax / "workloads/grep/standin-0-406").is_dir(), out.stdout
 
 
-# percall_plan of workloads.py on a staircase where the ns mode adds 40 ns
-# and the ask rounded up to 20, after a calibration of 3 ns a loop and
-# 30 to enter: its (loops, delays, calls delayed their own) as JSON.
+# percall_plan of lablib.tax.workloads on a staircase where the ns mode
+# adds 40 ns and the ask rounded up to 20, after a calibration of 3 ns a
+# loop and 30 to enter: its (loops, delays, calls delayed their own) as JSON.
 PERCALL = """import json, math, sys
-import workloads
+from lablib.tax import workloads
 steps = {x: 40.0 + 20 * math.ceil(x / 20) for x in range(10, 1510, 10)}
 cells, shares = ({int(k): v for k, v in d.items()} for d in json.loads(sys.argv[1]))
 spec = workloads.percall_plan(cells, shares, {"ns_per_loop": 3.0, "entry_ns": 30.0}, steps)
@@ -512,7 +512,7 @@ print(json.dumps(spec and [spec["loops"], spec["delays"], sorted(spec["own"]),
 
 def percall_plan(root, cells, shares):
     out = subprocess.run([sys.executable, "-c", PERCALL, json.dumps([cells, shares])],
-                         cwd=root / "userspace/tax", capture_output=True, text=True)
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -542,7 +542,7 @@ def test_a_stand_in_is_the_base_plus_its_change_from_its_own_undelayed_point(roo
     stand-in's every point 0.1 ms (made up here): the emulated time is the
     base plus the change from the stand-in's own loops 0, and says so."""
     tax, env = workloads_dirs(tmp_path)
-    out = subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "redis",
+    out = subprocess.run([sys.executable, "-m", WORKLOADS, tax, "--workloads", "redis",
                           "-j", "1"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr + out.stdout
     rows = {r["tax"]: r for r in json.loads((tax / "workloads.json").read_text())["rows"]}
@@ -554,7 +554,7 @@ def test_a_stand_in_is_the_base_plus_its_change_from_its_own_undelayed_point(roo
 
 def test_a_servers_machine_wide_stand_in_delays_its_clients(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
-    out = subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "redis",
+    out = subprocess.run([sys.executable, "-m", WORKLOADS, tax, "--workloads", "redis",
                           "--dry-run"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if "standin-" in line]
@@ -633,22 +633,20 @@ def test_the_sweeps_run_a_core_each_whatever_the_load(root, tmp_path):
     load average (the tax run's own boots a minute before) is no reason
     to run fewer on the virtual clock."""
     tax, env = workloads_dirs(tmp_path)
-    out = subprocess.run([sys.executable, root / WORKLOADS, tax, "--workloads", "grep"],
+    out = subprocess.run([sys.executable, "-m", WORKLOADS, tax, "--workloads", "grep"],
                          capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr + out.stdout
     assert f"sweep(s), {os.cpu_count()} at a time" in out.stdout, out.stdout
 
 
 def test_a_python_without_tabulate_is_refused_before_any_sweep(root, tmp_path):
-    """A virtualenv made before tabulate was pinned: workloads.py says to
-    run make venv, before hours of sweeps rather than after."""
+    """A virtualenv made before tabulate was pinned: lablib.tax.workloads
+    says to run make venv, before hours of sweeps rather than after."""
     tax, env = workloads_dirs(tmp_path)
     hide = ("import runpy, sys; sys.modules['tabulate'] = None; "
-            f"sys.argv = [{str(root / WORKLOADS)!r}, {str(tax)!r}, '--workloads', 'grep']; "
-            "runpy.run_path(sys.argv[0], run_name='__main__')")
-    # python -c finds the script's own modules (analyse, predict) in its cwd.
-    out = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, env=env,
-                         cwd=root / "userspace/tax")
+            f"sys.argv = [{WORKLOADS!r}, {str(tax)!r}, '--workloads', 'grep']; "
+            f"runpy.run_module({WORKLOADS!r}, run_name='__main__', alter_sys=True)")
+    out = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, env=env)
     assert out.returncode == 1, out.stderr + out.stdout
     assert "no tabulate (workloads.md): run 'make venv'" in out.stderr
     assert not (tax / "workloads").exists()
@@ -697,8 +695,8 @@ def test_a_tax_run_without_its_boots_is_refused(root, tmp_path):
     assert not (tax / "workloads").exists()
 
 
-# --- the host's clock beside the virtual one (hostclock.py) -------------------
-HOSTCLOCK = "userspace/tax/hostclock.py"
+# --- the host's clock beside the virtual one (lablib.tax.hostclock) -----------
+HOSTCLOCK = "lablib.tax.hostclock"
 # A stand-in for a boot of a grep sweep on the host's clock (LAB_AB_RUNNER):
 # 10 units/s, a tenth less under pti, the same under any other tax, each
 # boot off by up to 0.1 % in a way its folder's name fixes.
@@ -733,7 +731,7 @@ def hostclock_dirs(tmp_path):
 
 
 def hostclock(root, tax, env, *args):
-    return subprocess.run([sys.executable, root / HOSTCLOCK, tax, *args],
+    return subprocess.run([sys.executable, "-m", HOSTCLOCK, tax, *args],
                           capture_output=True, text=True, env=env)
 
 

@@ -1,7 +1,8 @@
-"""workloads/analyse.py on made-up sweep folders: a grep sweep that follows
+"""lablib.sweep.analyse on made-up sweep folders: a grep sweep that follows
 the model exactly is explained by it, an Apache sweep far below the model
 is put down to the client and overlap, and bad folders fail with one line."""
 import csv
+import importlib
 import json
 import os
 import subprocess
@@ -9,7 +10,6 @@ import subprocess
 import pytest
 
 from resultdirs import ANALYSERS, calibrate_dir, write_meta
-from conftest import load_script
 from lablib.experiments import workloads
 
 SCRIPT = ANALYSERS["workload"]
@@ -30,7 +30,7 @@ def make_dir(d, rows, settings, calibration=CALIBRATION, cpus=2):
 
 def report(root, tmp_path, *args):
     env = dict(os.environ, MPLCONFIGDIR=str(tmp_path / "mpl"))
-    return subprocess.run([root / ".venv/bin/python", root / SCRIPT, *args],
+    return subprocess.run([root / ".venv/bin/python", "-m", SCRIPT, *args],
                           capture_output=True, text=True, env=env)
 
 
@@ -178,7 +178,7 @@ def test_apache_far_below_the_model(root, tmp_path):
 
 
 def load(root):
-    return load_script(SCRIPT)
+    return importlib.import_module(SCRIPT)
 
 
 def build_runs(times, calls):
@@ -262,7 +262,8 @@ def test_bad_inputs(root, tmp_path, break_it, message):
 def test_wrong_argument_count(root, tmp_path):
     out = report(root, tmp_path)
     assert out.returncode == 2
-    assert out.stderr.startswith("usage: workloads/analyse.py") and "RESULT_DIR" in out.stderr
+    assert out.stderr.startswith("usage: python -m lablib.sweep.analyse") and \
+        "RESULT_DIR" in out.stderr
     out = report(root, tmp_path, "--help")
     assert out.returncode == 0 and "Example:" in out.stdout
 
@@ -413,7 +414,7 @@ def test_progress_names_the_clock_a_result_was_measured_on(root, tmp_path, clock
     meta = json.loads((d / "meta.json").read_text())
     meta["machine"]["clock"] = clock
     (d / "meta.json").write_text(json.dumps(meta))
-    out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "clock", d],
+    out = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "clock", d],
                          capture_output=True, text=True)
     assert (out.returncode, out.stdout, out.stderr) == (0, says + "\n", "")
 
@@ -426,16 +427,16 @@ def test_progress_line_keeps_four_digits_of_a_tiny_time(root, tmp_path):
                    "p9_requests,detail\n"
                    "apache,reply,0,,1,10,0.000559,332,0,0,x\n"
                    "apache,reply,0,,2,10,0.000572,338,0,0,x\n")
-    out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "point",
+    out = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "point",
                           raw, "0", ""], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("reply 56.55 us per unit +- 0.92 (n=2)"), out.stdout
 
 
 def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path):
-    """progress.py reads raw.csv as analyse.py does: a point in ns is named
-    by its ns, not by an empty loop count, and a point whose runs did no
-    unit of work says so instead of dividing by 0."""
+    """lablib.sweep.progress reads raw.csv as the analysis does: a point in
+    ns is named by its ns, not by an empty loop count, and a point whose
+    runs did no unit of work says so instead of dividing by 0."""
     raw = tmp_path / "raw.csv"
     raw.write_text("workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,"
                    "p9_requests,detail\n"
@@ -445,7 +446,7 @@ def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path
                    "grep,grep,,9000,1,0,5.0,10,0,0,x\n")
 
     def say(*point):
-        out = subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "point",
+        out = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "point",
                               raw, *point], capture_output=True, text=True)
         return out.returncode, out.stdout.strip(), out.stderr.strip()
 
@@ -655,8 +656,8 @@ def test_new_reply_rows_analyse_as_the_old_reduced_ones(root, tmp_path):
     assert s_new["measures"]["saturation"] == s_old["measures"]["saturation"]
     rows = {d: list(csv.DictReader(open(d / "summary.csv"))) for d in (new, old)}
     assert len(rows[new]) == len(rows[old]) == 9
-    # progress.py's line of a point, from the same reduction.
-    lines = [subprocess.run([root / ".venv/bin/python", root / "workloads/progress.py", "point",
+    # lablib.sweep.progress's line of a point, from the same reduction.
+    lines = [subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "point",
                              d / "raw.csv", "500", ""], capture_output=True, text=True).stdout
              for d in (new, old)]
     assert lines[0] == lines[1] and lines[0].startswith("reply 2.1"), lines

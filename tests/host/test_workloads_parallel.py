@@ -1,8 +1,8 @@
 """A sweep split into parts (sweep.sh --part K/N --points LIST, run.sh
---vms N) merges into the files a serial sweep writes: parts.py merge on parts
-cut from a real sweep, and run.sh's whole path (GNU parallel, the
-merge, the analysis) with a stand-in for the VM, on this machine and on a
-'remote' one reached through a stand-in for ssh."""
+--vms N) merges into the files a serial sweep writes: lablib.sweep.parts
+merge on parts cut from a real sweep, and run.sh's whole path (GNU
+parallel, the merge, the analysis) with a stand-in for the VM, on this
+machine and on a 'remote' one reached through a stand-in for ssh."""
 import json
 import os
 import pathlib
@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import load_script
+
+from lablib.sweep import parts
 
 # A real grep sweep on the virtual clock, 9 points of 5 runs
 # (tests/host/data/README.md).
@@ -66,7 +67,7 @@ for name in ("raw.csv", "points.csv"):
 
 
 def merge(root, into, *parts, status=0):
-    r = subprocess.run([sys.executable, root / "workloads/parts.py", "merge", into, *parts],
+    r = subprocess.run([sys.executable, "-m", "lablib.sweep.parts", "merge", into, *parts],
                        capture_output=True, text=True)
     assert r.returncode == status, r.stderr
     return r
@@ -75,7 +76,7 @@ def merge(root, into, *parts, status=0):
 def cut(root, tmp_path, n, stub):
     """The parts 1..N of SERIAL, as the stand-in VM writes them."""
     out = []
-    shares = load_script("workloads/parts.py").balance(list(range(0, 6001, 750)), n)
+    shares = parts.balance(list(range(0, 6001, 750)), n)
     for k in range(1, n + 1):
         d = tmp_path / f"part{k}"
         subprocess.run([stub, "--", root / "workloads/sweep.sh", "grep", "-l", LOOPS,
@@ -123,7 +124,7 @@ def test_parts_merge_into_the_serial_files(root, tmp_path, stub, n):
     assert split["parts"] == n and split["where"] == {str(k): "local" for k in range(1, n + 1)}
     assert sorted(v for p in split["points"].values() for v in p) == list(range(0, 6001, 750))
     # The analysis takes the merged folder as a sweep.
-    r = subprocess.run([sys.executable, root / "workloads/analyse.py", into],
+    r = subprocess.run([sys.executable, "-m", "lablib.sweep.analyse", into],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert f"Measured in {n} parts" in (into / "report.txt").read_text()
@@ -275,9 +276,8 @@ def test_an_empty_login_file_is_refused(root, tmp_path, stub):
 
 
 def sweep_progress(total, lines, ticks):
-    """All that parts.py's progress filter writes for these lines, the
+    """All that lablib.sweep.parts' progress filter writes for these lines, the
     host's time taken from ticks (the start, then each point's line)."""
-    parts = load_script("workloads/parts.py")
     out = []
 
     class Out:
@@ -352,13 +352,11 @@ scale=vm
     (dict(logins=3), 3, "one a machine of the login file's 3"),
 ])
 def test_a_sweep_says_how_many_vms_and_why(kwargs, n, why):
-    parts = load_script("workloads/parts.py")
     got, said = parts.choose_vms(parts.read_plan(PLAN), "virtual", **kwargs)
     assert got == n and why in said
 
 
 def test_the_host_clock_runs_one_vm_and_refuses_more():
-    parts = load_script("workloads/parts.py")
     plan = parts.read_plan(PLAN)
     n, why = parts.choose_vms(plan, "host", cores=8, loadavg=0)
     assert n == 1 and "host clock" in why
@@ -367,7 +365,6 @@ def test_the_host_clock_runs_one_vm_and_refuses_more():
 
 
 def test_the_plan_deals_each_workload_its_own_points():
-    parts = load_script("workloads/parts.py")
     lines = parts.plan_lines(parts.read_plan(PLAN), 2, "why")
     assert lines[:3] == ["vms 2", "why why", "total 8"]
     assert "stage kbuild host" in lines and "stage apache guest" in lines
@@ -385,7 +382,6 @@ def test_the_parts_take_about_as_long(values, n, slope):
     """Every point in exactly one part, none empty, and no part dearer than
     another by more than its dearest point: a move or swap would have
     helped otherwise."""
-    parts = load_script("workloads/parts.py")
     shares = parts.balance(values, n, slope)
     assert sorted(v for s in shares for v in s) == values and all(shares)
     top = max(values)
@@ -406,12 +402,10 @@ def test_the_parts_take_about_as_long(values, n, slope):
     ("workload=grep\npoints=0,1\n", "has no cost_slope"),
 ])
 def test_a_plan_sweep_sh_did_not_print_is_refused(text, message):
-    parts = load_script("workloads/parts.py")
     with pytest.raises(parts.BadPlan, match=message):
         parts.read_plan(text)
 
 
 def test_more_parts_than_points_are_refused():
-    parts = load_script("workloads/parts.py")
     with pytest.raises(parts.BadPlan, match="leave some empty"):
         parts.balance([0, 1], 3)

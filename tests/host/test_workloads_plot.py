@@ -3,6 +3,7 @@ axes, few labels, none on top of another, every measure a panel with its
 means and the model, on sweeps shaped like the README's (grep and Apache
 under the delay, three repeats, the run-to-run noise it reports; made up:
 a real sweep needs the lab kernel)."""
+import importlib
 import json
 import random
 
@@ -11,7 +12,6 @@ import pytest
 import plotcheck
 from resultdirs import ANALYSERS
 from test_workloads_analysis import P9_HEADER, make_dir
-from conftest import load_script
 
 
 def grep_rows(rng):
@@ -36,7 +36,7 @@ def apache_rows(rng):
 
 
 def report_module(root):
-    return load_script(ANALYSERS["workload"])
+    return importlib.import_module(ANALYSERS["workload"])
 
 
 def test_grep_and_apache_plots_are_readable(root, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The sweep's staging (workloads/stage.py, lablib/strace.py): what a
+"""The sweep's staging (lablib.sweep.stage, lablib/strace.py): what a
 command touched, read from its strace log, and copied into a root where
 the command, chrooted, does and prints the same."""
 import hashlib
@@ -9,12 +9,13 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, load_script
+from conftest import ROOT
 from resultdirs import calibrate_dir
 
 from lablib.readers import strace
+from lablib.sweep import stage as stage_module
 
-STAGE = ROOT / "workloads/stage.py"
+STAGE = "lablib.sweep.stage"
 PY = ROOT / ".venv/bin/python"
 TRACE = ["-f", "-y", "-qq", "-e", "trace=%file,%process,chdir,fchdir"]
 
@@ -66,7 +67,8 @@ def test_the_addresses_off_this_machine_a_command_reached_for_are_kept():
 
 
 def stage(dest, *args):
-    return subprocess.run([PY, STAGE, dest, *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([PY, "-m", STAGE, dest, *map(str, args)], capture_output=True,
+                          text=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("strace"),
@@ -137,7 +139,7 @@ def test_the_packages_of_what_runs_are_dpkgs_owners(tmp_path, monkeypatch):
     fake.write_text(FAKE_DPKG_QUERY)
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    packages = load_script("workloads/stage.py").packages
+    packages = stage_module.packages
     got = packages({"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/gcc-12",
                     "/usr/bin/diverted", "/opt/mine"})
     assert got == {"gcc-12": "1.gcc-12", "libc6": "1.libc6", "pkg-a": "1.pkg-a",
@@ -166,7 +168,7 @@ def test_stage_only_on_the_host_takes_the_vms_calibration(tmp_path):
     meta = json.loads((cal / "meta.json").read_text())
     meta["machine"] = {**(meta.get("machine") or {}), "clock": {"kind": "virtual", "shift": 0}}
     (cal / "meta.json").write_text(json.dumps(meta))
-    analysed = subprocess.run([PY, ROOT / "userspace/calibrate/analyse.py", cal, "--no-plot"],
+    analysed = subprocess.run([PY, "-m", "lablib.calibrate.analyse", cal, "--no-plot"],
                               capture_output=True, text=True)
     assert analysed.returncode == 0, analysed.stderr
     out = subprocess.run([ROOT / "workloads/sweep.sh", "grep", "--scale", "small",

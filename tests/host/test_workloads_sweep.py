@@ -59,11 +59,11 @@ def test_kbuild_and_grep_keep_their_runs_on_both_clocks(root, tmp_path, workload
 ])
 def test_a_split_balances_the_points_by_their_cost(root, tmp_path, workload, parts):
     """The plan that run.sh reads gives each workload's points and their
-    cost (sweep.sh --plan); parts.py deals them; a part runs what it is
-    given."""
+    cost (sweep.sh --plan); lablib.sweep.parts deals them; a part runs
+    what it is given."""
     out = subprocess.run([root / "workloads/sweep.sh", workload, "--plan"], capture_output=True,
                          text=True, check=True, env={**os.environ, "LAB_CMDLINE": "/dev/null"})
-    split = subprocess.run([root / ".venv/bin/python", root / "workloads/parts.py", "plan",
+    split = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.parts", "plan",
                             "--clock", "virtual", "--vms", "2"], input=out.stdout,
                            capture_output=True, text=True, check=True).stdout.split("\n")
     got = [[int(v) for v in line.split()[3].split(",")] for line in split

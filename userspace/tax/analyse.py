@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise a system-call tax run (make tax): what each tax adds to each call.
 
 Reads DIR/raw.csv (tax,nr,batch,calls,ns_per_call: every timed batch of
@@ -8,10 +7,10 @@ boots with that mitigation in force); writes
 DIR/summary.json, summary.csv (a row per tax and call: the median ns per
 call, its spread over the batches, and the tax: the median less the
 untaxed median), report.txt (the table, calls down, taxes across, then
-workloads.txt and hostclock.txt if workloads.py and hostclock.py have
-run) and tax.png (the table as a heat map).  A tax whose batches spread
-more than the tax itself is not a figure: it is marked so in the table
-and hatched in the picture.
+workloads.txt and hostclock.txt if lablib.tax.workloads and
+lablib.tax.hostclock have run) and tax.png (the table as a heat map).  A
+tax whose batches spread more than the tax itself is not a figure: it is
+marked so in the table and hatched in the picture.
 """
 import pathlib
 import sys
@@ -23,8 +22,8 @@ RAW_COLUMNS = ("tax", "nr", "batch", "calls", "ns_per_call")
 SUMMARY_COLUMNS = ("tax", "nr", "call", "batches", "median_ns", "min_ns", "max_ns",
                    "added_ns", "exact")
 BASE = "none"
-# The reports of workloads.py and hostclock.py, added to report.txt after
-# the table once they have run.
+# The reports of lablib.tax.workloads and lablib.tax.hostclock, added to
+# report.txt after the table once they have run.
 SECTIONS = ("workloads.txt", "hostclock.txt")
 # Up to this many calls the heat map's rows are full size.
 ROWS_AT_FULL_SIZE = 30
@@ -229,7 +228,7 @@ def workload_panels(subfig, rows):
 
 def draw(s, meta, path, workload_rows=None):
     """tax.png: the heat map of the table; under it, with @workload_rows
-    (workloads.py's), a panel per workload and measure."""
+    (lablib.tax.workloads'), a panel per workload and measure."""
     plt = plot.pyplot()
     width = max(1.1 * len(s["taxes"]) + 3, 14 if workload_rows else 0)
     top = map_height(s)
@@ -289,8 +288,8 @@ def write_report(d):
 
 
 def draw_folder(s, d):
-    """tax.png of folder @d, with the workloads' panels if workloads.py
-    has run there."""
+    """tax.png of folder @d, with the workloads' panels if
+    lablib.tax.workloads has run there."""
     w = d / "workloads.json"
     rows = results.read_json(w)["rows"] if w.exists() else None
     draw(s, measured_meta(d)[0], d / "tax.png", rows)
@@ -300,5 +299,11 @@ add_args, work = cli.folder_analyser("DIR", "a tax result folder", analyse, plot
                                      picture="tax.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-tax", add_args, work, argv=argv,
+                    prog=prog or "python -m lablib.tax.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/tax/analyse.py results/latest-tax", add_args, work))
+    sys.exit(main())

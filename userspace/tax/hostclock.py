@@ -1,11 +1,11 @@
-#!/usr/bin/env python3
 """The host's clock beside the virtual one: a workload without and with a
 tax, make ab on the host's clock, with its verdicts.
 
-    hostclock.py TAXRUN [--taxes LIST] [--workload NAME] [-n N] [-r R] [--dry-run]
+    python -m lablib.tax.hostclock TAXRUN [--taxes LIST] [--workload NAME] [-n N] [-r R]
+                                   [--dry-run]
 
 For each tax (default pti and seccomp-linear, the issue's two), make ab
-(userspace/compare/ab.py) boots the workload N times a side on the host's
+(lablib.ab, 'lab ab') boots the workload N times a side on the host's
 clock, one boot at a time in a seeded random order, on the tax run's
 kernel variant and one vCPU: side A untaxed with the run's base boot's
 options, side B under the tax (sweep.sh --tax) with the options of the
@@ -14,7 +14,7 @@ module's ns 0, a sweep of that one point.  compare's verdicts (faster,
 slower, same, inconclusive: an exact Mann-Whitney U test, a bootstrap
 interval of the ratio of medians, Holm's correction) stand beside the
 virtual clock's change of the same workload under the same tax, if
-workloads.py has measured it: the difference between the clocks is what
+lablib.tax.workloads has measured it: the difference between the clocks is what
 the virtual clock leaves out (the caches and TLB a tax flushes or fills;
 NOTES.md, "The host's clock beside the virtual one").
 
@@ -29,12 +29,9 @@ import subprocess
 import sys
 
 from lablib import cli, results
+from lablib.tax import analyse
+from lablib.tax import workloads as wl
 
-import analyse
-import workloads as wl
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-AB = ROOT / "userspace/compare/ab.py"
 TAXES = ("pti", "seccomp-linear")
 # compare's figure of a sweep point: "<workload> [<measure>] at ns 0" (the
 # model's figures have a colon: "grep: measured slowdown at ns 0").
@@ -45,15 +42,15 @@ COLUMNS = ("tax", "workload", "measure", "figure", "unit", "a", "b", "host_chang
 
 
 def side(variant, append, args):
-    """An ab.py side's SETTINGS words."""
+    """A side's SETTINGS words of lablib.ab."""
     return shlex.join([f"VARIANT={variant}", f"APPEND={append}", f"ARGS={shlex.join(args)}"])
 
 
 def ab_command(tax, workload, n, repeats, variant, boots, out):
-    """ab.py's command line for @tax's A/B into parent folder @out."""
+    """lablib.ab's command line for @tax's A/B into parent folder @out."""
     args, tail = wl.sweep_args(workload, repeats)
     taxed = boots[tax] if tax in boots else boots["base"]
-    return [sys.executable, str(AB), workload,
+    return [sys.executable, "-m", "lablib.ab", workload,
             "-A", side(variant, boots["base"], ["--ns", "0"]),
             "-B", side(variant, taxed, ["--ns", "0", "--tax", tax]),
             "--clock", "host", "-n", str(n), "-o", str(out), "--", *args, *tail]
@@ -160,7 +157,7 @@ def work(args):
             print(f"tax host clock: {tax} ({k} of {len(taxes)}): {args.workload}, "
                   f"{args.runs} boots a side", flush=True)
             parent.mkdir(parents=True, exist_ok=True)
-            # ab.py's status says the verdicts (1 worse, 2 inconclusive
+            # lablib.ab's status says the verdicts (1 worse, 2 inconclusive
             # too): its compare folder is the result.
             subprocess.run(command, env=env, check=False)
             found = compare_of(parent)
@@ -183,5 +180,11 @@ def work(args):
     return 0
 
 
+def main(argv=None, prog=None):
+    """The A/Bs of the tax run of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "python -m lablib.tax.hostclock results/latest-tax", add_args,
+                    work, argv=argv, prog=prog or "python -m lablib.tax.hostclock")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/tax/hostclock.py results/latest-tax", add_args, work))
+    sys.exit(main())

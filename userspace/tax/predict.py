@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Predict what each tax of a tax run does to a workload, before running it.
 
 Reads a workload sweep's folder (SWEEP: raw.csv, and by_call.csv, the
@@ -206,6 +205,12 @@ def work(args):
     cli.show(args, rows, table(rows, args.tax), args.sweep, [name])
 
 
+def main(argv=None, prog=None):
+    """The prediction of @argv's sweep (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "python -m lablib.tax.predict results/latest-grep "
+                    "results/latest-tax", add_args, work, argv=argv,
+                    prog=prog or "python -m lablib.tax.predict")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/tax/predict.py results/latest-grep results/latest-tax",
-                      add_args, work))
+    sys.exit(main())

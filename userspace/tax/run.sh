@@ -8,11 +8,11 @@
 # options (audit, once enabled, taxes every process forked after it:
 # NOTES.md, "What audit leaves behind"); pti and retpoline each in a boot
 # of their own, the same but for the one mitigation.  Analyses here
-# (analyse.py): results/tax-<date>-<time>/.  Then each workload of WORKLOADS runs
-# untaxed, under each tax and with the delay module standing in for it
-# (workloads.py: a sweep a boot, hours for all five); then HOST_TAXES on
-# the host's clock, a workload without and with each, make ab
-# (hostclock.py).
+# ('lab analyse'): results/tax-<date>-<time>/.  Then each workload of
+# WORKLOADS runs untaxed, under each tax and with the delay module
+# standing in for it (lablib.tax.workloads: a sweep a boot, hours for all
+# five); then HOST_TAXES on the host's clock, a workload without and with
+# each, make ab (lablib.tax.hostclock).
 #
 #   CALLS=NAMES    the calls, names or numbers of the 64-bit table
 #                  (default: the 99 calls the workloads make that
@@ -23,7 +23,8 @@
 #   WORKLOADS=LIST the workloads run under the taxes (default
 #                  grep,cmd,redis,apache,kbuild; empty: none)
 #   REPEATS=2      timed runs a point of their sweeps
-#   JOBS=N         their sweeps at once (default workloads.py's: the cores)
+#   JOBS=N         their sweeps at once (default lablib.tax.workloads': the
+#                  cores)
 #   HOST_TAXES=LIST the taxes A/B'd on the host's clock (default
 #                  pti,seccomp-linear; empty: none)
 #   HOST_WORKLOAD=grep  HOST_RUNS=10  their workload, boots a side
@@ -123,11 +124,11 @@ else
 	[ ${#audit[@]} -eq 0 ] || boot audit "$(IFS=,; echo "${audit[*]}")"
 	for tax in "${others[@]}"; do boot "$tax" "$tax"; done
 	lab_commit tax
-	lab_python "$here/analyse.py" "$LAB_DIR"
+	lab_analyse 1
 fi
 [ -z "$WORKLOADS" ] ||
-	lab_python "$here/workloads.py" "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS" \
+	lab_python -m lablib.tax.workloads "$LAB_DIR" --workloads "$WORKLOADS" -r "$REPEATS" \
 		${JOBS:+-j "$JOBS"}
 [ -z "$HOST_TAXES" ] ||
-	lab_python "$here/hostclock.py" "$LAB_DIR" --taxes "$HOST_TAXES" --workload "$HOST_WORKLOAD" \
+	lab_python -m lablib.tax.hostclock "$LAB_DIR" --taxes "$HOST_TAXES" --workload "$HOST_WORKLOAD" \
 		-n "$HOST_RUNS" -r "$REPEATS"

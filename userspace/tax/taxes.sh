@@ -28,7 +28,7 @@ TAXES_KNOWN=(none seccomp-linear seccomp-tree seccomp-args seccomp-nocache
 # The call of the *-one taxes: getppid alone (the calibration's call).
 TAX_ONE_CALLS=getppid TAX_ONE_NR=110
 TAX_SECCOMP=$LAB_ROOT/userspace/tax/seccomptax
-# What a staged root needs to run TAX_CMD (workloads/stage.py --program):
+# What a staged root needs to run TAX_CMD (lablib.sweep.stage --program):
 # strace where PATH finds it, as tax_begin (workloads/sweep.sh) looks it up.
 TAX_PROGRAMS=("$TAX_SECCOMP" "$(readlink -f "$(command -v strace)" 2>/dev/null)")
 TAX_CMD=()

@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
 """Each workload under each tax: predicted, measured, and with the delay
 module standing in for the tax.
 
-    workloads.py TAXRUN [--workloads LIST] [--taxes LIST] [-r N] [-j JOBS] [--dry-run | --report]
+    python -m lablib.tax.workloads TAXRUN [--workloads LIST] [--taxes LIST] [-r N]
+                                   [-j JOBS] [--dry-run | --report]
 
 TAXRUN is a tax run's folder (make tax: summary.json, the ns each tax adds
 to each call, and the options of the boots it was timed in).  On that
@@ -14,8 +14,8 @@ asked of the ns mode adds), then for each workload its sweeps
 (workloads/run.sh):
 
   none      the workload untaxed at loops 0: its base time and calls by
-            number (the prediction's input, predict.py); a server's also
-            its clients' (--count-clients)
+            number (the prediction's input, lablib.tax.predict); a
+            server's also its clients' (--count-clients)
   TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax),
             with the options of the boot named after the tax if the run
             had one (pti, retpoline): the measured time
@@ -49,9 +49,7 @@ import time
 
 from lablib import cli, host, results, text
 from lablib.experiments import calibration
-
-import analyse
-import predict
+from lablib.tax import analyse, predict
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
@@ -63,7 +61,7 @@ POINT_S = {"grep": 22, "cmd": 20, "redis": 80, "apache": 380, "kbuild": 80}
 CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # The servers, whose untaxed sweep counts their clients' calls too
 # (sweep.sh --count-clients), which the taxes every process pays slow
-# (predict.py; NOTES.md, "A server's client pays a machine's taxes").
+# (lablib.tax.predict; NOTES.md, "A server's client pays a machine's taxes").
 SERVERS = ("redis", "apache")
 # Within this share the prediction holds, and the stand-in reproduces the tax.
 WITHIN = 0.01
@@ -549,7 +547,7 @@ def tax_run(tax_dir, taxes=None):
     boots = summary.get("boots") or {}
     if "base" not in boots:
         raise cli.BadInput(f"{tax_dir}/summary.json names no base boot: analyse it again "
-                           f"(userspace/tax/analyse.py {tax_dir})")
+                           f"(lab analyse {tax_dir})")
     return summary, chosen, boots, results.read_meta(tax_dir).get("variant") or "tax"
 
 
@@ -666,6 +664,12 @@ def work(args):
     return 0
 
 
+def main(argv=None, prog=None):
+    """The sweeps and table of the tax run of @argv (default sys.argv[1:]);
+    the exit status."""
+    return cli.main(__doc__, "python -m lablib.tax.workloads results/latest-tax --workloads grep",
+                    add_args, work, argv=argv, prog=prog or "python -m lablib.tax.workloads")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/tax/workloads.py results/latest-tax --workloads grep",
-                      add_args, work))
+    sys.exit(main())

@@ -11,7 +11,7 @@
 # recorded run printed; one that does not (it reads a file it did not read
 # then, or prints something new each run) and one that talked to the
 # network are recorded in meta.json (stage_check, stage.network) and
-# analyse.py says each point is not exact, and why.
+# lablib.sweep.analyse says each point is not exact, and why.
 WL_LOOPS=0:500:100
 WL_REPEATS=3
 WL_STAGE=host

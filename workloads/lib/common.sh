@@ -102,7 +102,7 @@ scratch_remove() {
 # --- The workload's files in memory (staging) ------------------------------
 # In the VM the root file system is the host's, over 9p.  Before the first
 # timed run the workload runs once under strace (its wl_stage_record), and
-# workloads/stage.py copies everything it touched into a root of its own,
+# lablib.sweep.stage copies everything it touched into a root of its own,
 # at the same paths; the timed runs then run chrooted in a tmpfs holding
 # that root, entered through its dynamic loader and chroot, so that not
 # even their start reads the host's files.
@@ -142,8 +142,8 @@ STAGE_INFO='"none"'
 STAGE_LOGS=()
 STAGE_TRACE=(-e 'trace=%file,%process,chdir,fchdir')
 # The recorded run's output, if the workload compares it with a staged
-# run's (stage.py --output: its digest in STAGE_INFO); STAGE_CHECK what
-# the comparison found (meta.json's stage_check).
+# run's (lablib.sweep.stage --output: its digest in STAGE_INFO);
+# STAGE_CHECK what the comparison found (meta.json's stage_check).
 STAGE_OUTPUT=
 STAGE_CHECK=
 # What an archive was staged for, if a workload stages different things
@@ -187,15 +187,15 @@ stage_strace() {
 		>"$LAB_DIR/logs/stage-$name.txt" 2>&1
 }
 
-# stage_copy DEST [stage.py options]: copy what the recorded runs touched
-# into DEST, and the taxes' tools (TAX_PROGRAMS); STAGE_INFO (meta.json's
-# "stage") says what was copied.
+# stage_copy DEST [lablib.sweep.stage options]: copy what the recorded
+# runs touched into DEST, and the taxes' tools (TAX_PROGRAMS); STAGE_INFO
+# (meta.json's "stage") says what was copied.
 stage_copy() {
 	local dest=$1 prog taxes=()
 	shift
 	# The taxes' tools too (--tax runs the work under one of them).
 	for prog in "${TAX_PROGRAMS[@]}"; do [ ! -x "$prog" ] || taxes+=(--program "$prog"); done
-	lab_python "$SWEEP_DIR/stage.py" "$dest" "${STAGE_LOGS[@]}" "$@" "${taxes[@]}" \
+	lab_python -m lablib.sweep.stage "$dest" "${STAGE_LOGS[@]}" "$@" "${taxes[@]}" \
 		--program /usr/sbin/chroot --program /usr/bin/env --program /usr/bin/bash \
 		${STAGE_OUTPUT:+--output "$STAGE_OUTPUT"} ${WL_STAGE_KEY:+--key "$WL_STAGE_KEY"} \
 		--json "$SCRATCH/stage.json" \
@@ -239,7 +239,7 @@ stage_workload() {
 	mount -t tmpfs -o mode=755 lab-stage "$STAGE" || die "cannot mount a tmpfs on $STAGE"
 	if [ -n "$archive" ] && [ -f "$archive" ]; then
 		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
-		[ "$(lab_python "$SWEEP_DIR/stage.py" --field "${archive%.tar}.json" key)" = \
+		[ "$(lab_python -m lablib.sweep.stage --field "${archive%.tar}.json" key)" = \
 			"$WL_STAGE_KEY" ] ||
 			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (run.sh does)"
 		log "unpacking $archive into $STAGE (tmpfs)"
@@ -247,7 +247,7 @@ stage_workload() {
 		# each, and took minutes for kbuild's archive under TCG.
 		dd if="$archive" bs=4M status=none | tar -C "$STAGE" -xpf - ||
 			die "cannot unpack $archive"
-		STAGE_INFO=$(lab_python "$SWEEP_DIR/stage.py" --describe "${archive%.tar}.json" \
+		STAGE_INFO=$(lab_python -m lablib.sweep.stage --describe "${archive%.tar}.json" \
 			archive="$archive" unpack_seconds=$((SECONDS - t0))) ||
 			die "cannot read ${archive%.tar}.json"
 	else
@@ -277,7 +277,7 @@ stage_workload() {
 # what the recorded run printed (STAGE_INFO's output_sha256).
 stage_output_matches() {
 	local want got
-	want=$(lab_python "$SWEEP_DIR/stage.py" --field - output_sha256 <<<"$STAGE_INFO") ||
+	want=$(lab_python -m lablib.sweep.stage --field - output_sha256 <<<"$STAGE_INFO") ||
 		die "the staging says nothing of the recorded run's output"
 	[ -n "$want" ] || die "the staging kept no digest of the recorded run's output (an archive of an older lab? stage again)"
 	got=$(sha256sum <"$1")

@@ -495,14 +495,16 @@ def test_a_stand_in_sweep_at_more_loop_counts_serves(root, tmp_path):
     assert out.returncode == 0 and (tax / "workloads/grep/standin-0-406").is_dir(), out.stdout
 
 
-# percall_plan of lablib.tax.workloads on a staircase where the ns mode
-# adds 40 ns and the ask rounded up to 20, after a calibration of 3 ns a
-# loop and 30 to enter: its (loops, delays, calls delayed their own) as JSON.
+# percall_plan of lablib.tax.workloads_figures on a staircase where the ns
+# mode adds 40 ns and the ask rounded up to 20, after a calibration of 3 ns
+# a loop and 30 to enter: its (loops, delays, calls delayed their own) as
+# JSON.
 PERCALL = """import json, math, sys
-from lablib.tax import workloads
+from lablib.tax import workloads, workloads_figures
 steps = {x: 40.0 + 20 * math.ceil(x / 20) for x in range(10, 1510, 10)}
 cells, shares = ({int(k): v for k, v in d.items()} for d in json.loads(sys.argv[1]))
-spec = workloads.percall_plan(cells, shares, {"ns_per_loop": 3.0, "entry_ns": 30.0}, steps)
+fit = {"ns_per_loop": 3.0, "entry_ns": 30.0}
+spec = workloads_figures.percall_plan(cells, shares, fit, steps)
 sweep = spec and workloads.Plan("/tax", "grep", 2, "tax", {"base": ""}).percall(
     "t", spec | {"clients": False}, "/cal")
 print(json.dumps(spec and [spec["loops"], spec["delays"], sorted(spec["own"]),

@@ -74,7 +74,7 @@ def test_guest_script_runs_every_case(clean_module, tmp_path):
     assert ("perf-tracepoint-getppid" in runs) != ("perf-tracepoint" in skipped)
     assert ("module-ns-1000-read" in runs) != ("module-ns-1000" in skipped)
     assert ("strace-seccomp-0-read" in runs) != ("strace-seccomp-0" in skipped)
-    out = subprocess.run([sys.executable, ROOT / "userspace/peers/analyse.py", "--json",
+    out = subprocess.run([sys.executable, "-m", "lablib.peers.analyse", "--json",
                           "--no-plot", d], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout)["syscalls"]["getppid"]

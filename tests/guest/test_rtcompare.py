@@ -123,7 +123,7 @@ def test_caught_run_stops_at_the_first_wake_up_over_its_threshold(suite):
 
 
 def test_analyser_reads_one_kernel(suite, tmp_path):
-    out = subprocess.run([sys.executable, ROOT / "userspace/rtcompare/analyse.py",
+    out = subprocess.run([sys.executable, "-m", "lablib.rtcompare.analyse",
                           suite.parent, "--no-plot", "--json"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     k = json.loads(out.stdout)["kernels"][suite.name]

@@ -1,4 +1,4 @@
-"""userspace/calibrate/analyse.py on made-up calibrate folders: the
+"""lablib.calibrate.analyse on made-up calibrate folders: the
 summary, fits and plot README.md describes, and a refusal of anything that
 is not a calibrate folder."""
 import csv
@@ -10,14 +10,14 @@ import sys
 import pytest
 
 import plotcheck
+import lablib.calibrate.analyse
 from resultdirs import ANALYSERS, calibrate_dir, write_csv, write_meta
-from conftest import load_script
 
 LINES = {"close": (590, 1.5), "getppid": (650, 4.1)}
 
 
 def analyse(root, *args):
-    return subprocess.run([sys.executable, root / ANALYSERS["calibrate"], *map(str, args)],
+    return subprocess.run([sys.executable, "-m", ANALYSERS["calibrate"], *map(str, args)],
                           capture_output=True, text=True)
 
 
@@ -154,8 +154,8 @@ def test_bench_report_gives_the_spread_within_and_across_boots(root, tmp_path):
             fit = {"intercept": 600, "slope": slope, "r2": 0.9995, "n": 15}
             (run / "summary.json").write_text(json.dumps(
                 {"fits": {"close": fit}, "fits_p50": {"close": {**fit, "r2": 0.97}}}))
-    out = subprocess.run([sys.executable, root / "userspace/calibrate/bench_report.py",
-                          tmp_path], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "lablib.calibrate.bench_report", tmp_path],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     b = json.loads((tmp_path / "bench.json").read_text())
     close = b["fits"]["fits"]["syscalls"]["close"]
@@ -175,8 +175,8 @@ def test_bench_report_flags_a_slope_that_wanders(root, tmp_path):
         run.mkdir(parents=True)
         (run / "summary.json").write_text(json.dumps(
             {"fits": {"getppid": {"intercept": 1, "slope": slope, "r2": 0.99, "n": 5}}}))
-    out = subprocess.run([sys.executable, root / "userspace/calibrate/bench_report.py",
-                          tmp_path], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "lablib.calibrate.bench_report", tmp_path],
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "ABOVE TARGET" in out.stdout
 
@@ -240,7 +240,7 @@ def realistic_calibrate_dir(d, seed=1):
 
 
 def test_plot_is_readable(root, tmp_path, monkeypatch):
-    mod = load_script(ANALYSERS["calibrate"])
+    mod = lablib.calibrate.analyse
     d = realistic_calibrate_dir(tmp_path / "c")
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("calibrate", "x", mod.add_args, mod.work, [str(d)]) == 0

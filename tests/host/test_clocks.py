@@ -1,8 +1,8 @@
-"""userspace/clocks: analyse.py puts the figures of analysed result folders
-side by side by clock, and run.sh refuses bad arguments before it boots
-anything.  The folders are made as the tools make them and analysed by the
-experiments' own analysers; the virtual-clock calibration is a real one
-(tests/host/data/clocks/vcal-2)."""
+"""userspace/clocks: its report (lablib.clocks.analyse) puts the figures
+of analysed result folders side by side by clock, and run.sh refuses bad
+arguments before it boots anything.  The folders are made as the tools
+make them and analysed by the experiments' own analysers; the
+virtual-clock calibration is a real one (tests/host/data/clocks/vcal-2)."""
 import csv
 import json
 import shutil
@@ -16,13 +16,13 @@ from resultdirs import (HOST_MACHINE, analysed, calibrate_dir, clocks_report, ma
                         write_csv, write_meta)
 
 DATA = ROOT / "tests/host/data"
-COMPARE = ROOT / "userspace/clocks/analyse.py"
+REPORT = "lablib.clocks.analyse"
 RUN = ROOT / "userspace/clocks/run.sh"
 
 
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd)
+def report(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", REPORT, *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def host_calibration(d, slope=4.0):
     meta = json.loads((d / "meta.json").read_text())
     meta["machine"] = machine("host")
     (d / "meta.json").write_text(json.dumps(meta))
-    return analysed("userspace/calibrate/analyse.py", d)
+    return analysed("lablib.calibrate.analyse", d)
 
 
 def virtual_calibration(d):
@@ -67,7 +67,7 @@ def rt_compare(d, clock, kernels):
             for load in ("idle", "loaded"):
                 shutil.copy(DATA / f"rt-tests/cyclictest-h20000-{capture}-{load}.json",
                             k / "cyclictest" / f"{load}.json")
-    return analysed("userspace/rtcompare/analyse.py", d)
+    return analysed("lablib.rtcompare.analyse", d)
 
 
 def sweep(d, clock, seconds):
@@ -81,7 +81,7 @@ def sweep(d, clock, seconds):
     (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
                                   ",5000,10000,50000000,5000.0\n"
                                   ",20000,10000,200000000,20000.0\n")
-    return analysed("workloads/analyse.py", d)
+    return analysed("lablib.sweep.analyse", d)
 
 
 # --- the report ------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_several_folders_of_one_side_give_their_median_and_range(built, tmp_path
 
 def test_default_output_is_a_result_folder_with_a_latest_link(built, tmp_path):
     v_cal = virtual_calibration(tmp_path / "vcal-2")
-    out = run(COMPARE, "-o", tmp_path / "res", v_cal)
+    out = report("-o", tmp_path / "res", v_cal)
     assert out.returncode == 0, out.stderr
     [d] = [p for p in (tmp_path / "res").iterdir() if not p.is_symlink()]
     assert d.name.startswith("clocks-") and not d.name.endswith(".incomplete")
@@ -217,15 +217,15 @@ def bad_json(d):
 def test_a_folder_it_cannot_read_is_one_line_and_status_2(built, tmp_path, make, message):
     good = virtual_calibration(tmp_path / "vcal-2")
     bad = make(tmp_path / "bad")
-    out = run(COMPARE, "-o", tmp_path / "out", good, bad)
+    out = report("-o", tmp_path / "out", good, bad)
     assert out.returncode == 2, out.stdout + out.stderr
     assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
-    assert out.stderr.startswith("clocks/analyse.py: error: ")
+    assert out.stderr.startswith("python -m lablib.clocks.analyse: error: ")
     assert not (tmp_path / "out").exists()
 
 
 def test_no_folder_is_a_usage_error(tmp_path):
-    out = run(COMPARE, cwd=tmp_path)
+    out = report(cwd=tmp_path)
     assert out.returncode == 2 and "usage:" in out.stderr
     assert list(tmp_path.iterdir()) == []
 

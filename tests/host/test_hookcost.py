@@ -1,4 +1,4 @@
-"""userspace/hookcost/analyse.py on a made-up raw.csv: the per-case
+"""lablib.hookcost.analyse on a made-up raw.csv: the per-case
 statistics, the ratios of medians and minima against the targets, and the
 ns one loop adds."""
 import json
@@ -26,7 +26,7 @@ def hookcost_dir(d, times=TIMES):
 
 
 def analyse(root, *args):
-    return subprocess.run([sys.executable, root / ANALYSERS["hookcost"], *map(str, args)],
+    return subprocess.run([sys.executable, "-m", ANALYSERS["hookcost"], *map(str, args)],
                           capture_output=True, text=True)
 
 

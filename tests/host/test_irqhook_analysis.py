@@ -14,19 +14,15 @@ import pytest
 
 import plotcheck
 from resultdirs import compare_dirs, compare_rows, on_virtual_clock, write_csv, write_meta
-from conftest import load_script
+from lablib.irqhook import analyse, sweep_report, trace_report
 
-ANALYSERS = {"irqhook": "userspace/irqhook/analyse.py",
-             "irqhook-sweep": "userspace/irqhook/sweep_report.py",
-             "trace": "userspace/irqhook/trace_report.py"}
-
-
-def load(root, name):
-    return load_script(f"userspace/irqhook/{name}.py")
+ANALYSERS = {"irqhook": "lablib.irqhook.analyse",
+             "irqhook-sweep": "lablib.irqhook.sweep_report",
+             "trace": "lablib.irqhook.trace_report"}
 
 
 def run(root, which, *args, env=None):
-    return subprocess.run([sys.executable, root / ANALYSERS[which], *map(str, args)],
+    return subprocess.run([sys.executable, "-m", ANALYSERS[which], *map(str, args)],
                           capture_output=True, text=True, env=env)
 
 
@@ -167,7 +163,7 @@ REPORT = """cpus=2
 
 
 def test_parse_report(root):
-    mod = load(root, "trace_report")
+    mod = trace_report
     events = mod.parse_report(REPORT)
     assert len(events) == 9
     assert events[0]["event"] == "irqhook_write" and events[0]["seq"] == "1"
@@ -177,7 +173,7 @@ def test_parse_report(root):
 
 
 def test_explain_names_the_task_that_held_the_cpu(root):
-    mod = load(root, "trace_report")
+    mod = trace_report
     t = mod.Timeline(mod.parse_report(REPORT), reader=100)
     fast = t.explain(0, 1)
     assert fast["wakeup_to_run_ns"] == 8000
@@ -264,7 +260,7 @@ def test_histogram_plot_is_readable(root, tmp_path, monkeypatch, shape, xscale):
         f = rows[5].split(",")
         f[-2:] = ["20000000", "19000000"]
         (d / "events.csv").write_text("\n".join([*rows[:5], ",".join(f), *rows[6:]]) + "\n")
-    mod = load(root, "analyse")
+    mod = analyse
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("irqhook", "x", mod.add_args, mod.work, [str(d)]) == 0
     [ax] = figures["histogram.png"]
@@ -286,7 +282,7 @@ def test_sweep_plot_is_readable(root, tmp_path, monkeypatch):
     for loads in (0, 4, 16):
         for cls in ("normal", "rt"):
             cell(tmp_path / f"{loads}-{cls}", rng, loads, cls)
-    mod = load(root, "sweep_report")
+    mod = sweep_report
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("sweep", "x", mod.add_args, mod.work, [str(tmp_path)]) == 0
     axes = figures["sweep.png"]

@@ -1,7 +1,7 @@
 """meta.json has one writer, liblab: a C tool, the shell's 'lab meta' and
-a Python tool (squarewave.py, through the lab helper) write the same keys
-and the same kernel and machine on the same machine, and all three read
-what scripts/vm.sh puts on the kernel command line."""
+a Python tool (lablib.rtcompare.squarewave, through the lab helper) write
+the same keys and the same kernel and machine on the same machine, and all
+three read what scripts/vm.sh puts on the kernel command line."""
 import json
 import os
 import pathlib
@@ -13,6 +13,8 @@ import pytest
 
 # What describes the machine and the run, not the tool: the same for all.
 SHARED = ("lab_commit", "kernel", "machine", "modules")
+# The Python tool, as a module of lablib.
+SQUAREWAVE_PY = [sys.executable, "-m", "lablib.rtcompare.squarewave"]
 CMDLINE = ("lab.variant=rt lab.accel=tcg lab.accel_why=KVM_hangs_here lab.qemu=10.0.2 "
            "lab.commit=0123456789abcdef0123456789abcdef01234567 lab.clock=virtual "
            "lab.icount_shift=0")
@@ -27,8 +29,8 @@ def built(root):
 
 def three_metas(built, out, prefix=()):
     """meta.json as written by C (squarewave), by shell (lab begin, lab
-    meta, lab commit) and by Python (squarewave.py), each run through
-    @prefix (a command that runs the next one)."""
+    meta, lab commit) and by Python (lablib.rtcompare.squarewave), each
+    run through @prefix (a command that runs the next one)."""
     prefix = list(prefix)
     wave = ["-q", "-f", "500", "-n", "3", "-o", out]
 
@@ -39,7 +41,7 @@ def three_metas(built, out, prefix=()):
         return r.stdout.strip()
 
     run(built / "rtcompare/squarewave", *wave, "--name", "c")
-    run(sys.executable, built / "rtcompare/squarewave.py", *wave, "--name", "python")
+    run(*SQUAREWAVE_PY, *wave, "--name", "python")
     lab = built / "lib/lab"
     d = run(lab, "begin", out, "squarewave", "shell")
     run(lab, "meta", d, "squarewave", "impl=shell", "freqs_hz:=[500]", "--", "sh", "-c", "x")
@@ -57,11 +59,10 @@ def test_c_shell_and_python_write_the_same_meta(built, tmp_path):
         for key in SHARED:
             assert meta[key] == c[key], f"{who}'s {key} differs from C's"
         assert meta["date"].endswith("Z") and len(meta["date"]) == 20
-    assert metas["python"]["command"][0].endswith("squarewave.py")
-    assert metas["python"]["command"][1:] == ["-q", "-f", "500", "-n", "3", "-o",
-                                              str(tmp_path), "--name", "python"]
+    assert metas["python"]["command"] == [*SQUAREWAVE_PY, "-q", "-f", "500", "-n", "3", "-o",
+                                          str(tmp_path), "--name", "python"]
     assert metas["shell"]["command"] == ["sh", "-c", "x"]
-    # analyse.py reads both implementations' settings alike.
+    # lablib.rtcompare.analyse reads both implementations' settings alike.
     assert list(metas["python"]["settings"]) == list(c["settings"])
     assert metas["python"]["settings"]["impl"] == "python"
     assert metas["shell"]["settings"] == {"impl": "shell", "freqs_hz": [500]}
@@ -100,11 +101,10 @@ def test_every_writer_reads_the_kernel_command_line(built, tmp_path):
 
 
 def test_python_result_folders_keep_the_life_cycle(built, tmp_path):
-    """squarewave.py's folders are liblab's: time-stamped ones become
-    latest-squarewave, a taken name gets -2, named ones make no link, and
-    nothing is left .incomplete."""
-    py = [sys.executable, built / "rtcompare/squarewave.py", "-q", "-f", "500", "-n", "2",
-          "-o", tmp_path]
+    """lablib.rtcompare.squarewave's folders are liblab's: time-stamped
+    ones become latest-squarewave, a taken name gets -2, named ones make no
+    link, and nothing is left .incomplete."""
+    py = [*SQUAREWAVE_PY, "-q", "-f", "500", "-n", "2", "-o", tmp_path]
     first = subprocess.run(py, capture_output=True, text=True, check=True).stdout.strip()
     assert pathlib.Path(first).name.startswith("squarewave-")
     assert os.readlink(tmp_path / "latest-squarewave") == pathlib.Path(first).name
@@ -117,8 +117,8 @@ def test_python_result_folders_keep_the_life_cycle(built, tmp_path):
 
 def test_python_folder_that_cannot_be_made_is_one_line(built, tmp_path):
     (tmp_path / "file").write_text("")
-    out = subprocess.run([sys.executable, built / "rtcompare/squarewave.py", "-q", "-f", "500",
-                          "-n", "2", "-o", tmp_path / "file/sub"], capture_output=True, text=True)
+    out = subprocess.run([*SQUAREWAVE_PY, "-q", "-f", "500", "-n", "2", "-o",
+                          tmp_path / "file/sub"], capture_output=True, text=True)
     assert out.returncode == 1 and out.stdout == ""
-    assert out.stderr == (f"squarewave.py: error: lab: cannot create a result folder in "
-                          f"{tmp_path}/file/sub: Not a directory\n")
+    assert out.stderr == (f"python -m lablib.rtcompare.squarewave: error: lab: cannot create "
+                          f"a result folder in {tmp_path}/file/sub: Not a directory\n")

@@ -1,4 +1,4 @@
-"""userspace/msgq/analyse.py on made-up folders whose figures are known: one
+"""lablib.msgq.analyse on made-up folders whose figures are known: one
 program run (counts, per-queue queueing time in ns and cycles) and a
 profile of both strategies (per-round figures from rusage and perf stat,
 the ratio and whether it exceeds the rounds' spread, events perf could not
@@ -10,13 +10,13 @@ import sys
 import pytest
 
 import plotcheck
-from conftest import load_script
+from lablib.msgq import analyse as analyser
 from lablib import cli
 from resultdirs import (HOST_MACHINE, analysed, clocks_report, machine, write_csv,
                         write_meta)
 import runners
 
-ANALYSER = "userspace/msgq/analyse.py"
+ANALYSER = "lablib.msgq.analyse"
 COLUMNS = ("seq", "sender", "number", "destination", "length", "sent_ns", "in_queued_ns",
            "in_queued_cycles", "out_seq", "out_queued_ns", "out_queued_cycles",
            "received_ns", "end_to_end_ns")
@@ -47,7 +47,7 @@ def run_dir(d, alloc="dynamic", scale=1, **kw):
 
 
 def analyse(*args):
-    return subprocess.run([sys.executable, ANALYSER, *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", ANALYSER, *map(str, args)], capture_output=True,
                           text=True)
 
 
@@ -202,7 +202,7 @@ def test_plots_are_readable(tmp_path, monkeypatch):
     """queueing.png of a run and msgq.png of a profile: one panel a queue
     that has messages, numeric axes, few ticks, both strategies in the
     profile's legend."""
-    msgq = load_script(ANALYSER)
+    msgq = analyser
     figures = plotcheck.record(monkeypatch)
     run = run_dir(tmp_path / "run")
     assert cli.main("msgq", "x", msgq.add_args, msgq.work, [str(run)]) == 0
@@ -225,7 +225,7 @@ def test_plots_are_readable(tmp_path, monkeypatch):
 
 
 def test_a_profile_without_guest_meta_is_described_by_its_first_round(tmp_path, monkeypatch):
-    msgq = load_script(ANALYSER)
+    msgq = analyser
     figures = plotcheck.record(monkeypatch)
     prof = profile_dir(tmp_path / "p")
     (prof / "guest/meta.json").unlink()
@@ -270,7 +270,7 @@ def test_the_clocks_suite_reports_cpu_time_per_message(tmp_path):
             write_csv(f / "messages.csv", COLUMNS,
                       [(i, 1, i, 1, 16, 0, 1000, 1000, i, 2000, 2000, 5000, 5000)
                        for i in range(10)])
-    out, _, figs, _ = clocks_report(tmp_path / "out", analysed("userspace/msgq/analyse.py", d))
+    out, _, figs, _ = clocks_report(tmp_path / "out", analysed(ANALYSER, d))
     assert out.returncode == 0, out.stderr
     dyn = figs[("msgq-profile", "dynamic: CPU time per message")]
     assert dyn["unit"] == "us" and dyn["virtual"] is None

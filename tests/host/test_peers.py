@@ -1,7 +1,7 @@
-"""userspace/peers: analyse.py on a made-up run whose medians are known
-(ratios to the baseline, overheads at zero delay, achieved delays and their
-errors, the smallest delay of each tool), its errors, and percall's
-options (built here; --help and bad input need no lab kernel)."""
+"""userspace/peers: lablib.peers.analyse on a made-up run whose medians
+are known (ratios to the baseline, overheads at zero delay, achieved delays
+and their errors, the smallest delay of each tool), its errors, and
+percall's options (built here; --help and bad input need no lab kernel)."""
 import csv
 import json
 import shutil
@@ -12,10 +12,10 @@ import pytest
 
 import plotcheck
 from resultdirs import write_csv, write_meta
-from conftest import load_script
+from lablib.peers import analyse as analyser
 import runners
 
-ANALYSER = "userspace/peers/analyse.py"
+ANALYSER = "lablib.peers.analyse"
 PERCALL = "userspace/peers/percall"
 
 # Median ns per call of each case: getppid, read.
@@ -61,7 +61,7 @@ def peers_dir(d, medians=MEDIANS, skipped=(), perf=None):
 
 
 def analyse(root, *args):
-    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)],
+    return subprocess.run([sys.executable, "-m", ANALYSER, *map(str, args)],
                           capture_output=True, text=True)
 
 
@@ -284,7 +284,7 @@ def test_plot_is_readable(root, percall, tmp_path, monkeypatch):
     case a named tick, a bar a case and system call, a legend naming both
     system calls and p99, numbers on a log y axis."""
     d = host_peers_dir(tmp_path / "p", percall)
-    mod = load_script(ANALYSER)
+    mod = analyser
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("peers", "x", mod.add_args, mod.work, [str(d)]) == 0
     [ax] = figures["peers.png"]
@@ -308,7 +308,7 @@ def test_without_guest_meta_the_plot_says_the_baselines_kernel(root, tmp_path, m
     write_meta(d / "runs/baseline-getppid", "percall",
                {"case": "baseline", "syscall": "getppid", "n": len(OFFSETS), "warmup": 2,
                 "cpu": 0, "clock_pair_ns": 40.0}, kernel={"release": "6.12.baseline"})
-    mod = load_script(ANALYSER)
+    mod = analyser
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("peers", "x", mod.add_args, mod.work, [str(d)]) == 0
     assert "\nkernel 6.12.baseline, 2 CPUs" in figures["peers.png"][0]["figure_title"]

@@ -17,15 +17,15 @@ import plotcheck
 from resultdirs import compare_dirs, compare_rows, on_virtual_clock, write_csv, write_meta
 from lablib.experiments import rtcompare
 from lablib.readers import ftrace
-from conftest import load_script
+from lablib.rtcompare import analyse
 import runners
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests/host/data"
-analyse = load_script("userspace/rtcompare/analyse.py")
 cli = analyse.cli
 
-ANALYSER = "userspace/rtcompare/analyse.py"
+ANALYSER = "lablib.rtcompare.analyse"
+SQUAREWAVE_PY = [sys.executable, "-m", "lablib.rtcompare.squarewave"]
 
 
 def edges(freq, periods, stretch=1.0, jitter=()):
@@ -186,8 +186,8 @@ def test_analyser_compares_two_kernels(tmp_path):
     write_meta(d, "rt-compare", {"variants": "stock,rt"})
     kernel_dir(d / "stock", "stock", 900, 1000, 1.5)
     kernel_dir(d / "rt", "rt", 60, 1030, 1.02)
-    out = subprocess.run([sys.executable, ANALYSER, str(d)], cwd=ROOT, capture_output=True,
-                         text=True)
+    out = subprocess.run([sys.executable, "-m", ANALYSER, str(d)], cwd=ROOT,
+                         capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     for f in ("comparison.json", "comparison.csv", "report.txt", "cyclictest-idle.png",
               "cyclictest-loaded.png", "squarewave.png"):
@@ -276,7 +276,7 @@ def test_kernels_come_in_the_order_they_ran_stock_first(tmp_path, variants, orde
 
 
 def test_analyser_says_what_is_wrong_with_a_folder(tmp_path):
-    out = subprocess.run([sys.executable, ANALYSER, str(tmp_path)], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", ANALYSER, str(tmp_path)], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "no kernel folders" in out.stderr
@@ -320,11 +320,11 @@ def test_squarewave_writes_edges(built, tmp_path):
     assert w[200]["mean_period_ns"] >= 5e6
 
 
-@pytest.mark.parametrize("tool", ["squarewave", "squarewave.py"])
+@pytest.mark.parametrize("tool", ["squarewave", "python"])
 @pytest.mark.parametrize("args", [["-f", "0"], ["-f", "1:x"], ["-n", "1"], ["-C", "4096"],
                                   ["--seconds", "0"]])
 def test_squarewave_bad_input_leaves_nothing(built, tmp_path, tool, args):
-    cmd = [sys.executable, built / tool] if tool.endswith(".py") else [built / tool]
+    cmd = SQUAREWAVE_PY if tool == "python" else [built / tool]
     out = subprocess.run([*cmd, "-o", tmp_path / "out", *args], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert not (tmp_path / "out").exists()
@@ -345,8 +345,8 @@ def test_squarewave_rt_mode_needs_root(built, tmp_path):
 
 
 def test_squarewave_python_writes_the_same_files(built, tmp_path):
-    out = subprocess.run([sys.executable, built / "squarewave.py", "-q", "-f", "500", "-n",
-                          "5", "-o", tmp_path, "--name", "py"], capture_output=True, text=True)
+    out = subprocess.run([*SQUAREWAVE_PY, "-q", "-f", "500", "-n", "5", "-o", tmp_path,
+                          "--name", "py"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     w = rtcompare.read_wave(tmp_path / "py")
     assert w[500]["periods"] == 4
@@ -363,7 +363,7 @@ def captured_kernel_dir(d, variant, capture, built):
     for load in ("idle", "loaded"):
         shutil.copy(DATA / f"rt-tests/cyclictest-h20000-{capture}-{load}.json",
                     d / "cyclictest" / f"{load}.json")
-        for impl, cmd in (("python", [sys.executable, built / "squarewave.py"]),
+        for impl, cmd in (("python", SQUAREWAVE_PY),
                           ("c-nanosleep", [built / "squarewave"]),
                           ("c-rt", [built / "squarewave", "--mode", "rt"])):
             if impl == "c-rt" and os.geteuid() != 0:

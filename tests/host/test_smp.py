@@ -1,4 +1,4 @@
-"""userspace/smp/analyse.py on made-up runs whose figures are known: the
+"""lablib.smp.analyse on made-up runs whose figures are known: the
 pooled statistics in cycles and ns, the spread of the rounds' medians, the
 TLB shoot-downs per record, the pairing with perf bench, cyclictest and
 ptsematest (units and directions made equal, the verdict), the reference
@@ -12,14 +12,14 @@ import sys
 import pytest
 
 import plotcheck
-from conftest import load_script
 from resultdirs import (HOST_MACHINE, analysed, clocks_report, machine, write_csv,
                         write_meta)
 
 from lablib import stats
+from lablib.smp import analyse as analyser
 import runners
 
-ANALYSER = "userspace/smp/analyse.py"
+ANALYSER = "lablib.smp.analyse"
 HZ = 2e9                     # 2 cycles a ns
 N = 5
 OFFSETS = (-20, -10, 0, 10, 20)   # around each round's median, in ns
@@ -72,7 +72,7 @@ def smp_dir(d, cases=CASES, rounds=3, tools=True):
 
 
 def analyse(root, *args):
-    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)],
+    return subprocess.run([sys.executable, "-m", ANALYSER, *map(str, args)],
                           capture_output=True, text=True)
 
 
@@ -464,10 +464,6 @@ def test_contradictory_cyclictest_is_left_out(root, tmp_path):
     assert "left out: cyclictest-posix round 1" in (d / "report.txt").read_text()
 
 
-def smp_module(root):
-    return load_script(ANALYSER)
-
-
 def test_plots_are_readable(root, smp, tmp_path, monkeypatch):
     """smp.png and hist-BENCH.png of a real run: guest.sh itself on this
     machine (2 rounds of 100 records, perf bench and rt-tests beside) when
@@ -482,7 +478,7 @@ def test_plots_are_readable(root, smp, tmp_path, monkeypatch):
         assert command == [str(root / "userspace/smp/guest.sh"), str(d), "2", "100"]
     else:
         smp_dir(d)
-    mod = smp_module(root)
+    mod = analyser
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("smp", "x", mod.add_args, mod.work, [str(d)]) == 0
     cases = json.loads((d / "summary.json").read_text())["cases"]
@@ -512,7 +508,7 @@ def test_without_guest_meta_the_pictures_say_the_first_rounds_kernel(root, tmp_p
     meta = json.loads((d / "runs/pipes-cross-r1/meta.json").read_text())
     meta["kernel"] = {"release": "6.12.first-round"}
     (d / "runs/pipes-cross-r1/meta.json").write_text(json.dumps(meta))
-    mod = smp_module(root)
+    mod = analyser
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("smp", "x", mod.add_args, mod.work, [str(d)]) == 0
     for name in ("smp.png", "hist-pipes.png"):
@@ -567,7 +563,7 @@ def test_the_clocks_suite_reports_the_pipes_median_and_its_range(tmp_path):
                            "spans": ["round_trip"]}, machine=machine("virtual"))
         write_csv(run_ / "raw.csv", ("record", "span", "cycles", "ns"),
                   [(i, "round_trip", m + o, m + o) for i, o in enumerate((-50, 0, 50))])
-    out, c, figs, _ = clocks_report(tmp_path / "out", analysed("userspace/smp/analyse.py", d))
+    out, c, figs, _ = clocks_report(tmp_path / "out", analysed(ANALYSER, d))
     assert out.returncode == 0, out.stderr
     pipes = figs[("smp", "pipes-cross round_trip p50")]
     assert pipes["host"] is None

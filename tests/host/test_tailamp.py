@@ -1,6 +1,6 @@
-"""userspace/tailamp: analyse.py on made-up runs whose figures are known
-(the measured quantiles, the slow share, the binomial model), its
-errors, its plot, and the guest script's argument checks."""
+"""userspace/tailamp: lablib.tailamp.analyse on made-up runs whose
+figures are known (the measured quantiles, the slow share, the binomial
+model), its errors, its plot, and the guest script's argument checks."""
 import json
 import math
 import os
@@ -11,10 +11,10 @@ import pytest
 
 import plotcheck
 import runners
-from conftest import load_script
+from lablib.tailamp import analyse as analyser
 from resultdirs import compare_dirs, compare_rows, write_csv, write_meta
 
-ANALYSER = "userspace/tailamp/analyse.py"
+ANALYSER = "lablib.tailamp.analyse"
 NS = 1000000                # a delayed call: 1 ms
 BASE = 100e-6               # every undelayed reply: 100 us
 CALLS = 20                  # calls a request
@@ -60,7 +60,7 @@ def tailamp_dir(d, p9=0):
 
 
 def analyse(root, *args):
-    return subprocess.run([sys.executable, root / ANALYSER, *map(str, args)],
+    return subprocess.run([sys.executable, "-m", ANALYSER, *map(str, args)],
                           capture_output=True, text=True)
 
 
@@ -130,7 +130,7 @@ def test_bad_input_is_one_line(root, tmp_path, spoil, message):
 def test_plot_is_readable(root, tmp_path, monkeypatch):
     d = tailamp_dir(tmp_path / "t")
     point(d, 100000, 2)
-    mod = load_script(ANALYSER)
+    mod = analyser
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("tailamp", "x", mod.add_args, mod.work, [str(d)]) == 0
     axes = figures["tailamp.png"]
@@ -145,7 +145,7 @@ def test_a_point_that_is_not_exact_is_drawn_hollow(root, tmp_path, monkeypatch):
     """Its windows read the host's files: no measured line through it, a
     hollow grey marker a curve, and a banner saying how many and why."""
     d = tailamp_dir(tmp_path / "t", p9=3)
-    mod = load_script(ANALYSER)
+    mod = analyser
     figures = plotcheck.record(monkeypatch)
     assert mod.cli.main("tailamp", "x", mod.add_args, mod.work, [str(d)]) == 0
     axes = figures["tailamp.png"]

@@ -7,8 +7,6 @@ the median of its batches, and each case's figure the median of its runs
 with a distribution-free 95 % interval (binomial order statistics).
 
 Needs root and the built tools (make -C userspace/bpfdelay).
-
-Example:  measure.py --runs 15 --ns 1000,5000 --attach tp
 """
 import argparse
 import json
@@ -21,6 +19,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT_CG = "bpfdelay-measure"
+EXAMPLE = "lab bpfdelay --runs 15 --ns 1000,5000 --attach tp"
+
+
+class Failed(Exception):
+    """A measurement that cannot go on, said in one line."""
 
 
 def cgroup2_mount():
@@ -28,7 +31,7 @@ def cgroup2_mount():
         fields = line.split()
         if fields[2] == "cgroup2":
             return Path(fields[1])
-    sys.exit("measure.py: no cgroup2 mount")
+    raise Failed("no cgroup2 mount")
 
 
 def median_interval(values, level=0.95):
@@ -58,7 +61,7 @@ def run_case(case, args, target):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = loader.stderr.readline()
         if "attached" not in line:
-            sys.exit(f"measure.py: bpfdelay did not attach: {line.strip()}")
+            raise Failed(f"bpfdelay did not attach: {line.strip()}")
 
     def join(cg=target if case["inside"] else None):
         if cg:
@@ -84,19 +87,36 @@ def check(case, stats, calls):
     """Every getppid of the target counted, and delayed if ns was asked."""
     made = stats["by_call"].get("getppid", 0)
     if made < calls or stats["calls"] != made or stats["delayed"] != (made if case["ns"] else 0):
-        sys.exit(f"measure.py: {case['name']}: {stats}")
+        raise Failed(f"{case['name']}: {stats}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None, prog=None):
+    """Measure as @argv (default sys.argv[1:]) asks; the exit status."""
+    ap = argparse.ArgumentParser(prog=prog or "python -m lablib.bpfdelay.measure",
+                                 description=__doc__.split("\n\n")[0],
+                                 epilog=f"Example:\n  {EXAMPLE}",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15, help="runs a case (default 15)")
     ap.add_argument("--ns", default="1000,5000", help="ns asked (default 1000,5000)")
     ap.add_argument("--attach", default="tp", help="bpfdelay's --attach (default tp)")
     ap.add_argument("--batches", type=int, default=200)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--json", action="store_true", help="the figures as JSON")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    try:
+        result = measure(args)
+    except Failed as e:
+        print(f"{ap.prog}: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    show(result, args)
+    return 0
 
+
+def measure(args):
+    """The figures of every case, as main prints them with --json."""
     target = cgroup2_mount() / ROOT_CG
     target.mkdir(exist_ok=True)
     cases = [{"name": "plain", "ns": None, "inside": True},
@@ -133,9 +153,11 @@ def main():
                                  "added": dict(zip(("median", "low", "high"), added)),
                                  "mean_ns": median_interval(mean_ns[name])[0]
                                  if mean_ns[name] else None, "unit": "ns"}
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return
+    return result
+
+
+def show(result, args):
+    """@result as a table on stdout."""
     print(f"{result['cpu']}, {result['kernel']}, attach {args.attach}; {args.runs} runs "
           f"a case, each the median of {args.batches} x {args.calls} getppid calls; "
           f"load average {result['load1']['min']}-{result['load1']['max']}")
@@ -154,4 +176,4 @@ def cpu_model():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise a calibrate run: the latency of a null system call at each
 delay-module loop count, and the line latency = intercept + slope x loops
 per system call: the fit that counts through the points' p10, robust to a
@@ -109,6 +108,11 @@ def work(args):
              "calibration.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-calibrate", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.calibrate.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/calibrate/analyse.py results/latest-calibrate",
-                      add_args, work))
+    sys.exit(main())

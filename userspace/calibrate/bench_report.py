@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """How repeatable the calibration is: the slope and R^2 of every run of a
 calibrate-bench folder (userspace/calibrate/bench.sh), their spread within
 each boot and across boots, for the fit that counts (p10, robust) and for
 least squares through the medians.  The target: the slope varies by less
 than 2 % (coefficient of variation) from run to run within one boot.
 
-Reads BENCH_DIR/boot-*/run-*/summary.json (analyse.py's); writes
-BENCH_DIR/bench.json and bench.txt and prints the table.
+Reads BENCH_DIR/boot-*/run-*/summary.json (each run's 'lab analyse');
+writes BENCH_DIR/bench.json and bench.txt and prints the table.
 """
 import pathlib
 import statistics
@@ -24,7 +23,7 @@ def collect(d):
     for run in sorted(pathlib.Path(d).glob("boot-*/run-*/summary.json")):
         boots.setdefault(run.parent.parent.name, []).append(results.read_json(run))
     if not boots:
-        raise ValueError(f"{d}: no boot-*/run-*/summary.json (run analyse.py on each run)")
+        raise ValueError(f"{d}: no boot-*/run-*/summary.json (lab analyse each run)")
     return boots
 
 
@@ -86,6 +85,12 @@ def analyse(d):
 add_args, work = cli.folder_analyser("BENCH_DIR", "a calibrate-bench result folder", analyse)
 
 
+def main(argv=None, prog=None):
+    """Report on the calibrate-bench folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "python -m lablib.calibrate.bench_report "
+                    "results/latest-calibrate-bench", add_args, work, argv=argv,
+                    prog=prog or "python -m lablib.calibrate.bench_report")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/calibrate/bench_report.py "
-                      "results/latest-calibrate-bench", add_args, work))
+    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The lab's headline figures side by side under the host's clock and the
 virtual one (VM_CLOCK=host|virtual, README.md "The VM").
 
@@ -27,6 +26,7 @@ import sys
 from lablib import cli, figures, results, stats, text
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODULE = "lablib.clocks.analyse"
 
 CLOCKS = ("host", "virtual")
 EXPERIMENTS = ("calibrate", "rt-compare", "smp", "msgq-profile", "sweep")
@@ -42,7 +42,7 @@ def read_folder(d):
     """{"path", "experiment", "clock", "describe", "figures"} of result
     folder @d, its figures [(figure, unit, value, (min, max) or None)]
     the headline ones of lablib.figures; NotAResult if it is not one
-    analyse.py reads."""
+    this report reads."""
     f = figures.read(d)
     if f["experiment"] not in EXPERIMENTS:
         raise NotAResult(f"{d}: experiment {f['workload']!r}, not one of "
@@ -195,7 +195,7 @@ def work(args, prog=None):
     d = pathlib.Path(results.lab("begin", args.output, "clocks",
                                  *([args.name] if args.name else [])))
     results.lab("meta", d, "clocks", f"folders:={json.dumps(args.dirs)}", "--",
-        sys.argv[0], *args.argv)
+                sys.executable, "-m", MODULE, *args.argv)
     results.write_json(d / "clocks.json", summary)
     results.write_csv(d / "clocks.csv", CSV_COLUMNS, csv_rows(rows))
     report_text = report(rows, folders)
@@ -205,10 +205,11 @@ def work(args, prog=None):
     return 0
 
 
-def main(argv=None):
+def main(argv=None, prog=None):
+    """The report of the folders of @argv (default sys.argv[1:]); the exit status."""
     desc, example = __doc__.split("\n\n")[0], (
-        "userspace/clocks/analyse.py results/calibrate-20261125-101500 results/vcal-2")
-    p = cli.parser(desc, example, "clocks/analyse.py")
+        f"python -m {MODULE} results/calibrate-20261125-101500 results/vcal-2")
+    p = cli.parser(desc, example, prog or f"python -m {MODULE}")
     add_args(p)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise the hook-overhead benchmark (make bench-hook).
 
 Null-syscall latency (getppid) per case: a (hook compiled out), b
@@ -96,6 +95,11 @@ def analyse(d):
 add_args, work = cli.folder_analyser("DIR", "a hookcost result folder", analyse)
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-hookcost", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.hookcost.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/hookcost/analyse.py results/latest-hookcost",
-                      add_args, work))
+    sys.exit(main())

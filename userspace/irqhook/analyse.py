@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise one irqhook run: the switching time (write() until read()
 returns) and the wake-up time (the driver's write until the reader runs)
 of every event, the first event apart, each split into a fast and a slow
@@ -102,6 +101,11 @@ def work(args):
              ["summary.json", "histogram.txt"], "histogram.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the irqhook run folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "python -m lablib.irqhook.analyse results/latest-irqhook",
+                    add_args, work, argv=argv, prog=prog or "python -m lablib.irqhook.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/irqhook/analyse.py results/latest-irqhook",
-                      add_args, work))
+    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Table and plot of an irqhook sweep (userspace/irqhook/run.sh).
 
 For every cell SWEEP_DIR/<loads>-<normal|rt>/ with an events.csv it
@@ -123,6 +122,11 @@ def work(args):
     cli.show(args, rows, text, d, ["table.txt", "table.csv", "sweep.json"], "sweep.png")
 
 
+def main(argv=None, prog=None):
+    """Report on the irqhook sweep folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-irqhook-sweep", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.irqhook.sweep_report")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/irqhook/sweep_report.py results/latest-irqhook-sweep",
-                      add_args, work))
+    sys.exit(main())

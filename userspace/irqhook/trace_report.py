@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Explain the slow events of a traced irqhook run.
 
 Reads CELL_DIR/trace.dat (through 'trace-cmd report'), CELL_DIR/events.csv,
@@ -208,6 +207,12 @@ def work(args):
     print(explain_run(args.dir), end="")
 
 
+def main(argv=None, prog=None):
+    """Explain the traced irqhook run folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "python -m lablib.irqhook.trace_report "
+                    "results/latest-irqhook-sweep/traced-16-normal", add_args, work, argv=argv,
+                    prog=prog or "python -m lablib.irqhook.trace_report")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/irqhook/trace_report.py "
-                      "results/latest-irqhook-sweep/traced-16-normal", add_args, work))
+    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise the message bus (userspace/msgq): one run of the msgq program,
 or a profile of both buffer strategies made by run.sh (make msgq).
 
@@ -427,6 +426,11 @@ def add_args(p):
                         picture="queueing.png or msgq.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-msgq-profile", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.msgq.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/msgq/analyse.py results/latest-msgq-profile",
-                      add_args, work))
+    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise a peers run (make bench-peers): the lab's delay module beside
 strace and perf, per-call latency of getppid and of a 1-byte read.
 
@@ -370,6 +369,11 @@ add_args, work = cli.folder_analyser("DIR", "a peers result folder (results/late
                                      "peers.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-peers", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.peers.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/peers/analyse.py results/latest-peers",
-                      add_args, work))
+    sys.exit(main())

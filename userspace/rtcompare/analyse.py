@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compare the kernels of an rt-compare run (make rt-compare): for each
 kernel folder DIR/<variant>/ that guest.sh wrote, cyclictest idle and
 loaded (histograms, min, mean, p99, p99.9, max per thread and pooled), perf
@@ -32,7 +31,6 @@ COLUMNS = ("figure", "unit", "base", "other", "ratio", "verdict", "why", "base_s
 
 
 # --- cyclictest, in words ----------------------------------------------------
-
 
 def worst_line(tr):
     """What a traced run found: its worst wake-up explained, and whether
@@ -95,7 +93,6 @@ def describe_worst(w):
 
 
 # --- cyclictest against a hold of known length -------------------------------
-
 
 HOLD_MODES = {"spin": "spinning", "sleep": "sleeping"}
 
@@ -171,7 +168,6 @@ def plot_delay(d, kernels):
 
 
 # --- the comparison ----------------------------------------------------------------
-
 
 def _width(spread):
     return spread[1] - spread[0] if spread else None
@@ -495,6 +491,10 @@ def _finite(o):
     return o
 
 
+def main(argv=None, prog=None):
+    return cli.main(__doc__.split("\n\n")[0], "lab analyse results/latest-rt-compare",
+                    add_args, work, argv=argv, prog=prog or "python -m lablib.rtcompare.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__.split("\n\n")[0], "userspace/rtcompare/analyse.py "
-                      "results/latest-rt-compare", add_args, work))
+    sys.exit(main())

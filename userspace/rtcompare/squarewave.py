@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
-"""squarewave.py: the square wave in Python, the way a first attempt
-writes it: toggle, time.sleep(half a period), again.  It records what the
-C tool (squarewave --mode nanosleep|rt) records, in the same files:
-edges.csv (freq_hz,edge,t_ns, CLOCK_MONOTONIC) and meta.json in a new
-result folder, so analyse.py reads all three implementations alike."""
+"""The square wave in Python, the way a first attempt writes it: toggle,
+time.sleep(half a period), again.  It records what the C tool
+(squarewave --mode nanosleep|rt) records, in the same files: edges.csv
+(freq_hz,edge,t_ns, CLOCK_MONOTONIC) and meta.json in a new result
+folder, so lablib.rtcompare.analyse reads all three implementations
+alike."""
 import json
 import os
 import pathlib
@@ -15,6 +15,7 @@ import time
 
 from lablib import cli, lists, results
 
+MODULE = "lablib.rtcompare.squarewave"
 MAX_FREQ = 1_000_000
 # liblab's helper: the lab's one writer of result folders and meta.json.
 LAB_TOOL = pathlib.Path(__file__).resolve().parents[1] / "lib" / "lab"
@@ -80,7 +81,9 @@ def lab(*args):
     return out.stdout.strip()
 
 
-def work(args):
+def work(args, argv, prog):
+    """Draw the waves into a new result folder whose meta.json records the
+    command as [python, -m, MODULE, *@argv]; @prog starts the progress lines."""
     freqs = lists.parse_list(args.freq)
     if not os.access(LAB_TOOL, os.X_OK):
         raise OSError(f"{LAB_TOOL} is not built; run 'make userspace'")
@@ -94,7 +97,7 @@ def work(args):
             edges = wave(f, args.periods, args.seconds)
             rows += [{"freq_hz": f, "edge": i, "t_ns": t} for i, t in enumerate(edges)]
             if not args.quiet:
-                print(f"squarewave.py: python {f} Hz: {len(edges)} edges", file=sys.stderr)
+                print(f"{prog}: python {f} Hz: {len(edges)} edges", file=sys.stderr)
         results.write_csv(folder / "edges.csv", ("freq_hz", "edge", "t_ns"), rows)
         # The C squarewave's settings, in its order: the options, then what
         # the mode made of them.
@@ -104,7 +107,8 @@ def work(args):
             "policy": "SCHED_OTHER", "priority": 0, "mlockall": False,
             "sleep": "time.sleep relative"}
         lab("meta", folder, "squarewave",
-            *(f"{k}:={json.dumps(v)}" for k, v in settings.items()), "--", *sys.argv)
+            *(f"{k}:={json.dumps(v)}" for k, v in settings.items()), "--",
+            sys.executable, "-m", MODULE, *argv)
         # A named folder is a cell of a larger run: no latest- link.
         final = lab("commit", folder, *(["squarewave"] if args.name is None else []))
     except BaseException:
@@ -114,23 +118,25 @@ def work(args):
     return 0
 
 
-def main():
+def main(argv=None, prog=None):
+    """Draw the waves @argv (default sys.argv[1:]) asks for; the exit status."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    p = cli.parser(__doc__.split("\n\n")[0], "squarewave.py -f 100,500,1000 -n 200",
-                   prog="squarewave.py")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p = cli.parser(__doc__.split("\n\n")[0], f"python -m {MODULE} -f 100,500,1000 -n 200",
+                   prog=prog or f"python -m {MODULE}")
     add_args(p)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     bad = bad_value(args)
     if bad:
-        print(f"squarewave.py: {bad}", file=sys.stderr)
+        print(f"{p.prog}: {bad}", file=sys.stderr)
         return 2
     try:
-        return work(args)
+        return work(args, argv, p.prog)
     except OSError as e:
-        print(f"squarewave.py: error: {cli.message(e)}", file=sys.stderr)
+        print(f"{p.prog}: error: {cli.message(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("squarewave.py: stopped; nothing kept", file=sys.stderr)
+        print(f"{p.prog}: stopped; nothing kept", file=sys.stderr)
         return 130
 
 

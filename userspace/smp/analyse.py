@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summarise an smp run (make smp): five SMP micro-benchmarks, every case
 in several rounds, beside perf bench sched pipe, cyclictest and ptsematest.
 
@@ -362,6 +361,11 @@ add_args, work = cli.folder_analyser("DIR", "an smp result folder (results/lates
                                      analyse, plot, "smp.png", "smp.png and hist-BENCH.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-smp", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.smp.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/smp/analyse.py results/latest-smp",
-                      add_args, work))
+    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Analyse a tail-amplification run (userspace/tailamp).
 
 For each fraction P of Apache's system calls delayed by D: the reply
@@ -199,6 +198,11 @@ add_args, work = cli.folder_analyser("DIR", "a tailamp result folder", analyse, 
                                      picture="tailamp.png")
 
 
+def main(argv=None, prog=None):
+    """Analyse the folder of @argv (default sys.argv[1:]); the exit status."""
+    return cli.main(__doc__, "lab analyse results/latest-tailamp", add_args, work,
+                    argv=argv, prog=prog or "python -m lablib.tailamp.analyse")
+
+
 if __name__ == "__main__":
-    sys.exit(cli.main(__doc__, "userspace/tailamp/analyse.py results/latest-tailamp",
-                      add_args, work))
+    sys.exit(main())

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How repeatable the calibration is: RUNS calibrations in each of BOOTS
 # boots of the lab kernel, each analysed on the host, then the spread of
-# the slope and R^2 within a boot and across boots (bench_report.py).
+# the slope and R^2 within a boot and across boots
+# (lablib.calibrate.bench_report).
 #
 #   RUNS=5 BOOTS=2 userspace/calibrate/bench.sh [calibrate options]
 #
@@ -26,6 +27,6 @@ for boot in $(seq "$BOOTS"); do
 done
 lab_commit calibrate-bench
 for run in "$LAB_DIR"/boot-*/run-*/; do
-	lab_python "$here/analyse.py" --no-plot "$run" >/dev/null
+	lab_python -m lablib.lab analyse "$run" --no-plot >/dev/null
 done
-lab_python "$here/bench_report.py" "$LAB_DIR"
+lab_python -m lablib.calibrate.bench_report "$LAB_DIR"

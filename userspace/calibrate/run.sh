@@ -3,12 +3,12 @@
 # kernel and runs guest.sh there, on the virtual clock under TCG and the
 # host's under KVM (VM_CLOCK=auto; VM_CLOCK=host keeps the host's), or, with
 # --here, runs it on the kernel this machine is running (a machine booted
-# into the lab kernel; needs root).  Then analyse.py on the result folder
-# the calibrate tool made (results/calibrate-<date>-<time>/, or -o's).
+# into the lab kernel; needs root).  Then 'lab analyse' on the result
+# folder the calibrate tool made (results/calibrate-<date>-<time>/, or -o's).
 #
 #   run.sh [--here] [--no-analysis] [CALIBRATE-OPTIONS...]
 #   --here          no VM: measure the running kernel
-#   --no-analysis   record only; analyse later with analyse.py DIR
+#   --no-analysis   record only; analyse later with lab analyse DIR
 #   CALIBRATE-OPTIONS
 #                   go to the calibrate tool (userspace/calibrate/calibrate
 #                   --help: -l LOOPS, -n BATCHES, -o PARENT, --name NAME ...)

@@ -4,18 +4,19 @@
 # rt-compare (stock and rt), smp, msgq, a cmd sweep (md5sum over the
 # top-level files of the tree's kernel/) and a kbuild and a grep sweep of
 # one delayed point each (make sweep's, staged: workloads/run.sh), each in its
-# own boot and result folder, each analysed on the host, then analyse.py
-# over them all into results/clocks-<date>-<time>/ (report.txt, clocks.csv,
-# clocks.json).  The kbuild and grep pairs show what the virtual clock
-# leaves out: on the host's clock a delayed call also costs the caches and
-# TLB entries the spin evicts, on the virtual clock only its instructions.
+# own boot and result folder, each analysed on the host, then
+# lablib.clocks.analyse over them all into results/clocks-<date>-<time>/
+# (report.txt, clocks.csv, clocks.json).  The kbuild and grep pairs show
+# what the virtual clock leaves out: on the host's clock a delayed call
+# also costs the caches and TLB entries the spin evicts, on the virtual
+# clock only its instructions.
 #
 #   run.sh [--only LIST] [--clocks LIST] [--no-analysis]
 #   --only LIST     experiments, of calibrate,rt-compare,smp,msgq,sweep,
 #                   kbuild,grep (default all of them this lab has)
 #   --clocks LIST   host,virtual (the default), or one of them
-#   --no-analysis   record only: no analyser and no analyse.py; says how
-#                   to run them later
+#   --no-analysis   record only: no analyser and no report; says how to
+#                   make them later
 #
 # The virtual clock needs TCG; on a host with a working KVM, VM_ACCEL=tcg
 # makes the host clock's runs emulated too, a like-for-like pair.
@@ -65,11 +66,12 @@ mkdir -p "$results"
 latest() { readlink "$results/latest-$1" || true; }
 folders=() failed=()
 
-# run_in EXPERIMENT LINK ANALYSER COMMAND...: run COMMAND (a runner), find
-# the folder it pointed results/latest-LINK at, analyse it with ANALYSER
-# unless the runner did (-) or --no-analysis; add it to folders.
+# run_in EXPERIMENT LINK ANALYSE COMMAND...: run COMMAND (a runner), find
+# the folder it pointed results/latest-LINK at, analyse it with 'lab
+# analyse' (ANALYSE lab) unless the runner did (-) or --no-analysis; add
+# it to folders.
 run_in() {
-	local exp=$1 link=$2 analyser=$3 before now
+	local exp=$1 link=$2 analyse=$3 before now
 	shift 3
 	before=$(latest "$link")
 	log "$exp on the $VM_CLOCK clock: $*"
@@ -80,8 +82,8 @@ run_in() {
 		return 1
 	fi
 	LAB_DIR=$results/$now
-	if [ "$analyser" != - ]; then
-		lab_analyse "$analysis" "$analyser" || return 1
+	if [ "$analyse" != - ]; then
+		lab_analyse "$analysis" || return 1
 	fi
 	folders+=("$LAB_DIR")
 }
@@ -135,9 +137,10 @@ log "measured in $(($(date +%s) - start)) s: ${folders[*]:-nothing}"
 
 if [ ${#folders[@]} -gt 0 ]; then
 	if [ "$analysis" -eq 1 ]; then
-		lab_python "$here/analyse.py" "${folders[@]}" || failed+=(analyse.py)
+		lab_python -m lablib.clocks.analyse "${folders[@]}" || failed+=(lablib.clocks.analyse)
 	else
-		log "analyse each folder with its analyse.py, then: userspace/clocks/analyse.py ${folders[*]}"
+		log "analyse each folder with lab analyse DIR, then:" \
+			"python -m lablib.clocks.analyse ${folders[*]}"
 	fi
 fi
 [ ${#failed[@]} -eq 0 ] || die "failed: ${failed[*]}"

@@ -6,7 +6,7 @@
 #   d  loops=1
 # Writes results/hookcost-<date>-<time>/ (raw.csv, meta.json, one meta.json
 # per boot in boots/) and prints b/a, c/a and the ns one loop adds through
-# analyse.py.  Targets: b/a <= 1.01, c/a <= 1.05.
+# 'lab analyse'.  Targets: b/a <= 1.01, c/a <= 1.05.
 #
 #   BOOTS=3   boots of each kernel, alternating
 #   ROUNDS=5  measurements per case and boot
@@ -40,4 +40,4 @@ for boot in $(seq "$BOOTS"); do
 	VARIANT=stock "$LAB_ROOT/scripts/vm.sh" -- "$here/guest.sh" bcd "$ROUNDS" "$boot" "$LAB_DIR"
 done
 lab_commit hookcost
-lab_python "$here/analyse.py" "$LAB_DIR"
+lab_analyse 1

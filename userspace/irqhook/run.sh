@@ -3,8 +3,8 @@
 # guest.sh there (load tasks x normal/rt, one irqhook run a cell, some
 # cells traced), or, with --here, runs it on the kernel this machine is
 # running (a machine booted into the lab kernel; needs root).  Then, here:
-# trace_report.py on each traced cell and sweep_report.py on the grid
-# (table.txt, table.csv, sweep.json, sweep.png).  Writes
+# lablib.irqhook.trace_report on each traced cell and 'lab analyse' on the
+# grid (table.txt, table.csv, sweep.json, sweep.png).  Writes
 # results/irqhook-sweep-<date>-<time>/ (userspace/irqhook/README.md).
 #
 #   run.sh [--here] [--no-analysis] [GUEST-OPTIONS...]
@@ -29,10 +29,11 @@ lab_built "$LAB_TOOL" "$here/irqhook"
 lab_guest_named "$vm" irqhook-sweep "$here/guest.sh" "${LAB_REST[@]}"
 if [ "$analysis" -eq 1 ]; then
 	for t in "$LAB_DIR"/traced-*/; do
-		[ ! -d "$t" ] || lab_python "$here/trace_report.py" "$t"
+		[ ! -d "$t" ] || lab_python -m lablib.irqhook.trace_report "$t"
 	done
-	lab_python "$here/sweep_report.py" "$LAB_DIR"
+	lab_analyse 1
 else
-	log "analyse with: trace_report.py on each $LAB_DIR/traced-*, then sweep_report.py $LAB_DIR"
+	log "analyse with: python -m lablib.irqhook.trace_report on each $LAB_DIR/traced-*," \
+		"then lab analyse $LAB_DIR"
 fi
 log "results in $LAB_DIR"

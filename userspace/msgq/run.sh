@@ -4,7 +4,7 @@
 # the module's buffer strategies, RUNS rounds each, and once more under perf
 # record; or, with --here, runs it on the kernel this machine is running (a
 # machine booted into the lab kernel; needs root).  Writes
-# results/msgq-profile-<date>-<time>/ and prints analyse.py's table
+# results/msgq-profile-<date>-<time>/ and prints the table of 'lab analyse'
 # (userspace/msgq/README.md).
 #
 #   run.sh [-r RUNS] [-n N] [-o PARENT] [--here] [--no-analysis] [-- MSGQ-OPTIONS...]
@@ -14,7 +14,7 @@
 #   -o, --output PARENT
 #                   where the result folder goes (default results)
 #   --here          no VM: measure the running kernel
-#   --no-analysis   record only; analyse later with analyse.py DIR
+#   --no-analysis   record only; analyse later with lab analyse DIR
 #   MSGQ-OPTIONS    go to every msgq run (--size 16:1024, --rate R, -C LIST)
 #
 # Example:  userspace/msgq/run.sh -r 3 -n 10000 -- --size 64:512   (make msgq RUNS=3 N=10000)

@@ -12,7 +12,7 @@
  *
  * Writes OUTPUT/percall-<date>-<time>/ (or OUTPUT/NAME/): raw.csv
  * (call,ns: one row per timed call) and meta.json.  Analysis happens on
- * the host (userspace/peers/analyse.py reads a whole run's folders).
+ * the host ('lab analyse' reads a whole run's folders).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -5,12 +5,12 @@
 # module has 'ns'), strace (no delay, delay_enter=1ns/1us/10us, and
 # --seccomp-bpf when the kernel has seccomp) and a perf counter on
 # raw_syscalls:sys_enter.  Writes results/peers-<date>-<time>/ and prints
-# the table of analyse.py (userspace/peers/README.md).
+# the table of 'lab analyse' (userspace/peers/README.md).
 #
 #   run.sh [-n N] [--warmup N] [--no-analysis]
 #   -n N            timed calls per case and system call (default $N or 10000)
 #   --warmup N      untimed calls before them (default $WARMUP or 1000)
-#   --no-analysis   record only; analyse later with analyse.py DIR
+#   --no-analysis   record only; analyse later with lab analyse DIR
 #
 # Example:  N=2000 userspace/peers/run.sh     (make bench-peers N=2000)
 set -euo pipefail

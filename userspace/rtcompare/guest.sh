@@ -333,7 +333,7 @@ run_squarewave() {
 		for impl in python c-nanosleep c-rt; do
 			log "square wave $impl, $load: $freqs Hz"
 			case $impl in
-			python) lab_python "$here/squarewave.py" -q -f "$freqs" -n "$periods" \
+			python) lab_python -m lablib.rtcompare.squarewave -q -f "$freqs" -n "$periods" \
 				-o "$sq" --name "$impl-$load" ;;
 			c-*) "$here/squarewave" -q --mode "${impl#c-}" -f "$freqs" -n "$periods" \
 				-o "$sq" --name "$impl-$load" ;;
@@ -348,7 +348,7 @@ run_lab() {
 	local lab=$dir/lab i bad
 	mkdir -p "$lab"
 	# Each through its own runner, on this kernel (--here), recorded only:
-	# this suite's analyse.py reads lab/calibrate, lab/irqhook, lab/smp.
+	# this suite's analyser reads lab/calibrate, lab/irqhook, lab/smp.
 	if [ -x "$LAB_ROOT/userspace/calibrate/calibrate" ]; then
 		log "calibration of the delay module"
 		"$LAB_ROOT/userspace/calibrate/run.sh" --here --no-analysis -l 0:700:100 \

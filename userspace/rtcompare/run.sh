@@ -4,7 +4,7 @@
 # the same suite on each (guest.sh: cyclictest idle and loaded, perf stat
 # of sortsum, the square wave, the lab's own experiments) into one
 # results/rt-compare-<date>-<time>/ folder, then compares them
-# (analyse.py: report.txt, comparison.csv/json, the plots).
+# ('lab analyse': report.txt, comparison.csv/json, the plots).
 #
 #   run.sh [options] [-- GUEST_OPTIONS]
 #   --variants LIST   the kernels, in boot order (default stock,rt); a
@@ -15,7 +15,7 @@
 #                     (a real machine booted into a lab kernel, 'make deb');
 #                     with --into DIR, add it to an earlier run's folder
 #   --into DIR        an rt-compare folder to add this kernel to (with --here)
-#   --no-analysis     record only; analyse later with analyse.py DIR
+#   --no-analysis     record only; analyse later with lab analyse DIR
 #   GUEST_OPTIONS     go to guest.sh: --long, --quick, --only LIST, -r N ...
 #
 # Environment: VM_CLOCK (default auto: virtual under TCG, the host's under

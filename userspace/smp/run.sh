@@ -4,7 +4,7 @@
 # lab kernel (VARIANT=stock|rt, VM_CPUS=N) and runs guest.sh there, or,
 # with --here, runs it on the kernel this machine is running (a real
 # machine booted into the lab kernel; needs root).  Writes
-# results/smp-<date>-<time>/ and prints analyse.py's tables
+# results/smp-<date>-<time>/ and prints the tables of 'lab analyse'
 # (userspace/smp/README.md).
 #
 #   run.sh [-r RUNS] [-n N] [-o PARENT] [--here] [--no-analysis]
@@ -14,7 +14,7 @@
 #   -o, --output PARENT
 #                   where the result folder goes (default results)
 #   --here          no VM: measure the running kernel
-#   --no-analysis   record only; analyse later with analyse.py DIR
+#   --no-analysis   record only; analyse later with lab analyse DIR
 #
 # Example:  VARIANT=rt VM_CPUS=4 userspace/smp/run.sh -r 3   (make smp VARIANT=rt VM_CPUS=4 RUNS=3)
 set -euo pipefail

@@ -8,7 +8,7 @@
 #
 #   run.sh [--here] [--no-analysis] [GUEST-OPTIONS...]
 #   --here          no VM: measure the running kernel
-#   --no-analysis   record only; analyse later with analyse.py DIR
+#   --no-analysis   record only; analyse later with lab analyse DIR
 #   GUEST-OPTIONS   go to guest.sh (guest.sh --help: --ppm, --ns, --mode,
 #                   --seed, -n, --interval-ms, -o PARENT)
 #

@@ -7,7 +7,7 @@ Apache's saturation.csv), and writes in RESULT_DIR: summary.csv and
 summary.json (throughput per loop count and measure, with the model's
 prediction), report.txt (the same as a table, with a sentence on how well
 the model fits) and <workload>.png (throughput against the added
-system-call latency).
+system-call latency); lablib.sweep.analyse_output writes those two.
 
 The model: one unit of work (a build, a grep, a reply) takes the time it
 took at loops 0 plus, for each system call the delayed tasks made per unit
@@ -27,12 +27,11 @@ predicts there.
 import math
 import pathlib
 import sys
-import textwrap
 
-from lablib import cli, plot, results, stats
+from lablib import cli, results, stats
 from lablib.experiments import workloads
 from lablib.experiments.workloads import MEASURES
-from lablib.text import num
+from lablib.sweep.analyse_output import count, draw, report
 
 COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_added", "n", "mean",
            "stddev", "min", "max", "unit", "seconds_per_unit", "median_seconds_per_unit",
@@ -326,180 +325,6 @@ def explain(measure, rows, m, cpus):
                  f"{100 * c['max_abs_error']:.2f} % of the model with the delay the module "
                  f"measured (check)")
     return text + "."
-
-
-def count(v):
-    """A system call count: whole and grouped when large, 3 digits when small."""
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
-
-
-def opt(v, spec):
-    return "n/a" if v is None else format(v, spec)
-
-
-def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split=None):
-    virtual = results.on_virtual_clock(meta)
-    if ns_per_loop is None:
-        how = "delays requested in ns (the module's ns mode, no calibration)"
-    else:
-        how = (f"{ns_per_loop:.3f} ns added per loop after {round(entry_ns):d} ns to enter "
-               f"the delay (mean of the {', '.join(fit_names)} "
-               f"fit{'s' if len(fit_names) > 1 else ''})")
-    out = [f"{workload} sweep, {results.describe(meta)}; {how}"]
-    if split:
-        where = sorted(set(split["where"].values()))
-        out += textwrap.wrap(
-            f"Measured in {split['parts']} parts, each in a boot of its own, at once "
-            f"({', '.join(where)}); part 1 calibrated; each point's lines are as its "
-            f"part wrote them (parts.json: which points each part ran).", 88)
-    for name, m in measures.items():
-        rows, mod = m["points"], m["model"]
-        show_errors = any(p["errors"] for p in rows)
-        knob = rows[0]["knob"]
-        head = (f"{knob:>7}{'added ns':>10}{'measured':>10}{'throughput':>13}{'sd':>12}"
-                f"{'n':>4}"
-                f"{'predicted':>12}{'syscalls/unit':>15}{'check':>8}"
-                + (f"{'errors':>8}" if show_errors else ""))
-        out += ["", f"{name}: throughput in {m['unit']}", head, "-" * len(head)]
-        for p in rows:
-            sc = p["syscalls_per_unit"]
-            got, err = p["measured_ns"], p["check_error"]
-            check = "-" if err is None else f"{100 * err:+.1f}"
-            out.append(f"{p['setting']:>7}{p['added_ns']:>10.0f}"
-                       f"{'-' if got is None else f'{got:.0f}':>10}{num(p['mean'], 4):>13}"
-                       f" \u00b1{num(p['stddev'], 4):>10}{p['n']:>4}"
-                       f"{num(p['predicted_throughput'], 4):>12}"
-                       f"{'-' if sc is None else count(sc):>15}"
-                       f"{check:>8}"
-                       + (f"{p['errors']:>8}" if show_errors else ""))
-        for p in rows:
-            if p.get("knee_kept_up") is not None:
-                hi = p["knee_overloaded"]
-                out.append(f"knee at {p['setting']} {knob}: kept up with "
-                           f"{p['knee_kept_up']:.0f}/s offered, "
-                           + ("no overload found" if hi is None else
-                              f"overloaded at {hi:.0f}/s "
-                              f"(+{100 * (hi / p['knee_kept_up'] - 1):.1f} %)"))
-        out.append(f"model: measured slowdown {opt(mod['measured_slowdown'], '.3f')}, "
-                   f"predicted {opt(mod['predicted_slowdown'], '.3f')} at "
-                   f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
-        out += measured_note(rows)
-        out += exact_note(rows, virtual)
-        if mod["check"]:
-            c = mod["check"]
-            untimed = (f" + {c['untimed_ns']:.0f} ns it does not time, the calibration's "
-                       f"entry less its clock read" if c["untimed_ns"] else "")
-            out += textwrap.wrap(
-                f"check (base + each point's delayed calls x (the ns the module measured per "
-                f"call{untimed})): within {100 * c['max_abs_error']:.2f} % at all "
-                f"{c['points']} delayed points (column 'check', %)", 88)
-        out += textwrap.wrap(mod["explanation"], 88)
-        out += textwrap.wrap(mod["shape"], 88)
-    return "\n".join(out) + "\n"
-
-
-def exact_note(rows, virtual):
-    """Lines on which points are exact (see the module's doc) and why the
-    others are not."""
-    knob = rows[0]["knob"]
-    counted = [p for p in rows if p["p9_requests"] is not None]
-    if not counted:
-        return (["no point is exact: the requests to the host's files in the timed windows "
-                 "were not counted (a sweep from before they were)"] if virtual else [])
-    total = sum(p["p9_requests"] for p in counted)
-    if not virtual:
-        out = [f"host's clock: every point measures this machine today; "
-               f"{total:,} requests to the host's files (9p) in the timed windows"]
-        doubted = [p for p in rows if p["doubt"]]
-        if doubted:
-            out += textwrap.wrap(
-                f"within the noise ({len(doubted)} of {len(rows)} points, drawn hollow): "
-                + "; ".join(f"{knob} {p['setting']}: {p['doubt']}" for p in doubted), 88)
-        return out
-    if all(p["exact"] for p in rows):
-        return ["exact: every point (the virtual clock, and no request to the host's files "
-                "in any timed window)"]
-    late = [f"{p['setting']} ({p['not_exact']})" for p in rows if not p["exact"]]
-    return textwrap.wrap(f"not exact (drawn hollow): {knob} {', '.join(late)}; a request to "
-                         f"the host's files lasts as long as the host took, under the "
-                         f"virtual clock until the next timer tick; "
-                         f"{sum(p['exact'] for p in rows)} of {len(rows)} points exact", 88)
-
-
-def measured_note(rows):
-    """A line on how far the delay the module measured itself lies from the
-    calibrated (loops) or requested (ns) one, at the largest delay."""
-    top = rows[-1]
-    if top["measured_ns"] is None or not top["added_ns"]:
-        return []
-    what = "requested" if top["knob"] == "ns" else "calibrated"
-    return [f"the module measured {top['measured_ns']:.0f} ns per delayed call at "
-            f"{top['setting']} {top['knob']}, {100 * top['measured_vs_added']:+.1f} % from "
-            f"the {top['added_ns']:.0f} ns {what}"]
-
-
-def draw(workload, meta, ns_per_loop, measures, path):
-    names = list(measures)
-    fig, axes = plot.figure(len(names), width=1 + 5.2 * len(names), height=4.6)
-    axes = axes if len(names) > 1 else [axes]
-    for ax, name in zip(axes, names):
-        factor, unit, word = MEASURES[name]
-        rows, mod = measures[name]["points"], measures[name]["model"]
-        x = [p["added_ns"] for p in rows]
-        bad = [p for p in rows if p["doubt"]]
-        good = [p for p in rows if not p["doubt"]]
-        for sel, style in ((good, {"ms": 4, "color": "C0",
-                                   "label": f"{name}: mean \u00b1 sd over repeats"}),
-                           (bad, {"ms": 5, "color": "0.55", "mfc": "none",
-                                  "label": f"{name}: {doubt_label(bad)}, mean \u00b1 sd"})):
-            if sel:
-                ax.errorbar([p["added_ns"] for p in sel], [p["mean"] for p in sel],
-                            yerr=[p["stddev"] for p in sel], fmt="o", capsize=3, **style)
-        if bad:
-            ax.set_title("\n".join(textwrap.wrap(doubt_banner(rows), 60)), fontsize=8,
-                         color="C3")
-        calls, base = mod["syscalls_per_unit"], mod["base_seconds_per_unit"]
-        if calls is not None:
-            xs = [max(x) * i / 80 for i in range(81)]
-            ax.plot(xs, [factor / (base + calls * v * 1e-9) for v in xs], "--", color="C3",
-                    label=f"model: base + {count(calls)} calls/{word} \u00d7 added latency")
-            half = mod["half_ns"]
-            if half and half <= max(x):
-                ax.axvline(half, color="C2", lw=0.8, ls=":",
-                           label=f"d\u00bd = base / calls = {half:,.0f} ns (throughput halved)")
-        ax.set_xlabel("added latency per system call (ns)")
-        ax.set_ylabel(f"{name} throughput ({unit})")
-        # From 0, and room above the highest mean and its error bar: an
-        # autoscaled top cut the highest dot in half.
-        ax.set_ylim(0, max(p["mean"] + (p["stddev"] or 0) for p in rows) * 1.12)
-        if ns_per_loop:
-            top = ax.secondary_xaxis("top", functions=(lambda v: v / ns_per_loop,
-                                                       lambda v: v * ns_per_loop))
-            top.set_xlabel("delay module loops", fontsize=8)
-        if ax is not axes[-1]:
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-    plot.headline(fig, f"{workload}: throughput under the system-call delay", meta,
-                  75 * len(names))
-    plot.save(fig, axes[-1], path)
-
-
-def doubt_label(bad):
-    """The legend's name of the hollow points: not exact where each one's
-    doubt is its reason for that (the virtual clock), else within the
-    noise (the host's, whatever its 9p counts)."""
-    return "not exact" if all(p["doubt"] == p["not_exact"] for p in bad) else \
-        "within the noise"
-
-
-def doubt_banner(rows):
-    """The line above a panel with doubted points: how many, and why (each
-    kind of reason, the commonest first; report.txt has each point's)."""
-    bad = [p for p in rows if p["doubt"]]
-    kinds = [p["doubt_kind"] for p in bad]
-    why = sorted(set(kinds), key=lambda k: (-kinds.count(k), k))
-    return (f"{len(bad)} of {len(rows)} points {doubt_label(bad)}, drawn hollow: "
-            + "; ".join(why))
 
 
 def summarise(d):

@@ -11,6 +11,7 @@ import pytest
 
 from resultdirs import ANALYSERS, calibrate_dir, write_meta
 from lablib.experiments import workloads
+from lablib.sweep import analyse_output
 
 SCRIPT = ANALYSERS["workload"]
 HEADER = "workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
@@ -704,6 +705,6 @@ def test_an_entry_cost_near_zero_reads_0_not_minus_0(root, entry):
     measures = {"build": {"points": rows, "model": mod.model(rows, "build", 2),
                           "unit": "builds/h"}}
     meta = {"machine": {"cpus": 2}, "kernel": {}}
-    first = mod.report("kbuild", meta, 4.0, ["close"], measures, entry_ns=entry)
+    first = analyse_output.report("kbuild", meta, 4.0, ["close"], measures, entry_ns=entry)
     first = first.splitlines()[0] if isinstance(first, str) else first[0]
     assert "after 0 ns to enter the delay" in first, first

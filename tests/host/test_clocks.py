@@ -209,7 +209,7 @@ def bad_json(d):
     (lambda d: d, "no such folder"),
     (lambda d: d.mkdir() or d, "no meta.json: not a lab result folder"),
     (no_clock, "no meta.json in it names the guest's clock"),
-    (unanalysed, "no summary.json: analyse it first (userspace/calibrate/analyse.py"),
+    (unanalysed, "no summary.json: analyse it first (lab analyse "),
     (other_experiment, "experiment 'sundial', not one of"),
     (mixed, "its guests ran on different clocks"),
     (bad_json, "summary.json: not JSON"),

@@ -9,7 +9,7 @@
  * intercept + slope x loops.  Into a new result folder it writes only
  * what it measured: raw.csv (every timed batch) and meta.json; the
  * summary, the fits and the plot are made from them by
- * userspace/calibrate/analyse.py, on the host.
+ * lab analyse, on the host.
  *
  * The loop count in force when it started is put back when it ends, also
  * on SIGINT, SIGTERM and SIGHUP.
@@ -177,7 +177,7 @@ static const struct lab_tool tool = {
 		"Time null system calls at each delay-module loop count and fit\n"
 		"latency = intercept + slope x loops.  Needs root and the delay module.\n"
 		"Writes OUTPUT/calibrate-<date>-<time>/ with raw.csv (every timed batch)\n"
-		"and meta.json; 'userspace/calibrate/analyse.py DIR' summarises and plots.",
+		"and meta.json; 'lab analyse DIR' summarises and plots.",
 	.notes = "Short batches, many of them, and their median: a batch that an interrupt\n"
 		"or the host's other work slowed is one outlier among 200, not a shifted mean.",
 	.example = "calibrate -l 0:700:50 -n 200 --calls 1000 -C 0 -o results",

@@ -13,7 +13,7 @@
  *
  * Into a new result folder it writes what it measured: events.csv (one row
  * per event), tasks.csv (each task's thread id and the scheduling policy
- * and CPU it ran with) and meta.json; userspace/irqhook/analyse.py makes
+ * and CPU it ran with) and meta.json; lab analyse makes
  * the summary, the histogram and its plot from them, on the host.  --trace
  * runs the whole measurement under trace-cmd (scheduler and irqhook events,
  * the CLOCK_MONOTONIC trace clock) into trace.dat in the same folder.
@@ -137,7 +137,7 @@ static const struct lab_tool tool = {
 		"Time how long a thread takes to respond to a virtual interrupt: a write\n"
 		"to /dev/irqhook.  Needs root (mlockall, real-time priorities).  Writes\n"
 		"OUTPUT/irqhook-<date>-<time>/ with events.csv, tasks.csv and meta.json;\n"
-		"'userspace/irqhook/analyse.py DIR' summarises and plots.",
+		"'lab analyse DIR' summarises and plots.",
 	.example = "irqhook -n 2000 --loads 16 --rt -o results",
 	.opts = options,
 	.common = &opt.common,

@@ -14,7 +14,11 @@ class BadInput(Exception):
 
 
 def default_prog(argv0=None):
-    """FOLDER/SCRIPT of the running script, e.g. "irqhook/analyse.py"."""
+    """How the running program was started: "python -m MODULE" for a module
+    of the package run with -m, else FOLDER/SCRIPT, e.g. "toy/analyse.py"."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if argv0 is None and spec is not None and spec.name.startswith("lablib."):
+        return f"python -m {spec.name}"
     p = pathlib.Path(argv0 or sys.argv[0])
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 

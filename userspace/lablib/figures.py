@@ -41,13 +41,13 @@ def figure(name, unit, value, spread=None, better=None, kind="default", headline
             "repeats": repeats}
 
 
-def _summary(d, name, analyser, key=None, kind=dict, what=""):
-    """The JSON of @d/@name, which @analyser writes (NotAResult if it is
+def _summary(d, name, key=None, kind=dict, what=""):
+    """The JSON of @d/@name, which 'lab analyse' writes (NotAResult if it is
     missing); with @key, it must hold @key as a @kind (NotAResult naming
     @what it is then not)."""
     path = d / name
     if not path.is_file():
-        raise NotAResult(f"{d}: no {name}: analyse it first ({analyser} {d})")
+        raise NotAResult(f"{d}: no {name}: analyse it first (lab analyse {d})")
     s = results.read_json(path)
     if not isinstance(s, (dict, list)):
         raise NotAResult(f"{path}: not a JSON object")
@@ -63,7 +63,7 @@ def _spread(r):
 # --- the experiments -----------------------------------------------------------
 
 def read_calibrate(d):
-    s = _summary(d, "summary.json", "userspace/calibrate/analyse.py")
+    s = _summary(d, "summary.json")
     out = []
     for key, what in (("fits", "p10 fit"), ("fits_p50", "p50 fit")):
         for call, f in sorted((s.get(key) or {}).items()):
@@ -83,7 +83,7 @@ def read_calibrate(d):
 
 
 def read_sweep(d):
-    s = _summary(d, "summary.json", "workloads/analyse.py", "measures",
+    s = _summary(d, "summary.json", "measures",
                  what="a workload sweep's summary")
     out = []
     for name, m in s["measures"].items():
@@ -184,20 +184,20 @@ def read_rtcompare(d):
     if not (d / "comparison.json").is_file() and (d / "skipped.csv").is_file():
         from .experiments import rtcompare
         return rt_kernel(rtcompare.read_kernel(d))
-    s = _summary(d, "comparison.json", "userspace/rtcompare/analyse.py", "kernels",
+    s = _summary(d, "comparison.json", "kernels",
                  what="an rt-compare comparison")
     return [f for k, v in s["kernels"].items() for f in rt_kernel(v, f"{k} ")]
 
 
 def read_smp(d):
-    s = _summary(d, "summary.json", "userspace/smp/analyse.py", "cases", what="an smp summary")
+    s = _summary(d, "summary.json", "cases", what="an smp summary")
     return [figure(f"{case} {span} p50", "ns", v["ns"]["p50"], _spread(v.get("round_p50")),
                    better="lower", kind="smp")
             for case, c in s["cases"].items() for span, v in c["spans"].items()]
 
 
 def read_msgq(d):
-    s = _summary(d, "summary.json", "userspace/msgq/analyse.py", "strategies",
+    s = _summary(d, "summary.json", "strategies",
                  what="a msgq profile's summary")
     out = []
     for strat, v in s["strategies"].items():
@@ -213,7 +213,7 @@ def read_msgq(d):
 
 
 def read_hookcost(d):
-    s = _summary(d, "summary.json", "userspace/hookcost/analyse.py", "cases",
+    s = _summary(d, "summary.json", "cases",
                  what="a hookcost summary")
     out = [figure(f"{k} {c.get('label', '')}: median".replace("  ", " "), "ns", c.get("p50"),
                   (c.get("min"), c.get("max")) if c.get("n", 0) > 1 else None,
@@ -229,7 +229,7 @@ def read_hookcost(d):
 
 
 def read_tailamp(d):
-    s = _summary(d, "summary.json", "userspace/tailamp/analyse.py", "points", list,
+    s = _summary(d, "summary.json", "points", list,
                  "a tailamp summary")
     out = [figure("system calls per request", "calls", s.get("calls_per_request"),
                   kind="sweep.calls")]
@@ -248,14 +248,14 @@ def _latency_figures(prefix, series):
 
 
 def read_irqhook(d):
-    s = _summary(d, "summary.json", "userspace/irqhook/analyse.py", "after_first",
+    s = _summary(d, "summary.json", "after_first",
                  what="an irqhook summary")
     return [f for name, series in s["after_first"].items()
             for f in _latency_figures(f"{name} after the first event: ", series)]
 
 
 def read_irqhook_sweep(d):
-    rows = _summary(d, "sweep.json", "userspace/irqhook/sweep_report.py")
+    rows = _summary(d, "sweep.json")
     if not isinstance(rows, list):
         raise NotAResult(f"{d}/sweep.json: not a list of cells")
     out = []

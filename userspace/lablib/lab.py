@@ -22,46 +22,43 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 @dataclasses.dataclass(frozen=True)
 class Command:
     """One row.  @runner: the experiment's runner, under ROOT; @main: a
-    Python subcommand, "module:function"; @analyser: the module whose
-    main() analyses a folder of @experiments (meta.json's "experiment")."""
+    Python subcommand, "module:function"; @analysers: for each kind of
+    folder it makes (meta.json's "experiment"), the module whose main()
+    analyses it."""
     name: str
     summary: str
     runner: str = None
     main: str = None
-    analyser: str = None
-    experiments: tuple = ()
+    analysers: dict = dataclasses.field(default_factory=dict)
 
 
 COMMANDS = (
     Command("calibrate", "loop count -> added system-call latency (the delay module's scale)",
-            runner="userspace/calibrate/run.sh", analyser="lablib.calibrate.analyse",
-            experiments=("calibrate",)),
+            runner="userspace/calibrate/run.sh",
+            analysers={"calibrate": "lablib.calibrate.analyse",
+                       "calibrate-bench": "lablib.calibrate.bench_report"}),
     Command("sweep", "a workload's throughput against added system-call latency",
-            runner="workloads/run.sh", analyser="lablib.sweep.analyse"),
-    Command("tax", "what seccomp, audit, tracers and mitigations add to each call, predicted "
-            "and measured", runner="userspace/tax/run.sh", analyser="lablib.tax.analyse",
-            experiments=("tax",)),
+            runner="workloads/run.sh"),
+    Command("tax", "what seccomp, audit, tracers and mitigations add to each call",
+            runner="userspace/tax/run.sh", analysers={"tax": "lablib.tax.analyse"}),
     Command("irqhook", "wake-up and switching time through /dev/irqhook",
-            runner="userspace/irqhook/run.sh", analyser="lablib.irqhook.sweep_report",
-            experiments=("irqhook-sweep",)),
+            runner="userspace/irqhook/run.sh",
+            analysers={"irqhook-sweep": "lablib.irqhook.sweep_report",
+                       "irqhook": "lablib.irqhook.analyse"}),
     Command("smp", "SMP micro-benchmarks (pipes, futex, TLB shootdown, timers)",
-            runner="userspace/smp/run.sh", analyser="lablib.smp.analyse",
-            experiments=("smp",)),
+            runner="userspace/smp/run.sh", analysers={"smp": "lablib.smp.analyse"}),
     Command("rtcompare", "the stock kernel against PREEMPT_RT",
-            runner="userspace/rtcompare/run.sh", analyser="lablib.rtcompare.analyse",
-            experiments=("rt-compare",)),
+            runner="userspace/rtcompare/run.sh",
+            analysers={"rt-compare": "lablib.rtcompare.analyse"}),
     Command("msgq", "the profiled message-queue driver",
-            runner="userspace/msgq/run.sh", analyser="lablib.msgq.analyse",
-            experiments=("msgq-profile",)),
+            runner="userspace/msgq/run.sh",
+            analysers={"msgq-profile": "lablib.msgq.analyse", "msgq": "lablib.msgq.analyse"}),
     Command("tailamp", "how a delay on a few calls amplifies the reply-time tail",
-            runner="userspace/tailamp/run.sh", analyser="lablib.tailamp.analyse",
-            experiments=("tailamp",)),
+            runner="userspace/tailamp/run.sh", analysers={"tailamp": "lablib.tailamp.analyse"}),
     Command("hookcost", "what the hooks cost with nothing attached",
-            runner="userspace/hookcost/run.sh", analyser="lablib.hookcost.analyse",
-            experiments=("hookcost",)),
+            runner="userspace/hookcost/run.sh", analysers={"hookcost": "lablib.hookcost.analyse"}),
     Command("peers", "the delay against other ways to slow system calls",
-            runner="userspace/peers/run.sh", analyser="lablib.peers.analyse",
-            experiments=("peers",)),
+            runner="userspace/peers/run.sh", analysers={"peers": "lablib.peers.analyse"}),
     Command("clocks", "the headline figures under both clocks",
             runner="userspace/clocks/run.sh"),
     Command("bpfdelay", "the BPF delay on the running kernel: its cost and accuracy",
@@ -101,9 +98,9 @@ def analyser_of(folder):
     if exp is not None and (meta.get("settings") or {}).get("workload") == exp:
         return "lablib.sweep.analyse"
     for c in COMMANDS:
-        if exp in c.experiments:
-            return c.analyser
-    known = sorted(e for c in COMMANDS for e in c.experiments)
+        if exp in c.analysers:
+            return c.analysers[exp]
+    known = sorted(e for c in COMMANDS for e in c.analysers)
     raise cli.BadInput(f"{folder}: experiment {exp!r} has no analyser "
                        f"(one of {', '.join(known)} or a workload sweep)")
 

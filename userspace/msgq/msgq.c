@@ -15,7 +15,7 @@
  * per destination, received per receiver.  They must match and every
  * message must arrive once, whole, at its destination and in its sender's
  * order (check.c); if not, the run keeps its files but exits with status 1.
- * userspace/msgq/analyse.py summarises on the host.
+ * lab analyse summarises on the host.
  *
  * The payload's first 8 bytes are the message's tag (sender << 32 |
  * number), the rest a pattern derived from it, which the receiver checks.
@@ -155,7 +155,7 @@ static const struct lab_tool tool = {
 		"msgq module's queues (/dev/bus_in_q -> /dev/bus_out_q1..3); the driver\n"
 		"times how long each message stays in each queue.  Needs the module loaded\n"
 		"and root.  Writes OUTPUT/msgq-<date>-<time>/ with messages.csv and\n"
-		"meta.json; 'userspace/msgq/analyse.py DIR' summarises and plots.",
+		"meta.json; 'lab analyse DIR' summarises and plots.",
 	.notes = "Exit status: 0; 1 if a message was lost, duplicated, damaged or misrouted,\n"
 		"or the counts do not match (the result folder is kept), or the module or a\n"
 		"device is missing; 2 for a bad option; 128+N after signal N (nothing kept).",

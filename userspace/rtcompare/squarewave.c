@@ -6,7 +6,7 @@
  * A VM has no GPIO pin and no logic analyser: the CLOCK_MONOTONIC time of
  * every edge, taken right after the task wakes for it, is the scope's
  * trace.  Two implementations (a third, Python with time.sleep, is
- * squarewave.py):
+ * lablib.rtcompare.squarewave):
  *
  *   nanosleep  a normal task: toggle, then nanosleep() for half a period,
  *              relative, so every late wake-up delays all later edges

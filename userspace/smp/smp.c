@@ -14,7 +14,7 @@
  * (cycles / the TSC frequency the kernel reports), into raw.csv
  * (record,span,cycles,ns); the settings, the TSC frequency and its source,
  * what the benchmark counted and how many records of each span went
- * backwards go into meta.json.  userspace/smp/analyse.py summarises, on
+ * backwards go into meta.json.  lab analyse summarises, on
  * the host.
  *
  * A record that went backwards (negative cycles) is a fact about the
@@ -112,7 +112,7 @@ static void write_about(void)
 		"raw.csv (record,span,cycles,ns: every record of every span) and meta.json\n"
 		"(the settings, the TSC frequency and its source, what the kernel counted,\n"
 		"the records of each span that went backwards: kept in raw.csv, left out of\n"
-		"the summary); 'userspace/smp/analyse.py' summarises runs of run.sh.\n"
+		"the summary); 'lab analyse DIR' summarises a folder of 'lab smp'.\n"
 		"\n"
 		"Benchmarks:");
 	for (i = 0; i < NBENCHES && len < sizeof(about); i++)

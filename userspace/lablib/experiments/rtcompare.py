@@ -4,7 +4,7 @@ wrote, cyclictest idle and loaded (every thread's summary and their
 histograms pooled), its traced and caught runs, cyclictest against the
 delay module's holds, perf stat of sortsum, the square wave's periods, and
 the lab's own experiments run there (calibration, wake-up, SMP, unloads).
-rtcompare/analyse.py compares and reports what this reads."""
+lablib.rtcompare.analyse compares and reports what this reads."""
 import pathlib
 
 from lablib import results, stats

@@ -5,8 +5,8 @@ reduced here into raw.csv's reply rows), points.csv (the delay module's
 own measure of each point), saturation.csv (Apache's offered-rate steps,
 read into each point's knee), its calibration/ subfolder (the added
 latency per loop) and the CPU count from meta.json.  Every reader raises
-ValueError naming the file and line it cannot read.  workloads/analyse.py
-models and reports what this reads; tailamp and sweep.sh's progress read
+ValueError naming the file and line it cannot read.  lablib.sweep.analyse
+models and reports what this reads; tailamp and lablib.sweep.progress read
 the same files through it."""
 import pathlib
 import re
@@ -23,7 +23,7 @@ MEASURES = {
     "saturation": (1, "requests/s", "request"),
     "server": (1, "requests/s (the server's CPU)", "request"),
 }
-# raw.csv's columns, in order: the header sweep.sh writes (progress.py
+# raw.csv's columns, in order: the header sweep.sh writes (lablib.sweep.progress
 # columns) and the fields its record() writes.
 RAW_COLUMNS = ["workload", "measure", "loops", "ns", "repeat", "units", "seconds", "syscalls",
                "errors", "p9_requests", "detail"]
@@ -306,7 +306,8 @@ def read_sweep(folder):
     if settings.get("part"):
         if not (d / "parts.json").exists():
             raise ValueError(f"{d} is part {settings['part']} of a split sweep: merge its "
-                             f"parts (workloads/merge.py) and analyse the merged folder")
+                             f"parts (python -m lablib.sweep.parts merge) and analyse the "
+                             f"merged folder")
         split = results.read_json(d / "parts.json")
     runs = read_raw(d / "raw.csv")
     ns_per_loop, fit_names, entry, untimed = None, [], 0.0, 0.0

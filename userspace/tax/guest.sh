@@ -38,47 +38,6 @@ callcost=$here/callcost
 TAX_SCRATCH=$(mktemp -d)
 trap 'tax_off; rm -rf "$TAX_SCRATCH"' EXIT
 
-# measure CMD...: the timed command, in this worker's process group.  A
-# stop asked before it began (the supervisor's signal found nothing to
-# stop) kills it now; after a stop, what is left of it (a tracee strace
-# let go of) is killed too.
-measure() {
-	local pid status=0
-	"$@" &
-	pid=$!
-	! lab_stopping || kill_the_rest
-	wait "$pid" || status=$?
-	! lab_stopping || kill_the_rest
-	return "$status"
-}
-
-# kill_the_rest: SIGKILL to every other process of this worker's group
-# (the timed command, its tracer and tracees) until none is left: one that
-# forked while the group was walked is found the next time.
-kill_the_rest() {
-	local i
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		lab_signal_group KILL "$$"
-		group_alone && return 0
-		sleep 0.1
-	done
-	log "warning: processes of group $$ outlived SIGKILL"
-}
-
-# group_alone: no process but this one (and its zombies) is in its group.
-group_alone() {
-	local stat line pid rest state pgrp
-	for stat in /proc/[0-9]*/stat; do
-		read -r line 2>/dev/null <"$stat" || continue
-		pid=${line%% *}
-		rest=${line##*) }
-		read -r state _ pgrp _ <<<"$rest"
-		if [ "$pgrp" = "$$" ] && [ "$pid" != "$$" ] && [ "$state" != Z ]; then
-			return 1
-		fi
-	done
-}
-
 mkdir -p "$dir/boots/$boot"
 "$LAB_TOOL" meta "$dir/boots/$boot" tax boot="$boot" calls="$calls" taxes="$taxes" \
 	batches:="$batches" calls_per_batch:="$per_batch" cpu:=0 -- "$0" "$@"
@@ -99,7 +58,7 @@ for tax in "${tax_list[@]}"; do
 	[ "$tax" != strace-one ] || first=(--first "$TAX_ONE_NR")
 	# The rows go to memory while the calls are timed, to the host's files after.
 	tax_on "$tax"
-	measure "${TAX_CMD[@]}" taskset -c 0 "$callcost" -C none -s "$calls" -n "$batches" \
+	tax_measure "${TAX_CMD[@]}" taskset -c 0 "$callcost" -C none -s "$calls" -n "$batches" \
 		--calls "$per_batch" "${first[@]}" >"$TAX_SCRATCH/rows.csv"
 	tax_off "$dir"
 	tail -n +2 "$TAX_SCRATCH/rows.csv" | sed "s/^/$tax,/" >>"$dir/raw.csv"

@@ -41,8 +41,12 @@ TAXES_KNOWN=(none seccomp-linear seccomp-tree seccomp-args seccomp-nocache
 TAX_ONE_CALLS=getppid TAX_ONE_NR=110
 TAX_SECCOMP=$LAB_ROOT/userspace/tax/seccomptax
 # What a staged root needs to run TAX_CMD (lablib.sweep.stage --program):
-# strace where PATH finds it, as tax_begin (workloads/sweep.sh) looks it up.
-TAX_PROGRAMS=("$TAX_SECCOMP" "$(readlink -f "$(command -v strace)" 2>/dev/null)")
+# strace where PATH finds it, as tax_begin (workloads/sweep.sh) looks it up
+# (none without strace: the strace taxes then say so in tax_why).
+TAX_PROGRAMS=("$TAX_SECCOMP")
+if command -v strace >/dev/null; then
+	TAX_PROGRAMS+=("$(readlink -f "$(command -v strace)")")
+fi
 TAX_CMD=()
 TAX_UNDO=()
 TAX_NAME=

@@ -34,10 +34,6 @@ packages=(
 	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links;
 	# QEMU itself is installed below)
 	udev python3-venv trace-cmd
-	# workloads: the Apache binary and modules only (no system service),
-	# httperf (the saturation search; workloads/reqtime times the reference
-	# replies); Redis's server and redis-benchmark without its service
-	apache2-bin httperf redis-tools
 	# sweeps split over VMs and machines (make sweep JOBS=N)
 	parallel
 	# userspace: 32-bit test program, lint
@@ -53,6 +49,17 @@ packages=(
 	# the BPF delay (userspace/bpfdelay): its compiler; libbpf and bpftool below
 	clang
 )
+# The workloads' own: each workload's file declares its packages
+# (WL_PACKAGES; workloads/catalog.py), and a workload of one's own in
+# LAB_WORKLOADS_DIR's folders too.
+IFS=: read -r -a wl_dirs <<<"${LAB_WORKLOADS_DIR:-}"
+for d in "$LAB_ROOT/workloads/lib" "${wl_dirs[@]}"; do
+	for f in "$d"/*.sh; do
+		[ -f "$f" ] || continue
+		read -r -a wl_packages <<<"$(sed -n 's/^WL_PACKAGES="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$f")"
+		packages+=("${wl_packages[@]}")
+	done
+done
 # The BPF delay's library and skeleton generator, from bookworm-backports on
 # Debian 12 (libbpf 1.4, bpftool 7.5: what it is built and tested with),
 # from the release itself elsewhere.

@@ -21,7 +21,7 @@ fi
 usage() {
 	cat <<'EOF'
 usage: sweep.sh WORKLOAD [options]
-       sweep.sh cmd [options] -- COMMAND [ARG...]
+       sweep.sh WORKLOAD [options] -- COMMAND [ARG...]   (a workload that times a command)
 
 Run WORKLOAD in the patched kernel at each loop count of the delay module
 and write throughput against the calibrated added system-call latency, with
@@ -29,32 +29,13 @@ the prediction time = base + syscalls x added latency, to
 OUTPUT/<workload>-<date>-<time>/ (and OUTPUT/latest-<workload>).  Needs root
 and the lab kernel.
 
-Workloads (defaults: loop counts, repeats):
-  kbuild   build a Linux tree: 'make clean' and dropping the page cache
-           off the clock before each build                   0:12000:1500, 3
-  grep     grep -r for the system-call instruction ('syscall') over a Linux
-           tree; page cache dropped and one untimed grep before each group
-           of repeats                                          0:6000:750, 5
-  apache   a private Apache httpd on 127.0.0.1 (its own config, a small
-           static page) in its own cgroup, only it delayed, on the last
-           CPU; on CPU 0 reqtime makes 10 connections at 1/s (reply time),
-           then httperf raises the rate until the replies stop following
-           it                                                 0:8000:1000, 3
-           (on the virtual clock 2 runs and 1-s steps)
-  redis    a private Redis server on 127.0.0.1, placed as Apache is;
-           reqtime GETs one value on one connection (reply time), then
-           redis-benchmark's GETs from 8 connections as fast as it
-           answers                                           0:12000:1500, 3
-           (on the virtual clock 2 runs)
-  cmd      time COMMAND (run with bash -c if it is one word with spaces) in
-           the current folder, in the lab's fixed environment (PATH,
-           HOME=/root, LC_ALL=C)                                0:500:100, 3
-  all      kbuild, grep and apache one after the other, each its own folder
+EOF
+	wl_list
+	cat <<'EOF'
 
-The defaults reach, on the virtual clock in the VM, the delay per call that
-doubles a unit of work (base / calls, measured: about 31 us for kbuild,
-16 us for grep, 14.5 us for an Apache reply and 10 us for a request at
-saturation), so that the whole curve shows.
+A workload's defaults reach, on the virtual clock in the VM, the delay per
+call that doubles a unit of work (base / calls, d1/2), so that the whole
+curve shows.
 
 Options:
   -l, --loops LIST       loop counts: '0,50,100', 'start:stop:step' or a mix;
@@ -164,10 +145,41 @@ sweep leaves what it measured in OUTPUT/<name>.incomplete/.
 EOF
 }
 
-# The workloads: one file each in lib/ (README.md, "Adding a workload");
-# 'all' is the lab's three reference workloads.
-WORKLOADS=(kbuild grep apache redis cmd)
-ALL_WORKLOADS=(kbuild grep apache)
+# The workloads: each file of lib/, and of LAB_WORKLOADS_DIR's folders
+# (colon-separated), that declares WL_ABOUT (lablib.sweep.catalog says how;
+# README.md, "Adding a workload"); 'all' those that declare WL_IN_ALL=1.
+# WL_FILES: each one's file; WORKLOADS, ALL_WORKLOADS: names, sorted.
+declare -A WL_FILES=()
+WORKLOADS=() ALL_WORKLOADS=()
+wl_declared() { sed -n "s/^$1=\"\{0,1\}\([^\"]*\)\"\{0,1\}\$/\1/p" "$2"; }
+wl_catalog() {
+	local dirs dir f name
+	IFS=: read -r -a dirs <<<"${LAB_WORKLOADS_DIR:-}"
+	for dir in "$SWEEP_DIR/lib" "${dirs[@]}"; do
+		for f in "$dir"/*.sh; do
+			grep -qs '^WL_ABOUT=' "$f" || continue
+			name=${f##*/}
+			name=${name%.sh}
+			[ -n "${WL_FILES[$name]:-}" ] || WL_FILES[$name]=$f
+		done
+	done
+	mapfile -t WORKLOADS < <(printf '%s\n' "${!WL_FILES[@]}" | LC_ALL=C sort)
+	for name in "${WORKLOADS[@]}"; do
+		[ "$(wl_declared WL_IN_ALL "${WL_FILES[$name]}")" != 1 ] || ALL_WORKLOADS+=("$name")
+	done
+}
+# wl_list: each workload, what it runs and its defaults, for --help.
+wl_list() {
+	local name f
+	echo "Workloads (defaults: loop counts, runs a point):"
+	for name in "${WORKLOADS[@]}"; do
+		f=${WL_FILES[$name]}
+		printf '  %-8s %s\n  %-8s (%s, %s)\n' "$name" "$(wl_declared WL_ABOUT "$f")" "" \
+			"$(wl_declared WL_LOOPS "$f")" "$(wl_declared WL_REPEATS "$f")"
+	done
+	printf '  %-8s %s\n' all "$(IFS=,; echo "${ALL_WORKLOADS[*]}"), one after the other, each its own folder"
+}
+wl_catalog
 
 # --- Phase: parse -----------------------------------------------------------
 WORKLOAD=
@@ -259,7 +271,7 @@ sweep_all() {
 			fi
 		done
 		if [ -n "$STAGE_ONLY" ]; then
-			staged=$(sed -n 's/^WL_STAGE=//p' "$SWEEP_DIR/lib/$w.sh")
+			staged=$(wl_declared WL_STAGE "${WL_FILES[$w]}")
 			[ "$staged" = host ] || continue
 		fi
 		"$0" "$w" "${rest[@]}"
@@ -280,7 +292,7 @@ lab_supervise "${ARGS[@]}"
 # the last value (lablib.sweep.parts's balance()).
 WL_COST_SLOPE=1
 # shellcheck source=/dev/null
-. "$SWEEP_DIR/lib/$WORKLOAD.sh"
+. "${WL_FILES[$WORKLOAD]}"
 
 # --- Helpers of the phases --------------------------------------------------
 # want_rising OPTION LIST MAX WHAT: LIST in liblab's one syntax, strictly
@@ -356,10 +368,10 @@ sweep_check() {
 	want_uint --jobs "$JOBS" 1
 	want_uint --step-seconds "$STEP_SECONDS" 1
 	case $SCALE in full | vm | small) ;; *) bad_arg "--scale wants full, vm or small, not '$SCALE'" ;; esac
-	if [ "$WORKLOAD" = cmd ]; then
-		[ ${#COMMAND[@]} -gt 0 ] || bad_arg "cmd needs a command after '--' (see --help)"
+	if [ "${WL_COMMAND:-0}" = 1 ]; then
+		[ ${#COMMAND[@]} -gt 0 ] || bad_arg "$WORKLOAD needs a command after '--' (see --help)"
 	elif [ ${#COMMAND[@]} -gt 0 ]; then
-		bad_arg "only the cmd workload takes a command after '--'"
+		bad_arg "$WORKLOAD takes no command after '--' (a workload that declares WL_COMMAND=1 does)"
 	fi
 	if [ -n "$STAGE_ONLY$STAGE_FROM" ]; then
 		[ "$STAGING" -eq 1 ] || bad_arg "--no-stage excludes --stage-only and --stage-from"
@@ -390,9 +402,9 @@ sweep_check() {
 		SET_NAMES+=("${BASH_REMATCH[1]}") SET_VALUES+=("${BASH_REMATCH[2]}")
 	done
 	[ "$COUNT_CLIENTS" -eq 0 ] || declare -F srv_saturate >/dev/null ||
-		bad_arg "--count-clients: $WORKLOAD is not a server with clients (apache, redis)"
+		bad_arg "--count-clients: $WORKLOAD is not a server with clients (WL_SERVER=1)"
 	[ "$DELAY_CLIENTS" -eq 0 ] || declare -F srv_saturate >/dev/null ||
-		bad_arg "--delay-clients: $WORKLOAD is not a server with clients (apache, redis)"
+		bad_arg "--delay-clients: $WORKLOAD is not a server with clients (WL_SERVER=1)"
 	[ "$DELAY_CLIENTS" -eq 0 ] || [ "$COUNT_CLIENTS" -eq 0 ] ||
 		bad_arg "--delay-clients and --count-clients: the clients are delayed with the server or counted apart, not both"
 	if [ -n "$TAX" ]; then
@@ -443,10 +455,7 @@ sweep_plan() {
 	if [ "$DRY_RUN" -eq 1 ]; then
 		printf '%s\n' "${VALUES[@]}"
 		local step=
-		case $WORKLOAD in
-		apache) step=", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference" ;;
-		redis) step=", $(server_requests) replies a reference" ;;
-		esac
+		! declare -F wl_describe >/dev/null || step=$(wl_describe)
 		log "$WORKLOAD on the $RUN_CLOCK clock: ${#VALUES[@]} point$([ ${#VALUES[@]} -eq 1 ] || echo s) of $KNOB, $REPEATS runs each$step${SETTINGS[*]:+; module: ${SETTINGS[*]}}${TAX:+; under the tax $TAX}$( ((COUNT_CLIENTS)) && echo "; then the clients' calls counted")$( ((DELAY_CLIENTS)) && echo "; the clients delayed with the server")"
 		exit 0
 	fi

@@ -191,7 +191,7 @@ def test_sides_of_different_clocks_are_refused_in_one_line(tmp_path):
 
 def test_sides_of_different_experiments_are_refused(tmp_path):
     a = calibration(tmp_path / "a", "virtual", 3.0)
-    b = write_meta(tmp_path / "b", "grep", {}, machine=machine("virtual"))
+    b = write_meta(tmp_path / "b", "grep", {"workload": "grep"}, machine=machine("virtual"))
     (b / "summary.json").write_text(json.dumps({"workload": "grep", "measures": {}}))
     p, _ = compare(a, b, out=tmp_path)
     assert p.returncode == 2 and "different experiments" in p.stderr

@@ -64,6 +64,20 @@ def test_dry_run_on_a_bare_machine_lists_everything(root, bare_path):
     assert not log.exists(), "a dry run must not call apt-get"
 
 
+def test_a_workloads_packages_come_from_its_file(root, bare_path, tmp_path):
+    """A workload declares its packages in its own file (WL_PACKAGES): one
+    of one's own, in LAB_WORKLOADS_DIR, is installed with the lab's."""
+    path, _ = bare_path
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "toy.sh").write_text('WL_ABOUT="a toy"\nWL_PACKAGES="nginx-light cowsay"\n')
+    listed = " ".join(ln for ln in deps(root, path, "--dry-run", LAB_WORKLOADS_DIR=own)
+                      .stdout.splitlines() if "apt-get install" in ln).split()
+    assert "nginx-light" in listed and "cowsay" in listed and "apache2-bin" in listed
+    listed = deps(root, path, "--dry-run").stdout.split()
+    assert "nginx-light" not in listed and "cowsay" not in listed
+
+
 def test_bpf_tools_come_from_backports_on_bookworm(root, bare_path):
     """libbpf-dev and bpftool from bookworm-backports (libbpf 1.4, bpftool
     7.5), as the QEMU the lab trusts; clang from Debian 12 itself."""

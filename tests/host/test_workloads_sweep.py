@@ -97,7 +97,7 @@ def test_the_plan_of_all_names_each_workload_and_where_it_stages(root):
               for b in ("\n" + out.stdout).split("\nworkload=")[1:]
               for b in ["workload=" + b]]
     assert [(b["workload"], b["stage"]) for b in blocks] == [
-        ("kbuild", "host"), ("grep", "host"), ("apache", "guest")]
+        ("apache", "guest"), ("grep", "host"), ("kbuild", "host")]
     out = subprocess.run([root / "workloads/sweep.sh", "all", "--no-stage", "--plan"],
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "LAB_CMDLINE": "/dev/null"})
@@ -156,7 +156,7 @@ def test_module_settings_are_said(root, tmp_path):
 
 RUNNER_BAD = [
     ("workloads/sweep.sh", ["nosuch"], {},
-     "WORKLOAD wants kbuild, grep, apache, redis, cmd or all"),
+     "WORKLOAD wants apache, cmd, grep, kbuild, redis or all"),
     ("workloads/sweep.sh", ["grep", "-l", "0:abc"], {}, "--loops wants a list"),
     ("workloads/sweep.sh", ["grep", "-l", "0,100,50"], {}, "--loops wants loop counts in "
                                                           "increasing order"),

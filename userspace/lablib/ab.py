@@ -4,8 +4,8 @@ recorded with its seed, then compare.
 
     lab ab EXPERIMENT -A 'SETTINGS' -B 'SETTINGS' [-n N] [options] [-- ARGS...]
 
-EXPERIMENT is calibrate or a workload sweep (kbuild, grep, apache, redis,
-cmd).  A side's SETTINGS are KEY=VALUE words, each optional:
+EXPERIMENT is calibrate or a workload sweep (each file of workloads/lib
+that declares one: lablib.sweep.catalog).  A side's SETTINGS are KEY=VALUE words, each optional:
   VARIANT=stock|nohook|rt|...  the lab kernel (scripts/vm.sh VARIANT)
   APPEND='preempt=full ...'    more kernel command-line options (VM_APPEND)
   ARGS='-l 0,3000'             more options for this side's experiment
@@ -30,7 +30,7 @@ import shlex
 import sys
 
 from lablib import cli, compare, host, results
-from lablib.figures import SWEEPS
+from lablib.sweep import catalog
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KEYS = {"VARIANT": "VARIANT", "APPEND": "VM_APPEND", "ARGS": None}
@@ -54,9 +54,9 @@ def runner(experiment, out, args):
     """The host runner's command line for one boot into parent folder @out;
     LAB_AB_RUNNER, a stand-in the tests give, runs as RUNNER EXPERIMENT
     OUT ARGS... instead."""
-    if experiment not in ("calibrate", *SWEEPS):
+    if experiment != "calibrate" and experiment not in catalog.names():
         raise cli.BadInput(f"experiment '{experiment}': make ab runs calibrate or a "
-                           f"workload sweep ({', '.join(SWEEPS)})")
+                           f"workload sweep ({', '.join(catalog.names())})")
     if os.environ.get("LAB_AB_RUNNER"):
         return [os.environ["LAB_AB_RUNNER"], experiment, str(out), *args]
     if experiment == "calibrate":

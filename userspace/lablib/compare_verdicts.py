@@ -26,9 +26,13 @@ a side) is 'inconclusive', never 'same'."""
 import functools
 import math
 
+from .sweep import catalog
+
 # Virtual clock: how far two boots' values of a figure may be apart and
 # still be the same run, (relative, absolute, kind); "measured" between
-# boots (userspace/compare/NOTES.md "Bands"), "assumed" where not yet.
+# boots (userspace/compare/NOTES.md "Bands"), "assumed" where not yet.  A
+# workload's own measured bands for its points and calls are in its file
+# (WL_BAND_POINT, WL_BAND_CALLS).
 BANDS = {
     "calibrate.slope": (2e-5, 0.0, "measured"),
     "calibrate.slope_p50": (5e-4, 0.0, "measured"),
@@ -36,13 +40,7 @@ BANDS = {
     "calibrate.ns_p50": (0.0, 0.05, "measured"),
     "calibrate.r2": (0.0, 1e-5, "measured"),
     "sweep.point": (1e-3, 0.0, "assumed"),
-    "sweep.point.grep": (5e-4, 0.0, "measured"),
-    "sweep.point.apache": (5e-4, 0.0, "measured"),
-    "sweep.point.kbuild": (1e-3, 0.0, "measured"),
-    "sweep.point.redis": (2.5e-3, 0.0, "measured"),
     "sweep.calls": (2e-3, 0.0, "assumed"),
-    "sweep.calls.grep": (0.0, 0.5, "measured"),
-    "sweep.calls.kbuild": (2e-3, 0.0, "measured"),
     "sweep.knee": (5e-3, 0.0, "measured"),
     "sweep.check": (0.0, 0.5, "measured"),
     "default": (1e-3, 0.0, "assumed"),
@@ -74,8 +72,10 @@ MEASURED = "measured"
 
 
 def band_of(kind, workload):
-    """(relative, absolute, kind of band) of figure kind @kind."""
-    return BANDS.get(f"{kind}.{workload}") or BANDS.get(kind) or BANDS["default"]
+    """(relative, absolute, kind of band) of figure kind @kind: a sweep's
+    from its workload's declaration where it has one (lablib.sweep.catalog)."""
+    w = catalog.workloads().get(workload) if workload else None
+    return (w and w.bands.get(kind)) or BANDS.get(kind) or BANDS["default"]
 
 
 def band_width(band, ref):

@@ -26,8 +26,7 @@ analysed is refused with the command that analyses it (NotAResult)."""
 import pathlib
 
 from . import cli, results
-
-SWEEPS = ("kbuild", "grep", "apache", "redis", "cmd")
+from .sweep import catalog
 
 
 class NotAResult(cli.BadInput):
@@ -316,11 +315,17 @@ def clock_of(d, meta):
     return kind, m
 
 
+def is_sweep(meta):
+    """Whether @meta is a workload sweep's: its experiment is the workload
+    its settings name."""
+    exp = meta.get("experiment")
+    return exp is not None and results.settings(meta).get("workload") == exp
+
+
 def experiment_of(meta):
     """The reader's name for meta.json's experiment ("sweep" for every
     workload), or None."""
-    exp = meta.get("experiment")
-    return "sweep" if exp in SWEEPS else exp
+    return "sweep" if is_sweep(meta) else meta.get("experiment")
 
 
 def read(d):
@@ -339,7 +344,7 @@ def read(d):
     if exp not in READERS:
         raise NotAResult(f"{d}: experiment {meta.get('experiment')!r}, not one of "
                          f"{', '.join(sorted(READERS))} or a workload sweep "
-                         f"({', '.join(SWEEPS)})")
+                         f"({', '.join(catalog.names())})")
     kind, guest = clock_of(d, meta)
     return {"path": str(d), "experiment": exp, "workload": meta.get("experiment"),
             "meta": meta, "guest": guest, "clock": kind, "describe": results.describe(guest),

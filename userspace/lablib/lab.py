@@ -13,7 +13,7 @@ import os
 import pathlib
 import sys
 
-from . import cli, results
+from . import cli, figures, results
 
 # The lab's checkout: lablib is installed from it, editable (make venv).
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -94,8 +94,7 @@ def analyser_of(folder):
     """The analyser module of result folder @folder, from its meta.json."""
     meta = results.read_meta(folder)
     exp = meta.get("experiment")
-    # A sweep's folder names its workload as the experiment and in its settings.
-    if exp is not None and (meta.get("settings") or {}).get("workload") == exp:
+    if figures.is_sweep(meta):
         return "lablib.sweep.analyse"
     for c in COMMANDS:
         if exp in c.analysers:

@@ -36,7 +36,6 @@ PAGE = "index.html"
 TEMPLATE = "report.html"
 # The workload sweeps' experiments (workloads/README.md); any summary.json
 # with a "measures" object is read as one too.
-SWEEPS = set(figures.SWEEPS)
 # Headline figures a run shows at most (the rest is in its summary).
 FIGURE_LINES = 6
 # A folder's date from its name, <experiment>-<date>-<time>[-N] (local time).
@@ -213,13 +212,14 @@ def headline(meta, folder):
     sweeps' from their summary.json, in a few words; the other experiments
     lablib.figures reads through it; any other summary.json's first numbers."""
     experiment = meta.get("experiment")
+    sweep = figures.is_sweep(meta)
     reader = figures.READERS.get(figures.experiment_of(meta))
     path = folder / "summary.json"
-    if experiment not in SWEEPS and experiment != "calibrate" and reader:
+    if not sweep and experiment != "calibrate" and reader:
         lines, note = reader_figures(folder, reader)
         return lines, None, note
     if not path.is_file():
-        if experiment == "calibrate" or experiment in SWEEPS:
+        if experiment == "calibrate" or sweep:
             return [], None, "not analysed yet: no summary.json"
         return [], None, None
     try:
@@ -230,7 +230,7 @@ def headline(meta, folder):
         return [], None, "summary.json is not a JSON object"
     if experiment == "calibrate":
         lines, exact = calibrate_figures(summary)
-    elif experiment in SWEEPS or isinstance(summary.get("measures"), dict):
+    elif sweep or isinstance(summary.get("measures"), dict):
         lines, exact = sweep_figures(summary)
     else:
         lines, exact = generic_figures(summary)

@@ -24,10 +24,16 @@
 # shellcheck source=workloads/lib/server.sh
 . "$SWEEP_DIR/lib/server.sh"
 
+WL_ABOUT="a private Apache httpd: reply time, then httperf's saturation search"
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
 WL_STAGE=guest
 WL_REPEATS_VIRTUAL=2
+WL_IN_ALL=1
+WL_SERVER=1
+WL_PACKAGES="apache2-bin httperf"
+WL_BAND_POINT="5e-4 0"
+wl_describe() { echo ", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference"; }
 # A point gets cheaper as its delay grows (a spin emulates faster than
 # Apache's own code): the cost sweep.sh part_points balances parts by.
 WL_COST_SLOPE=-0.4

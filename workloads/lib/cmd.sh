@@ -12,9 +12,12 @@
 # then, or prints something new each run) and one that talked to the
 # network are recorded in meta.json (stage_check, stage.network) and
 # lablib.sweep.analyse says each point is not exact, and why.
+WL_ABOUT="time COMMAND (after '--') in this folder, in a fixed environment"
 WL_LOOPS=0:500:100
 WL_REPEATS=3
 WL_STAGE=host
+WL_MEASURE="cmd 60 runs/min run"
+WL_COMMAND=1
 CMD_CWD=
 
 wl_check() {

@@ -9,9 +9,14 @@
 #   full   the whole tree
 #   vm     GREP_VM_DIRS: about 7 s in the TCG VM (the whole tree: minutes)
 #   small  GREP_SMALL_DIRS: for the tests
+WL_ABOUT="grep -r for the system-call instruction ('syscall') over a Linux tree"
 WL_LOOPS=0:6000:750
 WL_REPEATS=5
 WL_STAGE=host
+WL_IN_ALL=1
+WL_MEASURE="grep 60 greps/min grep"
+WL_BAND_POINT="5e-4 0"
+WL_BAND_CALLS="0 0.5"
 GREP_PATTERN=syscall
 GREP_VM_DIRS="kernel mm"
 GREP_SMALL_DIRS="kernel/time"

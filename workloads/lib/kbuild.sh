@@ -13,9 +13,14 @@
 #          TCG VM, most of it make reading the tree's Makefiles and gcc
 #          starting, both heavy in system calls
 #   small  tinyconfig, KBUILD_SMALL_TARGETS (deleted first): for the tests
+WL_ABOUT="build a Linux tree, its objects cleaned and the page cache dropped first"
 WL_LOOPS=0:12000:1500
 WL_REPEATS=3
 WL_STAGE=host
+WL_IN_ALL=1
+WL_MEASURE="build 3600 builds/hour build"
+WL_BAND_POINT="1e-3 0"
+WL_BAND_CALLS="2e-3 0"
 KBUILD_VM_TARGETS="lib/string.o"
 KBUILD_SMALL_TARGETS="lib/ctype.o"
 

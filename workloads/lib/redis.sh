@@ -26,10 +26,14 @@
 # us, 5,860 loops), a request at saturation 42.5 us and 3 (d½ 14.1 us),
 # Redis's CPU a request 21.3 us (d½ 7.1 us) (2026-12-02): 12000 loops
 # (36 us) is 2.0, 2.6 and 5 d½.
+WL_ABOUT="a private Redis server: reply time, then redis-benchmark's GETs"
 WL_LOOPS=0:12000:1500
 WL_REPEATS=3
 WL_STAGE=guest
 WL_REPEATS_VIRTUAL=2
+WL_SERVER=1
+WL_PACKAGES=redis-tools
+WL_BAND_POINT="2.5e-3 0"
 # Its replies 1.003 s apart, not a whole number of the tick's periods: on
 # a grid of whole seconds each boot's replies met the kernel's periodic
 # work in a phase of their own and the reply at loops 0 differed by up to

@@ -55,6 +55,10 @@
 #                       the machine's own; workloads/NOTES.md, "No TIME_WAIT")
 
 SERVER_REQUESTS_VIRTUAL=100
+# wl_describe: what a point does beyond its runs, for --dry-run (a server
+# may say more).
+wl_describe() { echo ", $(server_requests) replies a reference"; }
+
 server_requests() {
 	if [ -n "${SERVER_REQUESTS:-}" ]; then
 		echo "$SERVER_REQUESTS"

@@ -12,17 +12,12 @@ import pathlib
 import re
 
 from .. import results, stats
+from ..sweep import catalog
 from . import calibration
 
-# measure: (throughput = factor x units / seconds, its unit, one unit of work)
-MEASURES = {
-    "build": (3600, "builds/hour", "build"),
-    "grep": (60, "greps/min", "grep"),
-    "cmd": (60, "runs/min", "run"),
-    "reply": (1, "1/s (1/reply time)", "reply"),
-    "saturation": (1, "requests/s", "request"),
-    "server": (1, "requests/s (the server's CPU)", "request"),
-}
+# measure: (throughput = factor x units / seconds, its unit, one unit of
+# work), as each workload's file declares it (lablib.sweep.catalog).
+MEASURES = catalog.measures()
 # raw.csv's columns, in order: the header sweep.sh writes (lablib.sweep.progress
 # columns) and the fields its record() writes.
 RAW_COLUMNS = ["workload", "measure", "loops", "ns", "repeat", "units", "seconds", "syscalls",

@@ -307,7 +307,7 @@ def test_a_staged_workload_takes_the_taxes_tools_with_it(root, tmp_path):
 
 # --- each workload under each tax (lablib.tax.workloads) ----------------------
 WORKLOADS = "lablib.tax.workloads"
-# A stand-in for workloads/run.sh (LAB_SWEEP_RUNNER): an analysed sweep
+# A stand-in for lab sweep (LAB_SWEEP_RUNNER): an analysed sweep
 # folder in -o's folder where a unit of work takes 0.01 s and 1,000 calls
 # (600 read, 400 write) and each call costs the tax's ns (--tax) or the
 # calibrated delay of its point (--ns N: N; -l L: 30 + 3 L; 0: nothing),
@@ -342,6 +342,7 @@ for p in (int(v) for v in points.split(",")):
                  "added_ns": added, "median_seconds_per_unit": seconds,
                  "syscalls_per_unit": 1000.0, "exact": True}})
 (d / "meta.json").write_text(json.dumps({{"experiment": "grep", "args": args,
+                                         "settings": {{"workload": "grep"}},
                                          "append": os.environ.get("VM_APPEND")}}))
 (d / "raw.csv").write_text("workload,measure,loops,ns,repeat,units,seconds,syscalls,"
                            "errors,p9_requests,detail\\n" + "\\n".join(raw) + "\\n")
@@ -679,7 +680,8 @@ def test_the_dry_run_lists_the_sweeps_and_runs_none(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
     out = tax_workloads(root, tax, env, "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("run.sh grep --vms 1") == 5 and "--tax pti" in out.stdout
+    assert out.stdout.count("lablib.sweep.driver grep --vms 1") == 5
+    assert "--tax pti" in out.stdout
     assert "calibrate.sh -o" in out.stdout and "parameters/ns" in out.stdout
     assert "then a stand-in sweep a workload for each of seccomp-linear-nocache" in out.stdout
     assert not (tax / "workloads").exists()
@@ -712,6 +714,7 @@ noise = 1 + (zlib.crc32(str(parent).encode()) % 200 - 100) * 1e-5
 mean = (9.0 if tax == "pti" else 10.0) * noise
 (d / "meta.json").write_text(json.dumps({{
     "experiment": experiment, "date": "2026-12-04T10:00:00Z", "args": args,
+    "settings": {{"workload": experiment}},
     "kernel": {{"release": "6.12.test-lab-tax", "cmdline": os.environ["VM_APPEND"]}},
     "machine": {{"clock": {{"kind": os.environ["VM_CLOCK"]}},
                  "cpus": int(os.environ["VM_CPUS"])}}}}))

@@ -11,12 +11,18 @@ workloads.txt and hostclock.txt if lablib.tax.workloads and
 lablib.tax.hostclock have run) and tax.png (the table as a heat map).  A
 tax whose batches spread more than the tax itself is not a figure: it is
 marked so in the table and hatched in the picture.
+
+A folder of run.sh --here (the running kernel, the host's clock, rounds)
+is lablib.tax.here's: its figures with their intervals, and with --virtual
+VDIR the virtual clock's figures beside them from VDIR, an analysed tax
+run of the lab's VM.
 """
 import pathlib
 import sys
 
 import numpy as np
 from lablib import cli, plot, results, stats, syscalls
+from lablib.tax import here
 
 RAW_COLUMNS = ("tax", "nr", "batch", "calls", "ns_per_call")
 SUMMARY_COLUMNS = ("tax", "nr", "call", "batches", "median_ns", "min_ns", "max_ns",
@@ -258,7 +264,15 @@ def measured_meta(d):
     return next(iter(boots.values())) if boots else results.read_meta(d), boots
 
 
-def analyse(d):
+def analyse(d, virtual=None):
+    """Analyse tax folder @d: (summary, report text, files written); a
+    --here folder's by lablib.tax.here, with the virtual clock's figures
+    from @virtual."""
+    if here.is_here(results.read_meta(d)):
+        return here.analyse(d, virtual)
+    if virtual:
+        raise cli.BadInput(f"--virtual is for a run.sh --here folder; {d} is a run of the "
+                           f"lab's VM")
     meta, boots = measured_meta(d)
     raw = read_raw(d / "raw.csv")
     try:
@@ -289,14 +303,30 @@ def write_report(d):
 
 def draw_folder(s, d):
     """tax.png of folder @d, with the workloads' panels if
-    lablib.tax.workloads has run there."""
+    lablib.tax.workloads has run there; a --here folder's by lablib.tax.here."""
+    if s.get("here"):
+        return here.draw_folder(s, d)
     w = d / "workloads.json"
     rows = results.read_json(w)["rows"] if w.exists() else None
     draw(s, measured_meta(d)[0], d / "tax.png", rows)
 
 
-add_args, work = cli.folder_analyser("DIR", "a tax result folder", analyse, plot=draw_folder,
-                                     picture="tax.png")
+def add_args(p):
+    """The folder, --no-plot, --json and --virtual."""
+    cli.folder_analyser("DIR", "a tax result folder", analyse, plot=draw_folder,
+                        picture="tax.png")[0](p)
+    p.add_argument("--virtual", metavar="VDIR",
+                   help="for a run.sh --here folder: the virtual clock's figures beside the\n"
+                        "host's from VDIR, an analysed tax run of the lab's VM (default:\n"
+                        "the run's --virtual, else those the README records)")
+
+
+def work(args):
+    """Analyse args.dir (with args.virtual), draw and show it."""
+    _, run = cli.folder_analyser("DIR", "a tax result folder",
+                                 lambda d: analyse(d, args.virtual), plot=draw_folder,
+                                 picture="tax.png")
+    return run(args)
 
 
 def main(argv=None, prog=None):

@@ -3,7 +3,7 @@
 ## sweep W=kbuild|grep|apache|redis|cmd|all [JOBS=N] [SWEEP_ARGS='-l 0:700:100 -r 2'] [CMD='...']:
 ##   workload against added syscall latency in the VM, analysed into
 ##   results/<W>-<time>/; JOBS: VMs at once, each a part of the points
-##   (default: the free cores on the virtual clock; run.sh --vms); CMD:
+##   (default: the free cores on the virtual clock; lab sweep --vms); CMD:
 ##   cmd's command, run in the lab's folder (W=cmd CMD='tar cf /dev/null /usr/include')
 W ?= apache
 # JOBS from the command line also reaches the kernel build of 'setup'

@@ -1,27 +1,13 @@
-"""A sweep split over several VMs, on the host (run.sh): how many VMs and
-why, which points each part runs, the whole sweep's progress while they
-run, and the parts merged into the one result folder a serial sweep would
-have written.
+"""A sweep split over several VMs, on the host (lablib.sweep.driver): how
+many VMs and why (choose_vms), which points each part runs (balance), the
+whole sweep's progress while they run (progress), and the parts merged
+into the one result folder a serial sweep would have written (merge):
 
-  python -m lablib.sweep.parts plan --clock CLOCK [--vms N] [--logins N] [PLAN]
-      read the plan that 'sweep.sh ... --plan' printed (PLAN or stdin:
-      one block of KEY=VALUE lines a workload) and print, one a line:
-        vms N                        how many VMs run at once
-        why TEXT                     why that many
-        total N                      the sweep's points, all workloads
-        stage W host|guest|none      where each workload is staged
-        scale W SCALE                each workload's --scale
-        part K W V1,V2,...           the points of part K of workload W
-  python -m lablib.sweep.parts progress TOTAL
-      a filter for the output of a sweep's VMs: passes every line on and,
-      after each line in which sweep.sh says it finished a point ('[i/n]',
-      in a split sweep 'part K/N: [i/n]'), the whole sweep's progress:
-      points done of TOTAL, the host's time since the filter started and
-      the time left, the longest of the parts' (see progress())
   python -m lablib.sweep.parts merge [--where K=MACHINE]... INTO PART_DIR...
       the parts into INTO, an empty result folder ('lab begin' made it);
       each PART_DIR is the result folder of one part, all N of them, in
-      any order:
+      any order (lab sweep merges its parts itself; this merges the parts
+      a failed split sweep left in build/sweep-parts/):
 
 - raw.csv, points.csv and every other top-level CSV file: the header once,
   then each point's lines in the order of the sweep's points, every line
@@ -35,7 +21,7 @@ have written.
   calibrates); another part's meta.json and any file of its that differs
   from part 1's go to parts/K/.
 - parts.json: how the sweep was split, the points of each part and where
-  each ran (--where, from run.sh: 'local' or the ssh login).
+  each ran (--where, from lab sweep: 'local' or the ssh login).
 
 Parts that do not belong together are refused, nothing merged: another
 workload or sweep settings, another lab commit, kernel or clock, a part
@@ -320,18 +306,6 @@ def choose_vms(plan, clock, vms=None, logins=None, cores=None, loadavg=None):
     return n, why
 
 
-def plan_lines(plan, n, why):
-    """What 'lablib.sweep.parts plan' prints for @plan split into @n parts."""
-    out = [f"vms {n}", f"why {why}", f"total {sum(len(b['points']) for b in plan)}"]
-    for b in plan:
-        out += [f"stage {b['workload']} {b['stage']}", f"scale {b['workload']} {b['scale']}"]
-    if n > 1:
-        for b in plan:
-            for k, points in enumerate(balance(b["points"], n, b["cost_slope"]), 1):
-                out.append(f"part {k} {b['workload']} {','.join(map(str, points))}")
-    return out
-
-
 # --- Progress: the whole sweep's, in the host's time ------------------------
 PART_POINT = re.compile(r"sweep\.sh: (?:part (\d+)/(\d+): )?\[(\d+)/(\d+)\]")
 
@@ -342,7 +316,8 @@ def duration(s):
 
 
 def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
-    """The filter of 'lablib.sweep.parts progress'.  The times are the host's: a
+    """The VMs' output @lines passed on to @out and, after each point, the
+    whole sweep's progress (lab sweep's, as the VMs run).  The times are the host's: a
     part's own elapsed and ETA are its guest's, which on the virtual clock
     pass as the guest executes, not as the host's do.  A line without a
     part is the one VM's of a serial sweep (part 1/1).  A part's time left
@@ -379,53 +354,31 @@ def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
             if left:
                 some = "at least " if len(left) < parts_n else ""
                 eta = f", ETA {some}{duration(max(max(left), 0))}"
-            out.write(f"run.sh: the sweep: {done} of {total} points; elapsed "
+            out.write(f"lab sweep: the sweep: {done} of {total} points; elapsed "
                       f"{duration(now - start)}{eta}\n")
         out.flush()
 
 
 def main(argv=None, prog=None):
-    """Plan, follow or merge a split sweep as @argv (default sys.argv[1:])
-    says; the exit status."""
+    """merge, as @argv (default sys.argv[1:]) says; the exit status."""
     p = argparse.ArgumentParser(prog=prog or "python -m lablib.sweep.parts",
                                 description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="verb", required=True)
-    pl = sub.add_parser("plan", help="how many VMs, which points each part runs")
-    pl.add_argument("--clock", required=True, choices=("virtual", "host"))
-    pl.add_argument("--vms", type=int, help="the VMs asked for")
-    pl.add_argument("--logins", type=int, help="the machines of an sshloginfile")
-    pl.add_argument("plan", nargs="?", help="sweep.sh --plan's output (default: stdin)")
-    pr = sub.add_parser("progress", help="the whole sweep's progress, a filter")
-    pr.add_argument("total", type=int)
     me = sub.add_parser("merge", help="the parts into one result folder")
     me.add_argument("--where", action="append", default=[], metavar="K=MACHINE",
                     help="where part K ran (parts.json), default 'local'")
     me.add_argument("into", help="an empty result folder")
     me.add_argument("parts", nargs="+", help="the parts' result folders")
     args = p.parse_args(argv)
+    where = {}
+    for w in args.where:
+        k, sep, machine = w.partition("=")
+        if not sep or not k.isdigit() or not machine:
+            p.error(f"--where wants K=MACHINE, not {w!r}")
+        where[int(k)] = machine
     try:
-        if args.verb == "plan":
-            for n in (args.vms, args.logins):
-                if n is not None and n < 1:
-                    p.error(f"--vms and --logins want a whole number >= 1, not {n}")
-            text = (pathlib.Path(args.plan).read_text() if args.plan else sys.stdin.read())
-            plan = read_plan(text)
-            n, why = choose_vms(plan, args.clock, args.vms, args.logins)
-            print("\n".join(plan_lines(plan, n, why)))
-        elif args.verb == "progress":
-            progress(args.total)
-        else:
-            where = {}
-            for w in args.where:
-                k, sep, machine = w.partition("=")
-                if not sep or not k.isdigit() or not machine:
-                    p.error(f"--where wants K=MACHINE, not {w!r}")
-                where[int(k)] = machine
-            merge(args.into, [pathlib.Path(f) for f in args.parts], where)
-    except BadPlan as e:
-        print(f"{p.prog}: {e}", file=sys.stderr)
-        return 2
+        merge(args.into, [pathlib.Path(f) for f in args.parts], where)
     except (Refused, ValueError, OSError) as e:
         print(f"{p.prog}: {e}", file=sys.stderr)
         return 1

@@ -109,7 +109,7 @@ Options:
       --part K/N --points LIST
                          run part K of N: the sweep's points of LIST only, each
                          with its repeats, into a folder of its own that
-                         'run.sh --vms N' merges into one sweep
+                         'lab sweep --vms N' merges into one sweep
                          (lablib.sweep.parts deals the points out and merges);
                          only part 1 calibrates.  Implies --no-analysis.  For
                          'all', one --points W:LIST a workload

@@ -257,7 +257,7 @@ def test_ab_on_the_host_clock_runs_ten_boots_a_side_by_default(tmp_path):
     p = ab("grep", "--clock", "host", "-o", tmp_path, "--dry-run")
     boots = plan_lines(p.stdout)
     assert len(boots) == 20 and all("VM_CLOCK=host" in line for *_, line in boots)
-    assert all("workloads/run.sh grep --vms 1" in line for *_, line in boots)
+    assert all("-m lablib.sweep.driver grep --vms 1" in line for *_, line in boots)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -16,7 +16,7 @@ COMMAND = re.compile(r"(?:\./)?(?:\.venv/bin/)?(lab [a-z]+|(?:userspace|workload
                      r"[a-z0-9_/]+(?:\.sh)?)(.*)")
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 # A runner whose --help says it passes the rest to another program.
-PASSES_ON = {"workloads/run.sh": "workloads/sweep.sh", "lab sweep": "workloads/sweep.sh"}
+PASSES_ON = {"lab sweep": "workloads/sweep.sh"}
 
 
 def documents():

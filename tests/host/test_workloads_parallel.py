@@ -1,6 +1,6 @@
-"""A sweep split into parts (sweep.sh --part K/N --points LIST, run.sh
+"""A sweep split into parts (sweep.sh --part K/N --points LIST, lab sweep
 --vms N) merges into the files a serial sweep writes: lablib.sweep.parts
-merge on parts cut from a real sweep, and run.sh's whole path (GNU
+merge on parts cut from a real sweep, and lab sweep's whole path (GNU
 parallel, the merge, the analysis) with a stand-in for the VM, on this
 machine and on a 'remote' one reached through a stand-in for ssh."""
 import json
@@ -180,8 +180,9 @@ def test_a_missing_part_is_refused(root, tmp_path, stub):
 
 
 def sweep_vm(root, tmp_path, stub, *args, **env):
-    return subprocess.run([root / "workloads/run.sh", "grep", "-l", LOOPS, "--no-stage",
-                           "-o", tmp_path / "results", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "sweep", "grep", "-l", LOOPS,
+                           "--no-stage", "-o", tmp_path / "results", *map(str, args)],
+                          capture_output=True, text=True,
                           env={**os.environ, "LAB_VM": str(stub), "FAKE_SWEEP": str(SERIAL),
                                "LAB_BUILD": str(tmp_path / "build"), **env}, timeout=300)
 
@@ -301,14 +302,14 @@ def test_progress_of_the_whole_sweep(root):
     # The start, then each point's line.
     out = sweep_progress(5, lines, [0, 100, 130, 190, 200])
     assert all(line in "".join(out) for line in lines)
-    totals = [s for s in out if s.startswith("run.sh: the sweep")]
+    totals = [s for s in out if s.startswith("lab sweep: the sweep")]
     # Part 2: 60 s a point on the host, one point left.  No estimate before
     # a part's second point.
     assert totals == [
-        "run.sh: the sweep: 1 of 5 points; elapsed 1m40s\n",
-        "run.sh: the sweep: 2 of 5 points; elapsed 2m10s\n",
-        "run.sh: the sweep: 3 of 5 points; elapsed 3m10s, ETA at least 1m00s\n",
-        "run.sh: the sweep: 4 of 5 points; elapsed 3m20s, ETA 0m50s\n"]
+        "lab sweep: the sweep: 1 of 5 points; elapsed 1m40s\n",
+        "lab sweep: the sweep: 2 of 5 points; elapsed 2m10s\n",
+        "lab sweep: the sweep: 3 of 5 points; elapsed 3m10s, ETA at least 1m00s\n",
+        "lab sweep: the sweep: 4 of 5 points; elapsed 3m20s, ETA 0m50s\n"]
 
 
 def test_progress_of_a_serial_sweep_of_two_workloads(root):
@@ -318,12 +319,12 @@ def test_progress_of_a_serial_sweep_of_two_workloads(root):
              "sweep.sh: calibrating\n",
              "sweep.sh: [1/3] loops=0 (...); elapsed 0m04s, ETA 0m08s (guest time)\n"]
     out = sweep_progress(5, lines, [0, 100, 160, 220])
-    totals = [s for s in out if s.startswith("run.sh: the sweep")]
+    totals = [s for s in out if s.startswith("lab sweep: the sweep")]
     # 60 s a point on the host after the first: two of the five left.
     assert totals == [
-        "run.sh: the sweep: 1 of 5 points; elapsed 1m40s\n",
-        "run.sh: the sweep: 2 of 5 points; elapsed 2m40s, ETA 3m00s\n",
-        "run.sh: the sweep: 3 of 5 points; elapsed 3m40s, ETA 2m00s\n"]
+        "lab sweep: the sweep: 1 of 5 points; elapsed 1m40s\n",
+        "lab sweep: the sweep: 2 of 5 points; elapsed 2m40s, ETA 3m00s\n",
+        "lab sweep: the sweep: 3 of 5 points; elapsed 3m40s, ETA 2m00s\n"]
 
 
 PLAN = """workload=kbuild
@@ -365,12 +366,11 @@ def test_the_host_clock_runs_one_vm_and_refuses_more():
 
 
 def test_the_plan_deals_each_workload_its_own_points():
-    lines = parts.plan_lines(parts.read_plan(PLAN), 2, "why")
-    assert lines[:3] == ["vms 2", "why why", "total 8"]
-    assert "stage kbuild host" in lines and "stage apache guest" in lines
-    got = {tuple(line.split()[1:3]): line.split()[3] for line in lines if line.startswith("part ")}
-    assert got == {("1", "kbuild"): "0,1500", ("2", "kbuild"): "3000",
-                   ("1", "apache"): "0,1000", ("2", "apache"): "2000,3000,4000"}
+    plan = parts.read_plan(PLAN)
+    assert [(b["workload"], b["stage"]) for b in plan] == [("kbuild", "host"),
+                                                           ("apache", "guest")]
+    got = {b["workload"]: parts.balance(b["points"], 2, b["cost_slope"]) for b in plan}
+    assert got == {"kbuild": [[0, 1500], [3000]], "apache": [[0, 1000], [2000, 3000, 4000]]}
 
 
 @pytest.mark.parametrize("values, n, slope", [

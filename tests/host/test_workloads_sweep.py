@@ -3,12 +3,14 @@ the points and says (stderr) what else the sweep would do, and
 LAB_CMDLINE stands for the guest's /proc/cmdline, where vm.sh puts
 lab.clock=."""
 import json
+import sys
 import os
 import shutil
 import subprocess
 
 import pytest
 import runners
+from lablib.sweep import parts as sweep_parts
 
 
 def dry_run(root, tmp_path, clock, *args):
@@ -58,17 +60,13 @@ def test_kbuild_and_grep_keep_their_runs_on_both_clocks(root, tmp_path, workload
     ("grep", [[2250, 3750, 4500, 6000], [0, 750, 1500, 3000, 5250]]),
 ])
 def test_a_split_balances_the_points_by_their_cost(root, tmp_path, workload, parts):
-    """The plan that run.sh reads gives each workload's points and their
+    """The plan that lab sweep reads gives each workload's points and their
     cost (sweep.sh --plan); lablib.sweep.parts deals them; a part runs
     what it is given."""
     out = subprocess.run([root / "workloads/sweep.sh", workload, "--plan"], capture_output=True,
                          text=True, check=True, env={**os.environ, "LAB_CMDLINE": "/dev/null"})
-    split = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.parts", "plan",
-                            "--clock", "virtual", "--vms", "2"], input=out.stdout,
-                           capture_output=True, text=True, check=True).stdout.split("\n")
-    got = [[int(v) for v in line.split()[3].split(",")] for line in split
-           if line.startswith("part ")]
-    assert got == parts
+    (plan,) = sweep_parts.read_plan(out.stdout)
+    assert sweep_parts.balance(plan["points"], 2, plan["cost_slope"]) == parts
     for k, points in enumerate(parts, 1):
         given = ",".join(map(str, points))
         ran, _ = dry_run(root, tmp_path, "virtual", workload, "--part", f"{k}/2",
@@ -156,7 +154,7 @@ def test_module_settings_are_said(root, tmp_path):
 
 RUNNER_BAD = [
     ("workloads/sweep.sh", ["nosuch"], {},
-     "WORKLOAD wants apache, cmd, grep, kbuild, redis or all"),
+     "WORKLOAD wants apache, cmd, grep, kbuild,"),
     ("workloads/sweep.sh", ["grep", "-l", "0:abc"], {}, "--loops wants a list"),
     ("workloads/sweep.sh", ["grep", "-l", "0,100,50"], {}, "--loops wants loop counts in "
                                                           "increasing order"),
@@ -175,20 +173,43 @@ RUNNER_BAD = [
     ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
     ("workloads/sweep.sh", ["apache", "--stage-only", "x"], {},
      "--stage-only: apache stages in the VM, not on the host"),
-    ("workloads/run.sh", ["grep", "-o", "/tmp/x"], {}, "the VM has a /tmp of its own"),
-    ("workloads/run.sh", [], {}, "usage: run.sh"),
 ]
 
 
 test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
 
 
+def lab_sweep(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "sweep", *map(str, args)],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["grep", "-o", "/tmp/x"], "the VM has a /tmp of its own"),
+    (["grep", "--vms", "0"], "--vms wants a whole number >= 1"),
+    (["grep", "--stage-only", "x"], "--stage-only is sweep.sh's"),
+    (["grep", "--part", "1/2", "--vms", "2"], "--part is one part"),
+    (["grep", "-l", "0:abc"], "--loops wants a list"),
+    (["nosuch"], "WORKLOAD wants apache, cmd, grep, kbuild,"),
+])
+def test_lab_sweep_refuses_a_bad_value_in_one_line(args, message):
+    out = lab_sweep(*args)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+
+
+def test_lab_sweep_without_a_workload_says_how():
+    out = lab_sweep()
+    assert out.returncode == 2 and out.stderr.startswith("usage: lab sweep WORKLOAD")
+
+
 test_a_missing_kernel_or_device_is_status_1 = runners.missing_kernel_test(
     "workloads/sweep.sh", ["cmd", "-l", "0,10", "--", "true"], "has no syscall hook")
 
 
-# The VM's stand-in for run.sh: the guest script's own checks, on what
-# run.sh hands it (its --dry-run), and their status as the VM's.
+# The VM's stand-in for lab sweep: the guest script's own checks, on what
+# lab sweep hands it (its --dry-run), and their status as the VM's.
 CHECKING_VM = r'''#!/usr/bin/env bash
 [ "$1" != --clock ] || { echo virtual; exit 0; }
 shift
@@ -200,21 +221,19 @@ exec "$1" "$2" --dry-run "${@:3}" >/dev/null
 @pytest.mark.skipif(not shutil.which("strace"), reason="cmd is staged with strace")
 @pytest.mark.parametrize("vms", ["1", "2"])
 @pytest.mark.parametrize("workload", ["apache", "cmd"])
-def test_run_sh_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
+def test_lab_sweep_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
     """Apache stages in the VM: on a fresh build folder its sweep reached
     the VM with a --stage-from folder that nobody had made, and sweep.sh
     refused it.  cmd is staged on the host, its command recorded there
-    and the archive handed on; its command once got run.sh's options
-    after it (2026-11-28).  In one VM and in parts."""
+    and the archive handed on; its command once got the runner's options
+    after it.  In one VM and in parts."""
     vm = tmp_path / "vm"
     vm.write_text(CHECKING_VM)
     vm.chmod(0o755)
     command = ["--", "true"] if workload == "cmd" else []
-    r = subprocess.run([root / "workloads/run.sh", workload, "-l", "0,100", "-r", "1",
-                        "--vms", vms, "-o", tmp_path / "results", *command],
-                       capture_output=True, text=True,
-                       env={**os.environ, "LAB_VM": str(vm), "VM_ARGS": str(tmp_path / "args"),
-                            "LAB_BUILD": str(tmp_path / "build")}, timeout=120)
+    r = lab_sweep(workload, "-l", "0,100", "-r", "1", "--vms", vms, "-o", tmp_path / "results",
+                  *command, env={"LAB_VM": str(vm), "VM_ARGS": str(tmp_path / "args"),
+                                 "LAB_BUILD": str(tmp_path / "build")})
     handed = (tmp_path / "args").read_text().split()
     if workload == "cmd":
         assert handed[handed.index("--stage-from") + 1] == str(tmp_path / "build/stage")
@@ -223,7 +242,7 @@ def test_run_sh_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
         assert "--stage-from" not in handed
     assert handed[-2:] == (command or handed[-2:])
     assert "wants" not in r.stderr, r.stderr
-    # The stand-in made no sweep: run.sh says so.
+    # The stand-in made no sweep: lab sweep says so.
     assert r.returncode == 1 and f"no new {workload} sweep" in r.stderr
 
 

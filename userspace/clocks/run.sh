@@ -3,7 +3,7 @@
 # host, then virtual; README.md "The VM") short runs of calibrate,
 # rt-compare (stock and rt), smp, msgq, a cmd sweep (md5sum over the
 # top-level files of the tree's kernel/) and a kbuild and a grep sweep of
-# one delayed point each (make sweep's, staged: workloads/run.sh), each in its
+# one delayed point each (make sweep's, staged: lab sweep), each in its
 # own boot and result folder, each analysed on the host, then
 # lablib.clocks.analyse over them all into results/clocks-<date>-<time>/
 # (report.txt, clocks.csv, clocks.json).  The kbuild and grep pairs show
@@ -31,9 +31,10 @@ lab_help "$@"
 
 # The experiments this lab has (one deleted is not offered).
 ALL=()
-for e in calibrate:calibrate rt-compare:rtcompare smp:smp msgq:msgq sweep:../workloads \
-	kbuild:../workloads grep:../workloads; do
-	[ ! -x "$LAB_ROOT/userspace/${e#*:}/run.sh" ] || ALL+=("${e%%:*}")
+for e in calibrate:userspace/calibrate/run.sh rt-compare:userspace/rtcompare/run.sh \
+	smp:userspace/smp/run.sh msgq:userspace/msgq/run.sh sweep:workloads/sweep.sh \
+	kbuild:workloads/sweep.sh grep:workloads/sweep.sh; do
+	[ ! -x "$LAB_ROOT/${e#*:}" ] || ALL+=("${e%%:*}")
 done
 only=$(IFS=,; printf '%s' "${ALL[*]}") clocks=host,virtual analysis=1
 while [ $# -gt 0 ]; do
@@ -112,23 +113,23 @@ for clock in "${clist[@]}"; do
 				"${no_analysis[@]}"
 			;;
 		# md5sum over the top-level .c files of the tree's kernel/
-		# (about 150, 3.5 MB), in that folder; run.sh stages it.
+		# (about 150, 3.5 MB), in that folder; lab sweep stages it.
 		sweep)
 			cd "$LAB_BUILD/src/linux-source-6.12/kernel"
 			status=0
-			run_in sweep cmd - "$LAB_ROOT/workloads/run.sh" cmd --ns 0,5000,20000 -r 3 \
+			run_in sweep cmd - "$LAB_VENV/bin/lab" sweep cmd --ns 0,5000,20000 -r 3 \
 				-- md5sum ./*.c || status=$?
 			cd "$OLDPWD"
 			[ "$status" -eq 0 ]
 			;;
 		# About d-half on the virtual clock (workloads/README.md): the
-		# delay doubles a unit of work there.  workloads/run.sh analyses.
+		# delay doubles a unit of work there.  lab sweep analyses.
 		kbuild)
-			run_in kbuild kbuild - "$LAB_ROOT/workloads/run.sh" kbuild \
+			run_in kbuild kbuild - "$LAB_VENV/bin/lab" sweep kbuild \
 				-l 0,10000 -r 2
 			;;
 		grep)
-			run_in grep grep - "$LAB_ROOT/workloads/run.sh" grep -l 0,5000 -r 3
+			run_in grep grep - "$LAB_VENV/bin/lab" sweep grep -l 0,5000 -r 3
 			;;
 		esac || failed+=("$e/$clock")
 	done

@@ -61,7 +61,8 @@ def runner(experiment, out, args):
         return [os.environ["LAB_AB_RUNNER"], experiment, str(out), *args]
     if experiment == "calibrate":
         return [str(ROOT / "userspace/calibrate/run.sh"), "-o", str(out), *args]
-    return [str(ROOT / "workloads/run.sh"), experiment, "--vms", "1", "-o", str(out), *args]
+    return [sys.executable, "-m", "lablib.sweep.driver", experiment, "--vms", "1", "-o", str(out),
+            *args]
 
 
 def plan(experiment, sides, n, seed, folder, clock, common):

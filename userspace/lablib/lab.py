@@ -38,7 +38,7 @@ COMMANDS = (
             analysers={"calibrate": "lablib.calibrate.analyse",
                        "calibrate-bench": "lablib.calibrate.bench_report"}),
     Command("sweep", "a workload's throughput against added system-call latency",
-            runner="workloads/run.sh"),
+            main="lablib.sweep.driver:main"),
     Command("tax", "what seccomp, audit, tracers and mitigations add to each call",
             runner="userspace/tax/run.sh", analysers={"tax": "lablib.tax.analyse"}),
     Command("irqhook", "wake-up and switching time through /dev/irqhook",

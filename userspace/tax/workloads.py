@@ -11,7 +11,7 @@ boot's options (pti=off spectre_v2=off), each a boot of its own: first
 the delay module's calibration on this kernel (userspace/calibrate/
 run.sh: what a loop and a delayed call's entry cost, and what each ns
 asked of the ns mode adds), then for each workload its sweeps
-(workloads/run.sh):
+('lab sweep'):
 
   none      the workload untaxed at loops 0: its base time and calls by
             number (the prediction's input, lablib.tax.predict); a
@@ -97,9 +97,11 @@ def ns_calibration_run(tax_dir, variant, append):
 
 
 def runner():
-    """The workloads' host runner; LAB_SWEEP_RUNNER, a stand-in the tests
-    give, takes the same arguments."""
-    return os.environ.get("LAB_SWEEP_RUNNER") or ROOT / "workloads/run.sh"
+    """The sweep's command ('lab sweep'); LAB_SWEEP_RUNNER, a stand-in the
+    tests give, takes the same arguments."""
+    if os.environ.get("LAB_SWEEP_RUNNER"):
+        return [os.environ["LAB_SWEEP_RUNNER"]]
+    return [sys.executable, "-m", "lablib.sweep.driver"]
 
 
 class Plan:
@@ -114,7 +116,7 @@ class Plan:
         """One sweep: {name, parent, log, env, command}."""
         args, tail = sweep_args(self.workload, self.repeats)
         parent = self.dir / name
-        command = [runner(), self.workload, "--vms", "1", "-o", parent,
+        command = [*runner(), self.workload, "--vms", "1", "-o", parent,
                    *point, *args, *extra, *tail]
         return {"name": f"{self.workload}/{name}", "parent": parent,
                 "env": boot_env(self.variant, self.boots[boot]), "command": command,

@@ -241,7 +241,7 @@ stage_workload() {
 		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
 		[ "$(lab_python -m lablib.sweep.stage --field "${archive%.tar}.json" key)" = \
 			"$WL_STAGE_KEY" ] ||
-			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (run.sh does)"
+			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (lab sweep does)"
 		log "unpacking $archive into $STAGE (tmpfs)"
 		# Read in large pieces: tar's own 10 KiB reads are one 9p request
 		# each, and took minutes for kbuild's archive under TCG.

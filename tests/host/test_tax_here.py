@@ -315,3 +315,20 @@ def test_a_tiny_run_on_this_machines_kernel(root, tmp_path):
     assert r["added_ns"] > 0
     assert "not measured here: pti" in out.stdout and (d / "tax.png").exists()
     assert seccomp_of_self() == "0"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="--here applies the taxes as root")
+@pytest.mark.skipif(not shutil.which("bpftrace"), reason="bpftrace is not installed")
+def test_the_bpftrace_tax_leaves_only_rows(root, tmp_path):
+    """bpftrace -c starts the timed command and ends its output with empty
+    lines: here.sh keeps only the rows."""
+    if subprocess.run(["bpftrace", "-e", "BEGIN { exit(); }"], capture_output=True).returncode:
+        pytest.skip("bpftrace cannot load a program on this kernel")
+    d = tmp_path / "h"
+    d.mkdir()
+    out = subprocess.run([root / "userspace/tax/here.sh", d, "110", "none,bpftrace", "1", "2",
+                          "50", "1", str(os.cpu_count() - 1)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = (d / "raw.csv").read_text().splitlines()
+    assert all(len(line.split(",")) == len(RAW) for line in lines), lines
+    assert sum(line.split(",")[3] == "bpftrace" for line in lines) == 2

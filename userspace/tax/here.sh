@@ -100,7 +100,9 @@ run_round() {
 		fi
 		tax_off ""
 		end=$EPOCHREALTIME
-		tail -n +2 "$TAX_SCRATCH/rows.csv" | sed "s/^/$phase,$round,$pos,$tax,/" >>"$dir/raw.csv"
+		# The rows alone: bpftrace -c ends the command's output with empty lines.
+		tail -n +2 "$TAX_SCRATCH/rows.csv" | sed -n "/./s/^/$phase,$round,$pos,$tax,/p" \
+			>>"$dir/raw.csv"
 		echo "$phase,$round,$pos,$tax,$start,$end,$load1" >>"$dir/runs.csv"
 	done
 }

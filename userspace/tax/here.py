@@ -151,7 +151,10 @@ def summarise(raw, names, skipped, meta, virtual, source, runs=None):
                "hl_low_ns": None, "hl_high_ns": None,
                "virtual_ns": virtual.get((tax, nr)), "ns_per_instruction": None}
         if tax == BASE:
-            v = virtual.get((BASE, nr))
+            # The audit rounds' untaxed calls carry audit's context, which
+            # the virtual clock's untaxed figure does not.
+            v = virtual.get((BASE, nr)) if phase == "base" else None
+            row["virtual_ns"] = v
             row["ns_per_instruction"] = m / v if v else None
         else:
             paired = sorted(set(by_round) & set(base))
@@ -239,12 +242,12 @@ def hides_words(h):
     """What a tax's ratio to the call path's says, in words."""
     x = h["times_the_call_path"]
     if x >= 2:
-        return ("dearer on this CPU than its instructions say: what it waits for (a switch "
-                "to another task, a cache or TLB miss, a serialising instruction) is not an "
-                "instruction")
+        return ("dearer than its instructions: time the virtual clock cannot count (a wait "
+                "for another task or CPU, cache and TLB misses, serialising instructions)")
     if x <= 0.5:
-        return "cheaper than its instructions say: this CPU runs several of them a ns"
-    return "about what its instructions say, at this CPU's pace for a call"
+        return ("cheaper than its instructions: they run faster than the call's own, or part "
+                "of what one vCPU counted runs beside the call here (another CPU, a daemon)")
+    return "about what its instructions say, at the pace of the call's own"
 
 
 def fmt(v, digits=1):

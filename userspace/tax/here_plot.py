@@ -57,7 +57,8 @@ def panel(ax, s, nr):
     ax.set_xscale("symlog", linthresh=LINEAR_NS, linscale=0.5)
     ax.set_xlim(*limits(s))
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: plot.short_number(v)))
-    ax.set_yticks(range(len(rows)), [r["tax"] for r in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [r["tax"] + (" †" if r["phase"] == "audit" else "")
+                                     for r in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.tick_params(axis="x", labelsize=7)
     ax.grid(True, axis="x", which="major", alpha=0.3)
@@ -76,6 +77,11 @@ def notes(s):
     """The lines under the panels: the boot-only taxes, those skipped, the
     hollow marks' meaning."""
     out = ["hollow, grey: the interval holds 0 (the tax is within this machine's noise)"]
+    if any(r["phase"] == "audit" for r in s["rows"]):
+        shift = ", ".join(f"{a['call']} {a['shift_ns']:+,.0f}" for a in s["audit_shift"])
+        out.append("†: in rounds of their own, after the others, against their own untaxed "
+                   "runs; audit left its context in every process started since: "
+                   f"untaxed {shift} ns")
     for b in s["boot_only"]:
         virt = "" if b["virtual_min_ns"] is None else \
             f"; virtual clock +{b['virtual_min_ns']:,.0f}" + (

@@ -721,15 +721,6 @@ calibrate_here() {
 # first measure only, for the progress line.
 point_summary() { lab_python -m lablib.sweep.progress point "$LAB_DIR/raw.csv" "$LOOPS" "$NS"; }
 
-fmt_duration() {
-	local s=$1
-	if [ "$s" -ge 3600 ]; then
-		printf '%dh%02dm' $((s / 3600)) $((s % 3600 / 60))
-	else
-		printf '%dm%02ds' $((s / 60)) $((s % 60))
-	fi
-}
-
 # The module's own account of a point: delayed calls and the ns it spun.
 stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
 # And its calls by number (stats/by_call, a module that counts them):
@@ -750,7 +741,7 @@ by_call_point() {
 # sweep_point I VALUE: point I of the part's VALUES.  LOOPS or NS, POINT
 # (for messages), TAG (for log names) and REPEAT are the workload's wl_run's.
 sweep_point() {
-	local i=$1 value=$2 d0 s0 d1 s1 measured elapsed eta added
+	local i=$1 value=$2 d0 s0 d1 s1 measured added
 	# shellcheck disable=SC2034  # TAG is the workload's (lib/*.sh)
 	if [ "$KNOB" = ns ]; then
 		LOOPS='' NS=$value POINT="ns=$value" TAG=ns$value
@@ -775,8 +766,6 @@ sweep_point() {
 		measured=$(awk -v d=$((d1 - d0)) -v s=$((s1 - s0)) 'BEGIN { printf "%.1f", s / d }')
 	fi
 	echo "$LOOPS,$NS,${d1:+$((d1 - d0))},${s1:+$((s1 - s0))},$measured" >>"$LAB_DIR/points.csv"
-	elapsed=$((SECONDS - STARTED))
-	eta=$((elapsed * (${#VALUES[@]} - i) / i))
 	if [ "$KNOB" = ns ]; then
 		added="+$value ns requested"
 	elif [ "$CALIBRATE_AFTER" -eq 1 ]; then
@@ -787,7 +776,7 @@ sweep_point() {
 		added=$(awk -v l="$value" -v k="$NS_PER_LOOP" -v e="$ENTRY_NS" \
 			'BEGIN { printf "+%.0f ns calibrated", l ? e + l * k : 0 }')
 	fi
-	log "${PART:+part $PART: }[$i/${#VALUES[@]}] $POINT ($added${measured:+, $measured ns measured}): $(point_summary); elapsed $(fmt_duration "$elapsed"), ETA $(fmt_duration "$eta")$TIME_IS"
+	log "${PART:+part $PART: }[$i/${#VALUES[@]}] $POINT ($added${measured:+, $measured ns measured}): $(point_summary)"
 }
 
 # count_clients: the server's measures once more after the points, at no
@@ -843,11 +832,8 @@ if [ -n "$STAGE_ONLY" ]; then
 fi
 sweep_check_kernel
 sweep_setup
-# On the virtual clock the guest's seconds pass as it executes: not the
-# host's (several times slower under TCG, and with the host's load).
-TIME_IS=
-[ "$RUN_CLOCK" != virtual ] || TIME_IS=" (guest time)"
-STARTED=$SECONDS
+# A point's line; the whole sweep's elapsed time and ETA, in the host's
+# time, are lab sweep's (lablib.sweep.parts.progress).
 i=0
 for value in "${VALUES[@]}"; do
 	i=$((i + 1))

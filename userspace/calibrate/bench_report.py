@@ -85,11 +85,8 @@ def analyse(d):
 add_args, work = cli.folder_analyser("BENCH_DIR", "a calibrate-bench result folder", analyse)
 
 
-def main(argv=None, prog=None):
-    """Report on the calibrate-bench folder of @argv (default sys.argv[1:]); the exit status."""
-    return cli.main(__doc__, "python -m lablib.calibrate.bench_report "
-                    "results/latest-calibrate-bench", add_args, work, argv=argv,
-                    prog=prog or "python -m lablib.calibrate.bench_report")
+main = cli.command(__doc__, "python -m lablib.calibrate.bench_report "
+                   "results/latest-calibrate-bench", add_args, work)
 
 
 if __name__ == "__main__":

@@ -207,11 +207,9 @@ def work(args):
     print(explain_run(args.dir), end="")
 
 
-def main(argv=None, prog=None):
-    """Explain the traced irqhook run folder of @argv (default sys.argv[1:]); the exit status."""
-    return cli.main(__doc__, "python -m lablib.irqhook.trace_report "
-                    "results/latest-irqhook-sweep/traced-16-normal", add_args, work, argv=argv,
-                    prog=prog or "python -m lablib.irqhook.trace_report")
+main = cli.command(__doc__, "python -m lablib.irqhook.trace_report "
+                   "results/latest-irqhook-sweep/traced-16-normal",
+                   add_args, work)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,14 @@ def print_json(obj):
     print(json.dumps(obj, indent=1, allow_nan=False))
 
 
+def command(description, example, add_args, work):
+    """main(argv=None, prog=None) of a module whose command is cli.main's
+    with these arguments."""
+    def run(argv=None, prog=None):
+        return main(description, example, add_args, work, argv=argv, prog=prog)
+    return run
+
+
 def main(description, example, add_args, work, argv=None, prog=None):
     """Parse @argv (default sys.argv[1:]) with the arguments @add_args adds
     to the parser, call work(args) and return the exit status."""

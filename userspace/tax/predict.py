@@ -205,11 +205,8 @@ def work(args):
     cli.show(args, rows, table(rows, args.tax), args.sweep, [name])
 
 
-def main(argv=None, prog=None):
-    """The prediction of @argv's sweep (default sys.argv[1:]); the exit status."""
-    return cli.main(__doc__, "python -m lablib.tax.predict results/latest-grep "
-                    "results/latest-tax", add_args, work, argv=argv,
-                    prog=prog or "python -m lablib.tax.predict")
+main = cli.command(__doc__, "python -m lablib.tax.predict results/latest-grep results/latest-tax",
+                   add_args, work)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@ guest's runner), then analyses it here: results/<workload>-<time>/.
 
   lab sweep WORKLOAD [--vms N] [--sshloginfile FILE] [-o DIR] [SWEEP-OPTIONS]
                      [-- COMMAND...]
+  lab sweep WORKLOAD --here [-o DIR] [SWEEP-OPTIONS] [-- COMMAND...]
+
+With --here it boots nothing: the sweep runs on the kernel this machine
+runs (the lab kernel installed on hardware, 'make deb'; as root), on its
+own clock, unstaged (the untimed run before each point fills the page
+cache), one point after another.
 
 The host's side, in order, as function calls over one plan:
   plan     sweep.sh --plan checks every option of the sweep (status 2 on a
@@ -80,6 +86,9 @@ def parser():
     p.add_argument("--sshloginfile", metavar="FILE",
                    help="run parts on these machines too (GNU parallel's format, ':' for this "
                         "one); each has the lab at this path, the same commit and kernel")
+    p.add_argument("--here", action="store_true",
+                   help="no VM: the sweep on the running kernel (the lab kernel on hardware; "
+                        "root), on the host's clock, unstaged")
     p.add_argument("-o", "--output", default=str(ROOT / "results"), metavar="DIR",
                    help="parent of the result folders (default results/)")
     p.add_argument("--part", help=argparse.SUPPRESS)
@@ -102,6 +111,9 @@ def parse(argv):
         raise cli.BadInput(f"--sshloginfile wants a readable file, not '{args.sshloginfile}'")
     if args.part and (args.vms or args.sshloginfile):
         raise cli.BadInput("--part is one part; --vms and --sshloginfile split a sweep")
+    if args.here and (args.vms or args.sshloginfile or args.part):
+        raise cli.BadInput("--here runs the sweep on this machine's kernel, in one piece: "
+                           "no --vms, --sshloginfile or --part")
     return args, rest, command
 
 
@@ -119,17 +131,22 @@ class Sweep:
 
     def __init__(self, args, rest, command):
         self.args, self.command = args, command
-        self.lab_vm = os.environ.get("LAB_VM") or str(ROOT / "scripts/vm.sh")
+        self.lab_vm = None if args.here else os.environ.get("LAB_VM") or str(
+            ROOT / "scripts/vm.sh")
         self.output = pathlib.Path(args.output).absolute()
         if self.lab_vm == str(ROOT / "scripts/vm.sh") and self.output.is_relative_to("/tmp"):
             raise cli.BadInput(f"-o {self.output}: the VM has a /tmp of its own, and the "
                                f"results would stay in it; give a folder outside /tmp")
-        for k, v in VM_DEFAULTS.items():
-            os.environ.setdefault(k, v)
-        self.clock = subprocess.run([self.lab_vm, "--clock"], capture_output=True, text=True,
-                                    check=True).stdout.strip()
-        # The guest is a VM: its scale, unless given (a later --scale wins).
-        self.sweep_args = ["--scale", "vm", *rest]
+        if args.here:
+            self.clock = "host"
+            self.sweep_args = ["--no-stage", *rest]
+        else:
+            for k, v in VM_DEFAULTS.items():
+                os.environ.setdefault(k, v)
+            self.clock = subprocess.run([self.lab_vm, "--clock"], capture_output=True,
+                                        text=True, check=True).stdout.strip()
+            # The guest is a VM: its scale, unless given (a later --scale wins).
+            self.sweep_args = ["--scale", "vm", *rest]
         self.points = [a for p in args.points for a in ("--points", p)]
         self.plan = self.read_plan()
         self.n, self.why = self.split()
@@ -183,7 +200,9 @@ class Sweep:
         return ["--stage-from", str(BUILD / "stage")] if staged else []
 
     def boot(self, *extra):
-        return [self.lab_vm, "--", *self.sweep_sh(*self.stage_args(), *extra)]
+        """The sweep's command: in a VM, or with --here on this machine."""
+        sweep = self.sweep_sh(*self.stage_args(), *extra)
+        return sweep if self.lab_vm is None else [self.lab_vm, "--", *sweep]
 
     def run_part(self):
         """One part of a split sweep: its folder (PART_OUTPUT), no analysis."""
@@ -292,8 +311,12 @@ class Sweep:
         self.output.mkdir(parents=True, exist_ok=True)
         before = self.latest()
         where = f", over {self.args.sshloginfile}" if self.args.sshloginfile else ""
-        log(f"{self.args.workload} on the {self.clock} clock: {self.total} points in {self.n} "
-            f"VM{'' if self.n == 1 else 's at once'}{where} ({self.why})")
+        if self.args.here:
+            log(f"{self.args.workload} on this machine's kernel ({os.uname().release}), its "
+                f"own clock: {self.total} points")
+        else:
+            log(f"{self.args.workload} on the {self.clock} clock: {self.total} points in "
+                f"{self.n} VM{'' if self.n == 1 else 's at once'}{where} ({self.why})")
         status = self.run_serial() if self.n == 1 else self.run_split()
         for w, now in self.latest().items():
             if now is None or now == before[w]:

@@ -5,6 +5,7 @@ lab.clock=."""
 import json
 import sys
 import os
+import pathlib
 import shutil
 import subprocess
 
@@ -197,6 +198,24 @@ def test_lab_sweep_refuses_a_bad_value_in_one_line(args, message):
     out = lab_sweep(*args)
     assert out.returncode == 2 and message in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1, out.stderr
+
+
+def test_lab_sweep_here_runs_on_this_machines_kernel_not_in_a_vm(tmp_path):
+    """--here boots nothing: sweep.sh runs here, on this kernel, which has
+    no syscall hook on a build machine, and says so."""
+    if "syscall_hook_register" in pathlib.Path("/proc/kallsyms").read_text():
+        pytest.skip("this machine runs the lab kernel")
+    vm = tmp_path / "vm"
+    vm.write_text("#!/bin/sh\necho booted >>\"$0.log\"\nexit 99\n")
+    vm.chmod(0o755)
+    out = lab_sweep("grep", "--here", "-l", "0,100", "-r", "1", "-o", tmp_path / "r",
+                    env={"LAB_VM": str(vm), "LAB_BUILD": str(tmp_path / "build")})
+    assert out.returncode == 1, out.stderr
+    assert "has no syscall hook" in out.stdout and "no new grep sweep" in out.stderr
+    assert "on this machine's kernel" in out.stderr
+    assert not (tmp_path / "vm.log").exists() and not (tmp_path / "build/stage").exists()
+    out = lab_sweep("grep", "--here", "--vms", "2")
+    assert out.returncode == 2 and "--here runs the sweep on this machine's kernel" in out.stderr
 
 
 def test_lab_sweep_without_a_workload_says_how():

@@ -79,7 +79,7 @@ def read_raw(path):
 def read_runs(path):
     """The 1-minute load averages at the runs' starts, and the seconds from
     the first run's start to the last one's end (None without runs.csv)."""
-    if not pathlib.Path(path).exists():
+    if path is None or not pathlib.Path(path).exists():
         return {"load_min": None, "load_max": None, "seconds": None}
     rows = results.read_csv(path, RUN_COLUMNS)
     load = [float(r["load1"]) for r in rows]

@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from conftest import ROOT
 from lablib import lab
 from resultdirs import calibrate_dir, write_meta
 
@@ -47,7 +46,7 @@ def test_unknown_command_is_refused_in_one_line():
 def test_each_row_points_at_something_real(c):
     assert bool(c.runner) != bool(c.main), "a row runs a runner or calls a main, not both"
     if c.runner:
-        assert os.access(ROOT / c.runner, os.X_OK), c.runner
+        assert os.access(lab.ROOT / c.runner, os.X_OK), c.runner
     else:
         module, _, function = c.main.partition(":")
         assert callable(getattr(importlib.import_module(module), function))
@@ -63,6 +62,12 @@ def test_each_command_helps(c):
     assert out.stdout.count("\n") > 3 and out.stderr == ""
     if c.main and c.name != "analyse":
         assert out.stdout.startswith(f"usage: lab {c.name} ")
+
+
+def test_an_experiment_not_in_the_checkout_is_not_offered():
+    assert not lab.present(lab.Command("gone", "x", runner="userspace/gone/run.sh"))
+    assert not lab.present(lab.Command("gone", "x", main="lablib.gone.analyse:main"))
+    assert lab.present(lab.Command("sweep", "x", main="lablib.sweep.driver:main"))
 
 
 def test_experiments_have_one_analyser_each():

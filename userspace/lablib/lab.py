@@ -9,6 +9,7 @@ subcommand's main(argv, prog).  'lab analyse FOLDER' picks the analyser of
 a result folder by the experiment its meta.json names."""
 import dataclasses
 import importlib
+import importlib.util
 import os
 import pathlib
 import sys
@@ -72,6 +73,20 @@ COMMANDS = (
     Command("report", "one HTML page of every result folder and comparison",
             main="lablib.report:main"),
 )
+
+
+def present(c):
+    """Whether @c's experiment is in this checkout: a lab without an
+    experiment's folder does not offer it."""
+    if c.runner:
+        return (ROOT / c.runner).is_file()
+    try:
+        return importlib.util.find_spec(c.main.partition(":")[0]) is not None
+    except ImportError:
+        return False
+
+
+COMMANDS = tuple(c for c in COMMANDS if present(c))
 BY_NAME = {c.name: c for c in COMMANDS}
 
 

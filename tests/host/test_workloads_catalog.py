@@ -45,9 +45,9 @@ def own(tmp_path):
 
 def test_the_labs_workloads_declare_themselves():
     ws = catalog.workloads()
-    assert list(ws) == ["apache", "cmd", "grep", "kbuild", "redis"]
+    assert list(ws) == ["apache", "cmd", "grep", "kbuild", "nginx", "redis"]
     assert [n for n, w in ws.items() if w.in_all] == ["apache", "grep", "kbuild"]
-    assert [n for n, w in ws.items() if w.server] == ["apache", "redis"]
+    assert [n for n, w in ws.items() if w.server] == ["apache", "nginx", "redis"]
     assert ws["grep"].loops == "0:6000:750" and ws["grep"].repeats == 5
     assert ws["apache"].repeats_virtual == 2 and ws["apache"].cost_slope == -0.4
     assert ws["cmd"].command and not ws["grep"].command
@@ -60,7 +60,7 @@ def test_a_dropped_file_is_a_workload_everywhere(own):
                  "from lablib.experiments import workloads as w; "
                  "print(json.dumps([catalog.names(), list(w.MEASURES)]))",
                  LAB_WORKLOADS_DIR=str(own))
-    assert got[0] == ["apache", "cmd", "grep", "kbuild", "redis", "toy"]
+    assert got[0] == ["apache", "cmd", "grep", "kbuild", "nginx", "redis", "toy"]
     assert "count" in got[1]
     help_text = sweep_sh("--help", LAB_WORKLOADS_DIR=str(own)).stdout
     assert "  toy      count to a hundred" in help_text and "(0:300:100, 2)" in help_text
@@ -72,7 +72,7 @@ def test_a_dropped_file_is_a_workload_everywhere(own):
 
 def test_without_the_folder_it_is_no_workload():
     out = sweep_sh("toy", "--dry-run")
-    assert out.returncode == 2 and "WORKLOAD wants apache, cmd, grep, kbuild, redis" in out.stderr
+    assert out.returncode == 2 and "WORKLOAD wants apache, cmd, grep, kbuild, nginx, redis" in out.stderr
 
 
 def test_a_command_only_for_a_workload_that_takes_one():

@@ -1,0 +1,154 @@
+# shellcheck shell=bash disable=SC2034  # variables for sweep.sh
+# nginx: a private nginx on 127.0.0.1, an instance of the server form
+# (server.sh); sourced by sweep.sh.  A master process and one worker, both
+# in the work cgroup on the server's CPU; its configuration, page, pid
+# file, logs and temporary folders in its own folder (SRV_DIR), written
+# here, so that nothing of a system nginx's configuration is read.  Its
+# load generator is httperf, on the client CPU as an idle-class task (as
+# Apache's).  Its measure:
+#   reply       reqtime's GET of a small static page, one connection each
+#               (Apache's reference)
+# No saturation or server measure: those are Apache's httperf search,
+# which lib/apache.sh holds for Apache alone; SERVER_SATURATION is 0 here
+# and 1 is refused.
+SERVER_SATURATION=${SERVER_SATURATION:-0}
+# shellcheck source=workloads/lib/server.sh
+. "$SWEEP_DIR/lib/server.sh"
+
+# On the virtual clock a reply was 63.8 us and 8 delayed calls (d½ 8.0 us,
+# 2,640 loops), each reply the same 8: 8000 loops (24 us) is 3.0 d½, the
+# points 0.38 d½ apart.
+WL_ABOUT="a private nginx (master and one worker): reply time"
+WL_LOOPS=0:8000:1000
+WL_REPEATS=3
+WL_STAGE=guest
+WL_REPEATS_VIRTUAL=2
+WL_SERVER=1
+WL_PACKAGES="nginx-light httperf"
+# A point's runs are its reference replies on their grid, whatever the
+# delay: every point costs the same (sweep.sh part_points).
+WL_COST_SLOPE=0
+wl_describe() { echo ", $(server_requests) replies a reference, no saturation search"; }
+SRV_NAME=nginx
+NGINX_PORT=${NGINX_PORT:-18081}
+SRV_PORT=$NGINX_PORT
+SRV_PIDFILE=nginx.pid
+SRV_LOAD=httperf
+NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
+# The warm-up burst before each run: 512 connections at 500/s (Apache's).
+NGINX_WARM_CONNS=512
+NGINX_WARM_RATE=500
+
+srv_check() {
+	[ -x "$NGINX_BIN" ] || die "no nginx at $NGINX_BIN (install nginx-light: 'make deps')"
+	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
+	[ "$SERVER_SATURATION" != 1 ] ||
+		bad_arg "SERVER_SATURATION=1: nginx has no saturation search (Apache's is lib/apache.sh's own)"
+}
+
+srv_settings() {
+	printf '%s\n' "nginx=$NGINX_BIN" "worker_processes=1" \
+		"warm=${NGINX_WARM_CONNS}conns@${NGINX_WARM_RATE}/s"
+}
+
+# The configuration and the page.  daemon is not in the file: the command
+# line sets it (on for the sweep's server, off for staging's).
+srv_prepare() {
+	local user=nobody group
+	group=$(id -gn "$user")
+	mkdir -p "$SRV_DIR/htdocs"
+	chmod 755 "$SRV_DIR/htdocs"
+	cat >"$SRV_DIR/htdocs/index.html" <<'EOF'
+<!DOCTYPE html>
+<html>
+<head><title>kernel-lab</title></head>
+<body>
+<p>A small static page, the one every reference request of the nginx
+workload fetches (workloads/lib/nginx.sh).</p>
+</body>
+</html>
+EOF
+	chmod 644 "$SRV_DIR/htdocs/index.html"
+	cat >"$SRV_DIR/nginx.conf" <<EOF
+# The lab's nginx for workloads/sweep.sh nginx (lib/nginx.sh writes it):
+# loopback only, one small static page, every file in this folder.  The
+# master, started as root, and one worker (as $user), which serves every
+# connection; daemon is given on the command line.
+master_process on;
+worker_processes 1;
+user $user $group;
+pid $SRV_DIR/$SRV_PIDFILE;
+lock_file $SRV_DIR/nginx.lock;
+error_log $SRV_DIR/error.log warn;
+
+events {
+	worker_connections 768;
+}
+
+http {
+	types {
+		text/html html;
+	}
+	default_type text/plain;
+	# Each request is logged, as a default installation does.
+	access_log $SRV_DIR/access.log combined;
+	client_body_temp_path $SRV_DIR/client_body;
+	proxy_temp_path $SRV_DIR/proxy;
+	fastcgi_temp_path $SRV_DIR/fastcgi;
+	uwsgi_temp_path $SRV_DIR/uwsgi;
+	scgi_temp_path $SRV_DIR/scgi;
+
+	server {
+		listen 127.0.0.1:$NGINX_PORT;
+		server_name localhost;
+		root $SRV_DIR/htdocs;
+		index index.html;
+	}
+}
+EOF
+	cp "$SRV_DIR/nginx.conf" "$LAB_DIR/nginx.conf"
+}
+
+srv_setup() { log "$("$NGINX_BIN" -v 2>&1)"; }
+
+# nginx_cmd DAEMON: NGINX_CMD, nginx with its folder as prefix, its
+# configuration and its error log from the start, daemon on or off.
+nginx_cmd() {
+	NGINX_CMD=("$NGINX_BIN" -p "$SRV_DIR/" -c "$SRV_DIR/nginx.conf" -e "$SRV_DIR/error.log"
+		-g "daemon $1;")
+}
+
+# Fresh, with an empty access log.  The master forks itself away and
+# writes its pid file; the worker is its child.
+srv_start() {
+	rm -f "$SRV_DIR/access.log"
+	nginx_cmd on
+	"$@" "${NGINX_CMD[@]}"
+}
+
+srv_foreground() {
+	nginx_cmd off
+	SRV_FG=("${NGINX_CMD[@]}")
+}
+
+srv_reference() { REFERENCE_ARGS=(127.0.0.1 "$NGINX_PORT" /index.html); }
+
+# small: a new server's first load; burst: the warm-up before each run.
+# httperf on the client CPU, as an idle-class task (SCHED_IDLE): its polls
+# spend only the time nginx leaves.
+srv_load() {
+	local rate conns
+	case $1 in
+	small) rate=50 conns=100 ;;
+	burst) rate=$NGINX_WARM_RATE conns=$NGINX_WARM_CONNS ;;
+	esac
+	LOAD_CMD=(taskset -c "$CLIENT_CPU" chrt --idle 0 httperf --server 127.0.0.1 --port "$NGINX_PORT"
+		--uri /index.html --rate "$rate" --num-conns "$conns" --num-calls 1 --timeout 5 --hog)
+}
+
+srv_saturate() { die "nginx has no saturation measure (SERVER_SATURATION=0)"; }
+
+srv_finish() {
+	[ -z "$SRV_DIR" ] || [ ! -f "$SRV_DIR/error.log" ] ||
+		cp "$SRV_DIR/error.log" "$LAB_DIR/logs/nginx-error.log" 2>/dev/null || true
+}

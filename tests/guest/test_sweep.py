@@ -531,7 +531,7 @@ def test_module_settings_are_set_recorded_and_put_back(tmp_path, delay):
 
 # arguments, the one line's words; every one a bad value: status 2
 BAD = [
-    (["nosuch"], "WORKLOAD wants kbuild, grep, apache, redis, cmd or all"),
+    (["nosuch"], "WORKLOAD wants apache, cmd, grep, kbuild,"),
     (["grep", "-l", "0:abc"], "--loops wants a list"),
     (["grep", "-l", "0,100,50"], "--loops wants loop counts in increasing order"),
     (["grep", "-l", "0,2000000"], "--loops wants a list"),

@@ -70,12 +70,12 @@ def test_a_workloads_packages_come_from_its_file(root, bare_path, tmp_path):
     path, _ = bare_path
     own = tmp_path / "own"
     own.mkdir()
-    (own / "toy.sh").write_text('WL_ABOUT="a toy"\nWL_PACKAGES="nginx-light cowsay"\n')
+    (own / "toy.sh").write_text('WL_ABOUT="a toy"\nWL_PACKAGES="lighttpd cowsay"\n')
     listed = " ".join(ln for ln in deps(root, path, "--dry-run", LAB_WORKLOADS_DIR=own)
                       .stdout.splitlines() if "apt-get install" in ln).split()
-    assert "nginx-light" in listed and "cowsay" in listed and "apache2-bin" in listed
+    assert "lighttpd" in listed and "cowsay" in listed and "apache2-bin" in listed
     listed = deps(root, path, "--dry-run").stdout.split()
-    assert "nginx-light" not in listed and "cowsay" not in listed
+    assert "lighttpd" not in listed and "cowsay" not in listed
 
 
 def test_bpf_tools_come_from_backports_on_bookworm(root, bare_path):

@@ -73,7 +73,7 @@ def test_a_dropped_file_is_a_workload_everywhere(own):
 def test_without_the_folder_it_is_no_workload():
     out = sweep_sh("toy", "--dry-run")
     assert out.returncode == 2
-    assert "WORKLOAD wants apache, cmd, grep, kbuild, nginx, redis" in out.stderr
+    assert "WORKLOAD wants apache, cmd, grep, kbuild," in out.stderr
 
 
 def test_a_command_only_for_a_workload_that_takes_one():

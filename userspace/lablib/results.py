@@ -12,8 +12,10 @@ import pathlib
 import subprocess
 
 
-# liblab's command for result folders, in the lab this lablib belongs to.
-LAB = pathlib.Path(__file__).resolve().parents[1] / "lib/lab"
+# liblab's command for result folders: LAB_TOOL's (the shell scripts' name
+# for it), else the one of the lab this lablib belongs to.
+LAB = pathlib.Path(os.environ.get("LAB_TOOL")
+                   or pathlib.Path(__file__).resolve().parents[1] / "lib/lab")
 
 
 def lab(*args):

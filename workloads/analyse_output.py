@@ -17,6 +17,16 @@ def opt(v, spec):
     return "n/a" if v is None else format(v, spec)
 
 
+def label(workload, meta, width=60):
+    """@workload as a report and a plot name it: with the command it timed
+    (the words after '--' in meta.json's command), cut to @width."""
+    command = meta.get("command") or []
+    if "--" not in command:
+        return workload
+    words = " ".join(command[command.index("--") + 1:])
+    return f"{workload} ({textwrap.shorten(words, width, placeholder=' ...')})"
+
+
 def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split=None):
     """report.txt: a table of each measure's points, the model's figures and
     what it says of the curve (@measures: summary.json's)."""
@@ -27,7 +37,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
         how = (f"{ns_per_loop:.3f} ns added per loop after {round(entry_ns):d} ns to enter "
                f"the delay (mean of the {', '.join(fit_names)} "
                f"fit{'s' if len(fit_names) > 1 else ''})")
-    out = [f"{workload} sweep, {results.describe(meta)}; {how}"]
+    out = [f"{label(workload, meta)} sweep, {results.describe(meta)}; {how}"]
     if split:
         where = sorted(set(split["where"].values()))
         out += textwrap.wrap(
@@ -163,7 +173,7 @@ def draw(workload, meta, ns_per_loop, measures, path):
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-    plot.headline(fig, f"{workload}: throughput under the system-call delay", meta,
+    plot.headline(fig, f"{label(workload, meta)}: throughput under the system-call delay", meta,
                   75 * len(names))
     plot.save(fig, axes[-1], path)
 

@@ -321,6 +321,27 @@ def test_apache_knee_from_the_saturation_steps(root, tmp_path):
 NS_HEADER = "workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,detail"
 
 
+def test_a_command_sweep_names_its_command(root, tmp_path):
+    """report.txt and the plot say what cmd timed, not only 'cmd' (the
+    command was only in meta.json)."""
+    d = tmp_path / "c"
+    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns"},
+               command=["workloads/sweep.sh", "cmd", "--ns", "0,1000", "--", "tar", "cf",
+                        "/dev/null", "/usr/include"])
+    (d / "raw.csv").write_text("\n".join([NS_HEADER] + [
+        f"cmd,cmd,,{ns},{r},1,{1 + ns / 1e5 + r / 1e3},100,0," for ns in (0, 1000)
+        for r in (1, 2)]) + "\n")
+    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
+                                  ",1000,200,200000,1000.0\n")
+    out = report(root, tmp_path, d, "--no-plot")
+    assert out.returncode == 0, out.stderr
+    first = (d / "report.txt").read_text().splitlines()[0]
+    assert first.startswith("cmd (tar cf /dev/null /usr/include) sweep, "), first
+    meta = {"command": ["sweep.sh", "cmd", "--", "python3", "-c", "x" * 200]}
+    assert analyse_output.label("cmd", meta).endswith(" ...)")
+    assert analyse_output.label("grep", {"command": ["sweep.sh", "grep"]}) == "grep"
+
+
 def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_path):
     d = tmp_path / "ns"
     write_meta(d, "cmd", {"workload": "cmd", "knob": "ns"})

@@ -1,6 +1,7 @@
 """The sweep analysis's output: report.txt's text and the <workload>.png
 picture of a sweep's summary (lablib.sweep.analyse computes the points and
 the model; its module doc says what they are)."""
+import pathlib
 import textwrap
 
 from lablib import plot, results
@@ -77,6 +78,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
                    f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
         out += measured_note(rows)
         out += exact_note(rows, virtual)
+        out += varies_note(rows, virtual, meta)
         if mod["check"]:
             c = mod["check"]
             untimed = (f" + {c['untimed_ns']:.0f} ns it does not time, the calibration's "
@@ -116,6 +118,27 @@ def exact_note(rows, virtual):
                          f"the host's files lasts as long as the host took, under the "
                          f"virtual clock until the next timer tick; "
                          f"{sum(p['exact'] for p in rows)} of {len(rows)} points exact", 88)
+
+
+def varies_note(rows, virtual, meta):
+    """On the virtual clock, where time is the guest's instructions: how far
+    the exact points' runs still differ, which is the guest's own doing, with
+    a way to fix it where the lab knows one (a Python program draws its hash
+    seed at each start)."""
+    spreads = [(p["max"] - p["min"]) / p["mean"] for p in rows
+               if p["exact"] and p["n"] > 1 and p["mean"]]
+    if not virtual or not spreads:
+        return []
+    out = (f"runs of an exact point differ by up to {100 * max(spreads):.3f} %: what the "
+           f"guest did differently from run to run (the program and the kernel under it), "
+           f"with no request to the host's files")
+    command = meta.get("command") or []
+    words = command[command.index("--") + 1:] if "--" in command else []
+    if any(pathlib.PurePath(w).name.startswith("python") for w in words) and \
+            "PYTHONHASHSEED=0" not in words:
+        out += ("; Python draws its hash seed at each start: 'env PYTHONHASHSEED=0 "
+                f"{' '.join(words)}' runs it the same every time")
+    return textwrap.wrap(out, 88)
 
 
 def measured_note(rows):

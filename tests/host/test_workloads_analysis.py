@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from resultdirs import ANALYSERS, calibrate_dir, write_meta
+from resultdirs import ANALYSERS, META, calibrate_dir, write_meta
 from lablib.experiments import workloads
 from lablib.sweep import analyse_output
 
@@ -340,6 +340,27 @@ def test_a_command_sweep_names_its_command(root, tmp_path):
     meta = {"command": ["sweep.sh", "cmd", "--", "python3", "-c", "x" * 200]}
     assert analyse_output.label("cmd", meta).endswith(" ...)")
     assert analyse_output.label("grep", {"command": ["sweep.sh", "grep"]}) == "grep"
+
+
+def test_a_program_that_varies_on_the_virtual_clock_is_said_to(root, tmp_path):
+    """Exact points whose runs differ: report.txt says by how much, and for
+    a Python command how to fix its hash seed."""
+    d = tmp_path / "py"
+    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns"},
+               command=["sweep.sh", "cmd", "--ns", "0,1000", "--", "python3", "-c", "pass"],
+               machine=dict(META["machine"], clock={"kind": "virtual", "shift": 0}))
+    (d / "raw.csv").write_text("\n".join(
+        ["workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,p9_requests,detail"]
+        + [f"cmd,cmd,,{ns},{r},1,{(1 + ns / 1e5) * (1 + 0.0025 * (r - 1))},100,0,0,"
+           for ns in (0, 1000) for r in (1, 2)]) + "\n")
+    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
+                                  ",1000,200,200000,1000.0\n")
+    out = report(root, tmp_path, d, "--no-plot")
+    assert out.returncode == 0, out.stderr
+    text = " ".join((d / "report.txt").read_text().split())
+    assert "exact: every point" in text
+    assert "runs of an exact point differ by up to 0.25" in text
+    assert "'env PYTHONHASHSEED=0 python3 -c pass'" in text
 
 
 def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_path):

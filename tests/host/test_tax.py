@@ -620,6 +620,22 @@ def test_make_tax_resumes_a_run_stopped_after_its_table(root, tmp_path):
     assert out.returncode == 2 and "no tax run with its table there" in out.stderr, out.stderr
 
 
+@pytest.mark.parametrize("env, message", [
+    ({"TAXES": "none,pti", "HOST_TAXES": "retpoline"}, "HOST_TAXES: retpoline is not among"),
+    # The README's own example: its default A/B is of what it measures, so
+    # it goes on to the next check (a bad CALLS, to stop there).
+    ({"TAXES": "none,seccomp-tree,pti", "CALLS": "bogus"}, "CALLS"),
+])
+def test_the_host_clock_ab_is_of_a_measured_tax(root, env, message):
+    """A tax A/B'd on the host's clock that the run does not measure is
+    refused before any boot (it was after them, the README's example
+    exiting 1 at its end); by default the A/B is of the taxes measured."""
+    out = subprocess.run([root / "userspace/tax/run.sh"], capture_output=True, text=True,
+                         env={**os.environ, "WORKLOADS": "", **env})
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert ("HOST_TAXES" in out.stderr) == (message.startswith("HOST_TAXES"))
+
+
 def test_the_longest_sweeps_run_first(root, tmp_path):
     """Apache's sweeps, minutes of the host each, before grep's: two at a
     time, the run does not end on a lone long one."""

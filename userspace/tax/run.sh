@@ -49,8 +49,9 @@
 #   REPEATS=2      timed runs a point of their sweeps
 #   JOBS=N         their sweeps at once (default lablib.tax.workloads': the
 #                  cores)
-#   HOST_TAXES=LIST the taxes A/B'd on the host's clock (default
-#                  pti,seccomp-linear; empty: none)
+#   HOST_TAXES=LIST the taxes A/B'd on the host's clock, each one of
+#                  TAXES (default those of pti,seccomp-linear that TAXES
+#                  holds; empty: none)
 #   HOST_WORKLOAD=grep  HOST_RUNS=10  their workload, boots a side
 #   RESUME=DIR     carry on a run stopped after its table (results/
 #                  latest-tax): no boot, DIR's table kept, then its
@@ -202,7 +203,21 @@ if [ -n "$RESUME" ]; then
 	done <<<"$settings"
 fi
 WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
-HOST_TAXES=${HOST_TAXES-pti,seccomp-linear} HOST_WORKLOAD=${HOST_WORKLOAD:-grep}
+# The host clock's A/B: by default those of pti and seccomp-linear that
+# this run measures; a tax given that it does not measure is refused now,
+# not after the boots.
+if [ -z "${HOST_TAXES+set}" ]; then
+	HOST_TAXES=
+	for tax in pti seccomp-linear; do
+		[[ ,$TAXES, != *,$tax,* ]] || HOST_TAXES+=${HOST_TAXES:+,}$tax
+	done
+fi
+IFS=, read -r -a host_list <<<"$HOST_TAXES"
+for tax in "${host_list[@]}"; do
+	[[ ,$TAXES, == *,$tax,* ]] ||
+		bad_arg "HOST_TAXES: $tax is not among TAXES ($TAXES): the A/B needs its measured cost"
+done
+HOST_WORKLOAD=${HOST_WORKLOAD:-grep}
 lab_env_uint BATCHES 21 1  PER_BATCH 200 1  REPEATS 2 1  HOST_RUNS 10 2
 [ -z "${JOBS:-}" ] || want_uint JOBS "$JOBS" 1
 lab_built "$LAB_TOOL" "$here/callcost"

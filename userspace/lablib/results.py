@@ -25,7 +25,7 @@ def lab(*args):
         raise ValueError("userspace/lib/lab is not built; run 'make userspace'")
     out = subprocess.run([str(LAB), *map(str, args)], capture_output=True, text=True)
     if out.returncode != 0:
-        raise ValueError(f"lab {args[0]}: {out.stderr.strip() or out.returncode}")
+        raise ValueError(out.stderr.strip() or f"lab {args[0]}: exit status {out.returncode}")
     return out.stdout.strip()
 
 

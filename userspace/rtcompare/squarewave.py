@@ -9,7 +9,6 @@ import os
 import pathlib
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
@@ -17,8 +16,6 @@ from lablib import cli, lists, results
 
 MODULE = "lablib.rtcompare.squarewave"
 MAX_FREQ = 1_000_000
-# liblab's helper: the lab's one writer of result folders and meta.json.
-LAB_TOOL = pathlib.Path(__file__).resolve().parents[1] / "lib" / "lab"
 
 
 def wave(freq, periods, max_seconds):
@@ -73,20 +70,20 @@ def bad_value(args):
 
 
 def lab(*args):
-    """Run the lab helper; its one line of output.  OSError with its
-    message if it fails."""
-    out = subprocess.run([LAB_TOOL, *map(str, args)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise OSError(out.stderr.strip() or f"lab {args[0]} failed ({out.returncode})")
-    return out.stdout.strip()
+    """The lab helper's one line of output (lablib.results.lab); OSError
+    with its message if it fails."""
+    try:
+        return results.lab(*args)
+    except ValueError as e:
+        raise OSError(str(e)) from None
 
 
 def work(args, argv, prog):
     """Draw the waves into a new result folder whose meta.json records the
     command as [python, -m, MODULE, *@argv]; @prog starts the progress lines."""
     freqs = lists.parse_list(args.freq)
-    if not os.access(LAB_TOOL, os.X_OK):
-        raise OSError(f"{LAB_TOOL} is not built; run 'make userspace'")
+    if not os.access(results.LAB, os.X_OK):
+        raise OSError(f"{results.LAB} is not built; run 'make userspace'")
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
     folder = pathlib.Path(lab("begin", args.output, "squarewave",

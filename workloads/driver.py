@@ -134,9 +134,13 @@ class Sweep:
         self.lab_vm = None if args.here else os.environ.get("LAB_VM") or str(
             ROOT / "scripts/vm.sh")
         self.output = pathlib.Path(args.output).absolute()
-        if self.lab_vm == str(ROOT / "scripts/vm.sh") and self.output.is_relative_to("/tmp"):
-            raise cli.BadInput(f"-o {self.output}: the VM has a /tmp of its own, and the "
-                               f"results would stay in it; give a folder outside /tmp")
+        if self.lab_vm == str(ROOT / "scripts/vm.sh"):
+            for what, path in ((f"-o {self.output}", self.output),
+                               (f"LAB_BUILD={BUILD}", BUILD.absolute())):
+                if path.is_relative_to("/tmp"):
+                    raise cli.BadInput(f"{what}: the VM has a /tmp of its own, and what it "
+                                       f"writes there would stay in it; give a folder "
+                                       f"outside /tmp")
         if args.here:
             self.clock = "host"
             self.sweep_args = ["--no-stage", *rest]
@@ -150,6 +154,9 @@ class Sweep:
         self.points = [a for p in args.points for a in ("--points", p)]
         self.plan = self.read_plan()
         self.n, self.why = self.split()
+        # This sweep's own folders under build/ (its parts, its VM's
+        # output): two sweeps at once in one checkout keep apart.
+        self.id = f"{args.workload}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
     def sweep_sh(self, *extra, command=True):
         """sweep.sh's command line for this sweep with @extra options."""
@@ -214,11 +221,33 @@ class Sweep:
         os.execv(self.lab_vm, self.boot("--part", self.args.part, *self.points, "-o", str(out)))
 
     def run_serial(self):
-        """The sweep in one VM; its status."""
-        with subprocess.Popen(self.boot("--no-analysis", "-o", str(self.output)),
+        """The sweep in one VM, into a parent folder of its own; its status
+        and {workload: its folder, adopted into the output}."""
+        own = BUILD / "sweep-out" / self.id
+        own.mkdir(parents=True)
+        with subprocess.Popen(self.boot("--no-analysis", "-o", str(own)),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
             parts.progress(self.total, p.stdout)
-        return p.returncode
+        made = {}
+        for b in self.plan:
+            w = b["workload"]
+            link = own / f"latest-{w}"
+            if link.is_symlink():
+                made[w] = self.adopt(own / os.readlink(link), w)
+        for left in sorted(own.glob("*.incomplete")):
+            kept = self.output / left.name
+            shutil.move(left, kept)
+            log(f"{left.name[:-len('.incomplete')]}: stopped; what it measured is in {kept}")
+        shutil.rmtree(own)
+        return p.returncode, made
+
+    def adopt(self, folder, w):
+        """@folder, a finished sweep of @w, moved into the output under a
+        name of its own there, results/latest-W pointed at it."""
+        into = pathlib.Path(results.lab("begin", self.output, w))
+        into.rmdir()
+        shutil.move(folder, into)
+        return pathlib.Path(results.lab("commit", into, w))
 
     def part_commands(self, parts_dir):
         """The shell command line of each part, the same on any machine."""
@@ -244,11 +273,10 @@ class Sweep:
 
     def run_split(self):
         """The parts at once with GNU parallel, each workload's merged into
-        a new folder; 0, or 1 with the parts kept."""
+        a new folder: (0, or 1 with the parts kept; {workload: folder})."""
         if not shutil.which("parallel"):
             raise Failed("GNU parallel is not installed ('make deps')")
-        parts_dir = BUILD / "sweep-parts" / \
-            f"{self.args.workload}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        parts_dir = BUILD / "sweep-parts" / self.id
         parts_dir.mkdir(parents=True)
         log(f"{self.args.workload}: the parts in {parts_dir}")
         (parts_dir / "commands").write_text("\n".join(self.part_commands(parts_dir)) + "\n")
@@ -267,13 +295,15 @@ class Sweep:
             parts.progress(self.total, p.stdout)
         if p.returncode != 0:
             log(f"a part failed (exit status {p.returncode}); the parts are in {parts_dir}")
-            return 1
-        failed = 0
+            return 1, {}
+        made = {}
         for b in self.plan:
-            failed |= self.merge(b["workload"], parts_dir)
-        if not failed:
+            folder = self.merge(b["workload"], parts_dir)
+            if folder:
+                made[b["workload"]] = folder
+        if len(made) == len(self.plan):
             shutil.rmtree(parts_dir)
-        return failed
+        return (0 if len(made) == len(self.plan) else 1), made
 
     def merge(self, w, parts_dir):
         folders, where = [], {}
@@ -281,7 +311,7 @@ class Sweep:
             link = parts_dir / str(k) / f"latest-{w}"
             if not link.is_symlink():
                 log(f"{w}: part {k} left no result in {parts_dir / str(k)}")
-                return 1
+                return None
             folders.append(parts_dir / str(k) / os.readlink(link))
             w_file = parts_dir / str(k) / "where"
             where[k] = w_file.read_text().strip() if w_file.is_file() else "unknown"
@@ -292,24 +322,16 @@ class Sweep:
         except (parts.Refused, ValueError, OSError) as e:
             log(f"{w}: the parts could not be merged ({cli.message(e)}); they are in "
                 f"{parts_dir}")
-            return 1
+            return None
         done = results.lab("commit", into, w)
         log(f"{w}: {self.n} parts merged into {done}")
-        return 0
-
-    def latest(self):
-        links = {}
-        for b in self.plan:
-            link = self.output / f"latest-{b['workload']}"
-            links[b["workload"]] = os.readlink(link) if link.is_symlink() else None
-        return links
+        return pathlib.Path(done)
 
     def main(self):
         self.prepare()
         if self.args.part:
             self.run_part()
         self.output.mkdir(parents=True, exist_ok=True)
-        before = self.latest()
         where = f", over {self.args.sshloginfile}" if self.args.sshloginfile else ""
         if self.args.here:
             log(f"{self.args.workload} on this machine's kernel ({os.uname().release}), its "
@@ -317,13 +339,13 @@ class Sweep:
         else:
             log(f"{self.args.workload} on the {self.clock} clock: {self.total} points in "
                 f"{self.n} VM{'' if self.n == 1 else 's at once'}{where} ({self.why})")
-        status = self.run_serial() if self.n == 1 else self.run_split()
-        for w, now in self.latest().items():
-            if now is None or now == before[w]:
+        status, made = self.run_serial() if self.n == 1 else self.run_split()
+        for b in self.plan:
+            w = b["workload"]
+            if w not in made:
                 log(f"no new {w} sweep (exit status {status})")
                 status = status or 1
-                continue
-            if analyse.main([str(self.output / now)]) != 0:
+            elif analyse.main([str(made[w])]) != 0:
                 status = 1
         return status
 

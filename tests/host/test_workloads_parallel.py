@@ -200,6 +200,25 @@ def test_a_split_sweep_runs_merges_and_analyses(root, tmp_path, stub):
     assert not any((tmp_path / "build/sweep-parts").iterdir())
 
 
+def test_two_sweeps_at_once_keep_their_own_folders(root, tmp_path, stub):
+    """Each sweep's VM writes into a parent of its own under build/, and
+    its finished folder is moved into results/: two sweeps at once in one
+    checkout analyse their own, not whichever moved latest-grep last."""
+    env = {**os.environ, "LAB_VM": str(stub), "FAKE_SWEEP": str(SERIAL),
+           "LAB_BUILD": str(tmp_path / "build")}
+    command = [sys.executable, "-m", "lablib.lab", "sweep", "grep", "-l", LOOPS, "--no-stage",
+               "--vms", "1", "-o", str(tmp_path / "results")]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env) for _ in range(2)]
+    outs = [r.communicate(timeout=300) for r in runs]
+    assert [r.returncode for r in runs] == [0, 0], outs
+    folders = sorted(p for p in (tmp_path / "results").iterdir()
+                     if p.is_dir() and not p.is_symlink())
+    assert len(folders) == 2 and all((f / "summary.json").is_file() for f in folders)
+    assert (tmp_path / "results/latest-grep").resolve() in folders
+    assert not any((tmp_path / "build/sweep-out").iterdir())
+
+
 def test_a_split_sweep_needs_the_virtual_clock(root, tmp_path, stub):
     r = sweep_vm(root, tmp_path, stub, "--vms", "2", FAKE_CLOCK="host")
     assert r.returncode == 2

@@ -139,8 +139,8 @@ include $(sort $(wildcard userspace/*/lab.mk workloads/lab.mk))
 # of the guest test files (each VM keeps about one host CPU busy).  The
 # other kernels, rt among them, boot in test-debug: a fresh machine builds
 # each from an empty ccache.  vm.sh's limit only stops a guest that hangs:
-# the stock pass takes 20 minutes on a quiet host, and once took more than
-# the default hour beside three other VMs and a kernel build (2026-11-26).
+# the stock pass takes 20 minutes on a quiet host, and has taken more than
+# the default hour beside three other VMs and a kernel build.
 # Each boot's kernel log is kept in build/test-logs (a guest that dies
 # leaves its last words there; vm.sh shows them).
 TEST_LOGS := $(CURDIR)/build/test-logs
@@ -203,14 +203,14 @@ test-debug-%: venv
 	$(MAKE) --no-print-directory debug-boot-$* DEBUG_LOGS=$(DEBUG_LOGS)
 
 # The debug kernel reports every KASAN finding, not only the first: one
-# boot's first came at 0.08 s, in the kernel's own early interrupt code
-# (2026-11-27), and KASAN was silent for the rest of that boot.
+# boot's first came at 0.08 s, in the kernel's own early interrupt code,
+# and KASAN was silent for the rest of that boot.
 DEBUG_APPEND := kasan_multi_shot
 # A pass's boot, its kernel built: two passes of one variant at once must
 # not both run its kernel's make (they raced on include/generated/).
 # pytest's output is also kept in PASS.out, written from the guest: a debug
 # guest whose udev is late runs the command on its console, and what it
-# prints there never reaches the host (2026-11-27).  The JUnit file is
+# prints there never reaches the host.  The JUnit file is
 # xunit1, whose test cases may carry the properties the tests record (the
 # walks' points, KCSAN's counters); pytest warns of them under xunit2.
 debug-boot-%:
@@ -230,12 +230,12 @@ TESTS_rt := $(RT_TESTS)
 TESTS_tax := $(TAX_TESTS)
 # The rt boot's vCPUs on one host thread, on the host's clock (no time is
 # asserted): one of three rt boots with a host thread per vCPU ended
-# without a word 58 s in (2026-11-27), and the virtual clock took 13.5 min
+# without a word 58 s in, and the virtual clock took 13.5 min
 # where this took 3 (its workers spin in the hook for half a minute of
 # guest time, which icount emulates one instruction at a time).
 TCG_THREAD_rt := single
 # On a busy host the debug pass reached its fault walks after 1 h 53 min
-# and the 3 h default stopped it in the second (2026-11-26): the walks
+# and the 3 h default stopped it in the second: the walks
 # have a boot of their own, and a longer limit.
 TIMEOUT_faults := 18000
 

@@ -98,11 +98,11 @@ export KBUILD_BUILD_TIMESTAMP='2024-11-17 00:00:00 UTC'
 # The build number bindeb-pkg gives (KDEB_PKGVERSION ends with it, below):
 # with another one, make deb relinked vmlinux and rewrote the bzImage of
 # build/obj while make test's VMs booted it ('#lab1' in uname -v of a
-# boot after the host tests' make deb, 2026-11-27).
+# boot after the host tests' make deb).
 export KBUILD_BUILD_VERSION=lab1
 # The same objects from the same commit, whoever builds them: a second
 # tree of one commit missed ccache whole when built from a login shell
-# after a build from CI's bare environment (2026-11-27), for two reasons.
+# after a build from CI's bare environment, for two reasons.
 # Kconfig records the version of any rustc on PATH (RUSTC_VERSION, in
 # autoconf.h): the lab's configs use no Rust, and RUSTC=false makes it 0
 # everywhere.  And ccache hashes the locale (LANG, LC_*): the compiler
@@ -115,7 +115,7 @@ kmake() {
 mkdir -p "$KOBJ"
 # One build of an object tree at a time: make test and make sweep started
 # together each built the stock kernel in build/obj, and each removed the
-# other's temporary files (2026-12-02).  The second waits for the first.
+# other's temporary files.  The second waits for the first.
 exec 7>"$KOBJ.lock"
 if ! flock -n 7; then
 	log "another build of ${KOBJ#"$LAB_ROOT"/} is running; waiting for it"

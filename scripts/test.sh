@@ -14,7 +14,7 @@
 # Only the stock kernel, which make has built: the other variants, rt
 # among them, boot in make test-debug.  On a fresh machine their builds
 # start from an empty ccache, and one alone would take half of make test's
-# half hour: the stock kernel's took 889 s of both CPUs there (2026-11-29),
+# half hour: the stock kernel's took 889 s of both CPUs there,
 # and the rt tree has as many objects (1,366).
 #
 #   scripts/test.sh

@@ -93,7 +93,7 @@ vng_base=(--run "$KERNEL" --memory "$VM_MEM" --rwdir "$LAB_ROOT"
 # there while a guest runs.  Without it every stat, open and read went to
 # QEMU: 3,500 file calls to import pytest took 30-57 s in a guest beside
 # another VM, and each test and tool of a guest pass that starts Python
-# paid again (2026-11-28).
+# paid again.
 vng_base+=(--append "rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose")
 [ -z "${VM_APPEND:-}" ] || vng_base+=(--append "$VM_APPEND")
 # build/ may be a link to another disk; the guest writes there too (the
@@ -223,7 +223,7 @@ fi
 # On the host's clock a vCPU thread that a loaded host starves looks stuck
 # to the soft-lockup detector: beside five other jobs on two cores a debug
 # guest reported "soft lockup - CPU#0 stuck for 22s" three times in an
-# hour, in code no test had entered (2026-11-26).  The longest threshold
+# hour, in code no test had entered.  The longest threshold
 # (60: a lockup is reported after 120 s) keeps it for real hangs.  The
 # virtual clock does not pass while the guest is starved.
 if [ "$accel_name" = tcg ] && [ "$VM_CLOCK" = host ]; then
@@ -261,7 +261,7 @@ guest_cmd=$(sh_quote "$@")
 # A /tmp of the guest's own.  virtme-ng's is an overlay on the host's /tmp,
 # which the host goes on changing beneath it: a guest test's pytest took
 # its numbered folder there beside the host's own pytest runs, and its
-# mkdirs failed ten times over (2026-11-26, 13 tests of a make test).
+# mkdirs failed ten times over (13 tests of a make test).
 guest_cmd="mount -t tmpfs -o mode=1777 lab-tmp /tmp && $guest_cmd"
 # The virtualenv through the cached root as well: under the repository it
 # is on virtme-ng's read-write share, which has no cache (import pytest:
@@ -297,7 +297,7 @@ if [ -n "${VM_KLOG:-}" ]; then
 	# Only an oops or panic reaches it (virtme-ng boots with loglevel=1,
 	# which an oops lifts); console=ttyS0 last keeps virtme-ng's console
 	# the guest's /dev/console.  A stock guest of make test's died without
-	# a word, its kernel log ending mid-test (2026-11-29).  QEMU's options
+	# a word, its kernel log ending mid-test.  QEMU's options
 	# reach it through a shell, so a path it would split gets no console.
 	klog_console=$VM_KLOG.console
 	case $klog_console in
@@ -314,8 +314,8 @@ fi
 # The command's exit status, also in a file on the share.  virtme-ng brings
 # it back over a virtio port that its init finds through udev's links; on
 # the debug kernel udev had not made them when init gave up waiting, the
-# command ran on the console, and vng said 255 for a pass that ended
-# (2026-11-27).  The file says how the command ended all the same.
+# command ran on the console, and vng said 255 for a pass that ended.
+# The file says how the command ended all the same.
 status_dir=${build_real:-$LAB_ROOT}
 mkdir -p "$status_dir"
 status_file=$(mktemp "$status_dir/.vm-status.XXXXXX")
@@ -324,13 +324,13 @@ cmd_file=$(mktemp "$status_dir/.vm-cmd.XXXXXX")
 trap 'rm -f "$status_file" "$cmd_file"; [ -z "$klog_console" ] || [ -s "$klog_console" ] || rm -f "$klog_console"' EXIT
 # sync: on the console fallback the guest powers off as soon as the
 # command ends, and a debug pass's 0 (172 tests, none failed) never
-# reached the host's copy of the file (2026-11-27).
+# reached the host's copy of the file.
 guest_cmd="echo started >$(sh_quote "$status_file"); $guest_cmd; lab_status=\$?; echo \$lab_status >$(sh_quote "$status_file"); sync; exit \$lab_status"
 # The command reaches the guest as a script on the share: virtme-ng passes
 # --exec on the kernel command line, which x86 cuts at 2048 bytes.  A
 # debug pass's command made it 2287 bytes long: the end of the line was
 # lost, and the guest waited for its root file system for good, or found
-# no init and panicked (2026-11-27).
+# no init and panicked.
 printf '%s\n' "$guest_cmd" >"$cmd_file"
 # timeout runs the VM in a process group of its own (so that it can stop
 # all of it), which a terminal's Ctrl-C does not reach: the pipeline runs
@@ -355,7 +355,7 @@ stop_vm() {
 # the main one of the QEMU that this script started.  Empty until it runs.
 # A guest once stopped for good early in its boot, both vCPUs waiting in
 # QEMU for an event that never came, its main loop idle (the debug
-# kernel, 2026-11-27): no timer tick ran in it for half an hour.  Any live
+# kernel): no timer tick ran in it for half an hour.  Any live
 # guest runs its ticks.
 vcpu_ticks() {
 	local stat line pid rest ppid comm ticks=0 task f
@@ -453,7 +453,7 @@ fi
 # even started is booted once more: QEMU 10.0's multi-threaded TCG once
 # died there on an assertion of its own ("iotlb_to_section: Assertion
 # `section_index < d->map.sections_nb' failed", 79 s into a debug kernel's
-# boot, 2026-11-27).
+# boot).
 if [ "$status" -eq 255 ]; then
 	boot_again "error: the guest ended before its command started (QEMU or the kernel died booting)"
 	log "error: the guest ended before its command did (no exit status: a kernel panic?)"

@@ -42,7 +42,7 @@ from lablib import host, results
 # Settings a part may have of its own: which part it is, where its work
 # cgroup was (named for its process), who calibrated, how long its staging
 # took and, where each part stages in its own boot (Apache), how many
-# calls its recording saw (619 and 620 for the same 34 files, 2026-11-27).
+# calls its recording saw (619 and 620 for the same 34 files).
 OWN_SETTINGS = {"part", "part_points", "calibration_from", "delay_cgroup", "stage"}
 OWN_STAGE = {"seconds", "unpack_seconds", "archive", "traced_calls"}
 

@@ -17,7 +17,7 @@
  * finding the header's end and its Content-Length took as many
  * instructions as the reply's text made it, its Date header's digits
  * among it, and on the virtual clock the replies at 13:30 took 256 more
- * than at 12:30 (ftrace's syscall events, 2026-11-29): two boots' sweeps
+ * than at 12:30 (ftrace's syscall events): two boots' sweeps
  * were that far apart.
  *
  * Each request starts on the next whole multiple of the interval on
@@ -26,18 +26,18 @@
  * shorter than a tick period has none in it, in every run and every boot.
  * Started 1 s after the previous reply, a request met the tick at a
  * phase that the boot's history set, and on the virtual clock the
- * reference's runs differed by 3 % (2026-11-26).
+ * reference's runs differed by 3 %.
  *
  * --phase P moves the grid P ms later.  The kernel rounds many of its
  * timers to whole seconds (round_jiffies), so that a request started on
  * one shared its tick with their work: on the virtual clock, replies of
  * the same point 0.3 % apart in two boots, as the previous points' work
- * had left those timers; half a second later, within 0.05 % (2026-11-28).
+ * had left those timers; half a second later, within 0.05 %.
  *
  * --warmup W makes W requests first, on the same grid, timed by no one:
  * the first reply after other work (the saturation search's, or httperf's
  * warm-up) took 10-15 % longer than the next nine, which agreed within
- * 0.3 % (2026-11-27).
+ * 0.3 %.
  *
  * With --fifo the client runs as a real-time task (SCHED_FIFO): woken by
  * the reply, it takes the CPU from the server at once, so that a span ends
@@ -45,7 +45,7 @@
  * the normal policy the scheduler let the server go on after the reply
  * (its log line, the close) as its history allowed: 17 to 22 delayed
  * calls in a span of the same request, and two runs of a point 10 %
- * apart at 5000 loops on the virtual clock (2026-11-26).
+ * apart at 5000 loops on the virtual clock.
  *
  * With --redis it speaks Redis's protocol (RESP) instead: GET KEY on one
  * connection kept open for every request, as Redis's clients do, each

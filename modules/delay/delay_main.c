@@ -161,7 +161,7 @@ out:
  * instructions whatever the compiler makes of the code around it: a C
  * loop's register allocation moved with unrelated changes to delay_run()
  * (two more moves an iteration, 5 ns a loop instead of 3 on the virtual
- * clock, 2026-12-01).  These are the three gcc made of the C loop before,
+ * clock).  These are the three gcc made of the C loop before,
  * so a loop costs what it did in every calibration until then.  Inline,
  * so that one loop costs one iteration and not a call as well.
  */

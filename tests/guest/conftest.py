@@ -55,8 +55,8 @@ def ko(name):
 
 
 # The module calls, made from this process as insmod and rmmod make them:
-# starting rmmod took 4-5 s on the debug kernel, the call itself 0.6-1.7 s
-# (2026-11-26), and the racing-unload tests make hundreds of them.
+# starting rmmod took 4-5 s on the debug kernel, the call itself 0.6-1.7 s,
+# and the racing-unload tests make hundreds of them.
 SYS_FINIT_MODULE = 313                 # x86_64
 SYS_DELETE_MODULE = 176
 libc = ctypes.CDLL(None, use_errno=True)
@@ -386,7 +386,7 @@ SLAB = pathlib.Path("/sys/kernel/slab")
 # failure there falls back to a reserve and never reaches the caller, and
 # every allocation the lab's code made was two points of a walk, one of
 # them kmemleak's (a msgq load walk loaded despite the fault 386 times and
-# failed 78 times in its first 464 steps, 2026-11-27).
+# failed 78 times in its first 464 steps).
 CHECKER_CACHES = {"kmemleak_object", "kmemleak_scan_area", "debug_objects_cache"}
 
 
@@ -424,7 +424,7 @@ def fault_injection():
     # No module autoloading meanwhile: an open of a device node whose
     # numbers no cdev serves yet (msgq's, between its devices and its cdev,
     # where a walk's opener races each load) asks for char-major-M-N, and
-    # each modprobe took 10-14 s in the debug guest (2026-11-27): with an
+    # each modprobe took 10-14 s in the debug guest: with an
     # empty path the kernel refuses at once and the open is -ENXIO.
     modprobe = MODPROBE.read_text().rstrip("\n")
     MODPROBE.write_text("\n")

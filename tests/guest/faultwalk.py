@@ -107,7 +107,7 @@ ALLOCATION_FAILURE = re.compile(r"page allocation failure|vmalloc error:|"
 # not be defined, and the event file that this leaves half made is put once
 # too often when the module goes (event_file_put warns).  Both are in
 # kernel/trace/trace_events.c, on paths no module can choose (seen on the
-# delay walk, 2026-11-26): the core's, not the lab's, so a walk counts them
+# delay walk): the core's, not the lab's, so a walk counts them
 # and goes on.  Any other warning, a leak or KASAN's word still fails it.
 CORE_TRACE_EVENT_REPORT = re.compile(r"WARNING: .* at \S*kernel/trace/trace_events\.c:\d+ "
                                      r"(event_define_fields|event_file_put)\+")

@@ -90,7 +90,7 @@ def test_a_sleeping_delay_gives_the_cpu_away(delay, only_this_process):
     away voluntarily, the spinning ones do not, and each lasts at least
     its delay (an absolute hrtimer never fires early).  Not every sleep
     switches: one whose end passed before its timer started (the host
-    held the vCPU; 48 of 50 switched once, 2026-11-27) returns at once.
+    held the vCPU; 48 of 50 switched once in one run) returns at once.
     Counted exactly: slept and slept_ns move for the sleeps only."""
     assert write_param(str(GETPPID), SYSCALLS) == 0
     n, ns = 50, 200000
@@ -164,7 +164,7 @@ def order_of_wakeup_and_delay(where):
             continue
         # Only the first: the writer may wake the reader once more after
         # writev(), handing it Python's GIL through a futex (seen on a busy
-        # host, 2026-11-27).  The reader sleeps in pipe_read until the
+        # host).  The reader sleeps in pipe_read until the
         # write, so the first wake-up is the write's.
         if m["event"] == "sched_waking" and f"pid={reader.native_id} " in m["rest"] + " ":
             if "wakeup" not in got:

@@ -469,7 +469,7 @@ def test_profile_script_keeps_its_command_line(tmp_path):
     guest = ROOT / "userspace/msgq/guest.sh"
     args = [str(tmp_path), "1", "50", "--size", "16:64"]
     # No time limit of its own: on a debug kernel beside other VMs the script
-    # took longer than 900 s, the limit this had (2026-11-27); a hang is
+    # took longer than 900 s, the limit this once had; a hang is
     # still stopped by the boot's VM_TIMEOUT.
     out = subprocess.run([guest, *args], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]

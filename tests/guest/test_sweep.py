@@ -145,7 +145,7 @@ def staged_and_exact(d, workload, archive, measures=None):
     # Only vm.sh's kernel-log forwarder (dmesg -w into VM_KLOG) may have
     # made one: a kernel message in a window is its write, as "hrtimer:
     # interrupt took 23829542 ns" was on the host's clock with three VMs
-    # on two cores (2026-11-29); the row counts it and is not exact.
+    # on two cores; the row counts it and is not exact.
     lines = [ln for ln in requests.splitlines() if "9p_client_req" in ln]
     assert all(ln.split()[0].startswith("dmesg-") for ln in lines), requests[:3000]
     assert lines or [r["p9_requests"] for r in raw] == ["0"] * len(raw), raw
@@ -218,13 +218,13 @@ def test_apache_sweep(tmp_path, calibration):
     # Apache, httperf and taskset run from memory: Apache recorded from
     # its start to its stop under a load (the server processes it starts
     # under the saturation search's load read the host's files before:
-    # 38 requests in one run, 2026-11-26).  No window, reference or
+    # 38 requests in one run).  No window, reference or
     # saturation, makes a request.
     d, raw = server_sweep(tmp_path, calibration, "apache", "httperf", "--step-seconds", "1")
     assert all(int(r["errors"]) == 0 for r in raw if r["loops"] == "0"), raw
     # Every step records Apache's CPU time and the wall time it was read
     # over: Apache has one CPU, so no more than that, give or take the tick
-    # cpu.stat lags a running task by (4 ms at HZ 250; CI, 2026-11-29, had
+    # cpu.stat lags a running task by (4 ms at HZ 250; CI once had
     # 1.026 s of CPU at a knee step whose replies took 1.025 s: the bound
     # is the window, not httperf's duration).
     steps = list(csv.DictReader(open(d / "saturation.csv")))
@@ -368,7 +368,7 @@ def test_a_servers_clients_are_delayed_with_it(tmp_path, calibration):
     of the counter taken off), more than the server's alone; the server's
     CPU is still its own cgroup's; every cgroup removed at the end.  On
     the virtual clock: on the host's, a busy host charged the server a
-    request 630 us undelayed and 127 delayed (CI, 2026-12-06)."""
+    request 630 us undelayed and 127 delayed (CI)."""
     d, raw = server_sweep(tmp_path, calibration, "redis", "redis-benchmark",
                           "--delay-clients", REDIS_REQUESTS="1000")
     settings = json.loads((d / "meta.json").read_text())["settings"]

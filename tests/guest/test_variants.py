@@ -115,7 +115,7 @@ def test_unloads_safely_under_long_spins_on_every_cpu(clean_module):
     unregistration that waits only for that lets the module be freed
     while another CPU still spins in it, and that CPU then returns into
     freed text (an oops: 2 workers in 30 cycles on the series before the
-    fix, 2026-11-26).  Expedited grace periods end within the spin
+    fix).  Expedited grace periods end within the spin
     (normal ones take a few ticks, twice, and module unload waits for two:
     longer than 5 ms, which would hide it); a system may boot with them
     (rcupdate.rcu_expedited=1).  Only getppid is delayed, so insmod, rmmod
@@ -123,8 +123,8 @@ def test_unloads_safely_under_long_spins_on_every_cpu(clean_module):
     workers = os.cpu_count()
     # Where RCU Tasks waits for the hook by construction (PREEMPTION) a
     # few cycles show it unloads; without, a cycle meets a CPU late in
-    # its spin only now and then (2 of 30 on the series before the fix,
-    # 2026-11-26): enough cycles that missing it is unlikely.
+    # its spin only now and then (2 of 30 on the series before the fix):
+    # enough cycles that missing it is unlikely.
     cycles = 20 if "preempt_schedule" in kernel_symbols() else 80
     expedited = RCU_EXPEDITED.read_text().strip()
     RCU_EXPEDITED.write_text("1")

@@ -11,7 +11,7 @@ def shell_scripts(root):
     """The project's shell scripts.  The walk never enters build/, .venv or
     results/: the passes beside the host tests make and delete files there
     while they run (a kernel build's temporary files once vanished under
-    the walk, 2026-11-29)."""
+    the walk)."""
     scripts = []
     for top, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d not in (".git", ".venv", "build", "results")]

@@ -176,7 +176,7 @@ test_the_runner_finds_the_guests_folder = runners.guest_folder_test(
 @pytest.mark.parametrize("given, limit", [(None, "21600"), ("900", "900")])
 def test_the_runner_gives_the_guest_hours(tmp_path, given, limit):
     """vm.sh's default hour stopped make tailamp's sixth point beside three
-    other VMs (2026-11-27): the runner asks for six unless told."""
+    other VMs: the runner asks for six unless told."""
     runner = runners.lab_copy(tmp_path, "tailamp", ["analyse.py"])
     (tmp_path / "scripts/vm.sh").write_text('#!/bin/sh\necho "limit=$VM_TIMEOUT" >&2\nexit 1\n')
     env = {k: v for k, v in os.environ.items() if k != "VM_TIMEOUT"}

@@ -506,7 +506,7 @@ def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path
 RAW = ",".join(workloads.RAW_COLUMNS)
 REPLY_HEADER = "request,status,seconds,calls,error\n"
 # What the guest ran before the host reduced the replies (server.sh's
-# reply_clean, 2026-11-29), on reqtime's old lines "200 SECONDS CALLS".
+# reply_clean), on reqtime's old lines "200 SECONDS CALLS".
 OLD_REPLY_CLEAN = r"""awk '$1 == 200 && NF == 3 { print $3, $2 }' "$1" | sort -g -k1,1 -k2,2 | awk '
     NR == 1 { calls = $1 }
     $1 == calls { v[++n] = $2 }

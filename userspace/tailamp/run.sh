@@ -14,9 +14,9 @@
 #
 # Environment: VM_CLOCK (default auto: virtual under TCG), VM_VIRTUAL_CPUS
 # (default 1, as the Apache sweep), VM_TIMEOUT (default 21600 s: make
-# tailamp took 17 min beside two other VMs on 2026-11-29, but over an hour
-# beside three on 2026-11-27, when vm.sh's default hour stopped its last
-# point), VM_MEM (scripts/vm.sh).
+# tailamp has taken 17 min beside two other VMs, but over an hour beside
+# three, when vm.sh's default hour stopped its last point), VM_MEM
+# (scripts/vm.sh).
 #
 # Example:  userspace/tailamp/run.sh --ppm 0,1000,10000 -n 2000   (make tailamp)
 set -euo pipefail

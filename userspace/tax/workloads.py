@@ -55,8 +55,8 @@ from lablib.tax import workloads_figures as figures
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
-# A sweep's rough length, in seconds of the host a timed point (TCG,
-# 2026-12-06, two at a time, untaxed): the longest run first, and the
+# A sweep's rough length, in seconds of the host a timed point (TCG, two
+# at a time, untaxed): the longest run first, and the
 # time left guessed from those done (NOTES.md, "A run's length").
 POINT_S = {"grep": 22, "cmd": 20, "redis": 80, "apache": 380, "kbuild": 80}
 # cmd's command: the workloads' README example, a tree of headers archived.

@@ -124,7 +124,7 @@ STAGE_RUN=()
 # and a guest that found another answer than the host reconfigured the
 # staged tree; and kbuild writes the user's and the host's names into
 # include/generated/compile.h, which the guest then rewrote with a program
-# the host's build had not run (2026-11-26).
+# the host's build had not run.
 WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
 WL_ENV=(env -i "${WL_ENV_VARS[@]}")
@@ -300,7 +300,7 @@ stage_remove() {
 # the staged root's bash if there is one (WINDOW_BASH), so that the code
 # the window runs is in memory too (the sweep's own bash is the host's: a
 # page of it that no earlier step had touched was read over 9p, 17
-# requests a window, 2026-11-26).  It opens the 9p count, reads the clock,
+# requests a window).  It opens the 9p count, reads the clock,
 # runs CMD in CGROUP (none if empty) with its output into OUT, reads the
 # clock again and closes the count; it prints "t0_ns t1_ns exit_status".
 # The C locale first: chroot (the program) runs in the host's root, and

@@ -37,11 +37,8 @@ wl_describe() { echo ", saturation steps of $STEP_SECONDS s, $(server_requests) 
 # A point gets cheaper as its delay grows (a spin emulates faster than
 # Apache's own code): the cost sweep.sh part_points balances parts by.
 WL_COST_SLOPE=-0.4
-SRV_NAME=Apache
 APACHE_PORT=${APACHE_PORT:-18080}
-SRV_PORT=$APACHE_PORT
-SRV_PIDFILE=httpd.pid
-SRV_LOAD=httperf
+server_is Apache "$APACHE_PORT" httpd.pid httperf
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
 APACHE_FIRST_RATE=100

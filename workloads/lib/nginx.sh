@@ -29,11 +29,8 @@ WL_PACKAGES="nginx-light httperf"
 # delay: every point costs the same (sweep.sh part_points).
 WL_COST_SLOPE=0
 wl_describe() { echo ", $(server_requests) replies a reference, no saturation search"; }
-SRV_NAME=nginx
 NGINX_PORT=${NGINX_PORT:-18081}
-SRV_PORT=$NGINX_PORT
-SRV_PIDFILE=nginx.pid
-SRV_LOAD=httperf
+server_is nginx "$NGINX_PORT" nginx.pid httperf
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 # The warm-up burst before each run: 512 connections at 500/s (Apache's).
 NGINX_WARM_CONNS=512

@@ -24,7 +24,7 @@
 
 # On the virtual clock a reply was 35.4 us and 2 delayed calls (d½ 17.7
 # us, 5,860 loops), a request at saturation 42.5 us and 3 (d½ 14.1 us),
-# Redis's CPU a request 21.3 us (d½ 7.1 us) (2026-12-02): 12000 loops
+# Redis's CPU a request 21.3 us (d½ 7.1 us): 12000 loops
 # (36 us) is 2.0, 2.6 and 5 d½.
 WL_ABOUT="a private Redis server: reply time, then redis-benchmark's GETs"
 WL_LOOPS=0:12000:1500
@@ -39,11 +39,8 @@ WL_BAND_POINT="2.5e-3 0"
 # work in a phase of their own and the reply at loops 0 differed by up to
 # 0.37 % between boots (NOTES.md, "Redis's reply between boots").
 SRV_INTERVAL_MS=1003
-SRV_NAME=Redis
 REDIS_PORT=${REDIS_PORT:-16379}
-SRV_PORT=$REDIS_PORT
-SRV_PIDFILE=redis.pid
-SRV_LOAD=redis-benchmark
+server_is Redis "$REDIS_PORT" redis.pid redis-benchmark
 # Debian's redis-tools has the server's program as redis-check-rdb (the
 # redis-server package adds the name, and a system service); it runs as
 # the server when called redis-server, through a link in SRV_DIR.

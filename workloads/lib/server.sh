@@ -17,9 +17,9 @@
 # starts a fresh server.  Why each is so: NOTES.md, "Apache", where each
 # was found.
 #
-# A server file sets WL_LOOPS, WL_REPEATS (WL_REPEATS_VIRTUAL), WL_STAGE, SRV_PORT,
-# SRV_NAME (its name in messages), SRV_PIDFILE (its pid file's name in
-# SRV_DIR) and defines:
+# A server file declares itself (WL_*: lablib.sweep.catalog), names itself
+# with server_is NAME PORT PIDFILE LOAD (its name in messages, its port,
+# its pid file's name in SRV_DIR, its load generator) and defines:
 #   srv_check       its programs are there (die if not)
 #   srv_settings    its own meta.json settings, one NAME=VALUE a line
 #   srv_prepare     write its configuration into SRV_DIR (a fresh folder),
@@ -55,6 +55,10 @@
 #                       the machine's own; workloads/NOTES.md, "No TIME_WAIT")
 
 SERVER_REQUESTS_VIRTUAL=100
+# server_is NAME PORT PIDFILE LOAD: the server's name in messages, its
+# port on 127.0.0.1, its pid file's name in SRV_DIR, its load generator.
+server_is() { SRV_NAME=$1 SRV_PORT=$2 SRV_PIDFILE=$3 SRV_LOAD=$4; }
+
 # wl_describe: what a point does beyond its runs, for --dry-run (a server
 # may say more).
 wl_describe() { echo ", $(server_requests) replies a reference"; }

@@ -232,7 +232,7 @@ test_a_missing_kernel_or_device_is_status_1 = runners.missing_kernel_test(
 CHECKING_VM = r'''#!/usr/bin/env bash
 [ "$1" != --clock ] || { echo virtual; exit 0; }
 shift
-echo "$*" >"$VM_ARGS"
+echo "$*" >"$VM_ARGS.$$"
 exec "$1" "$2" --dry-run "${@:3}" >/dev/null
 '''
 
@@ -253,16 +253,23 @@ def test_lab_sweep_hands_a_workload_what_it_takes(root, tmp_path, workload, vms)
     r = lab_sweep(workload, "-l", "0,100", "-r", "1", "--vms", vms, "-o", tmp_path / "results",
                   *command, env={"LAB_VM": str(vm), "VM_ARGS": str(tmp_path / "args"),
                                  "LAB_BUILD": str(tmp_path / "build")})
-    handed = (tmp_path / "args").read_text().split()
+    # Each boot's arguments (the parts of a split sweep boot at once).
+    boots = [f.read_text().split() for f in tmp_path.glob("args.*")]
+    assert len(boots) == int(vms)
+    for handed in boots:
+        check_handed(handed, workload, command, tmp_path)
+    assert "wants" not in r.stderr, r.stderr
+    # The stand-in made no sweep: lab sweep says so.
+    assert r.returncode == 1 and f"no new {workload} sweep" in r.stderr
+
+
+def check_handed(handed, workload, command, tmp_path):
     if workload == "cmd":
         assert handed[handed.index("--stage-from") + 1] == str(tmp_path / "build/stage")
         assert json.loads((tmp_path / "build/stage/cmd.json").read_text())["files"] > 0
     else:
         assert "--stage-from" not in handed
     assert handed[-2:] == (command or handed[-2:])
-    assert "wants" not in r.stderr, r.stderr
-    # The stand-in made no sweep: lab sweep says so.
-    assert r.returncode == 1 and f"no new {workload} sweep" in r.stderr
 
 
 def test_kbuild_is_configured_without_the_hosts_own_tools(root, tmp_path):

@@ -1,11 +1,12 @@
 """lab: the lab's one command.  'lab' alone lists the subcommands; 'lab
 NAME --help' says what one does, its options and an example.
 
-The table below is the whole dispatcher: each experiment registers one row,
-and the dispatcher only dispatches.  A row either runs the experiment's
-runner (the shell program in its folder that boots the lab's VM, or with
---here measures the running kernel, then analyses) or calls a Python
-subcommand's main(argv, prog).  'lab analyse FOLDER' picks the analyser of
+Each experiment registers one row, LAB_COMMAND in its folder's package
+(userspace/tax/__init__.py is lablib.tax's), and the lab's own commands
+are OWN below; the dispatcher only dispatches.  A row either runs the
+experiment's runner (the shell program in its folder that boots the lab's
+VM, or with --here measures the running kernel, then analyses) or calls a
+Python subcommand's main(argv, prog).  'lab analyse FOLDER' picks the analyser of
 a result folder by the experiment its meta.json names."""
 import dataclasses
 import importlib
@@ -33,37 +34,9 @@ class Command:
     analysers: dict = dataclasses.field(default_factory=dict)
 
 
-COMMANDS = (
-    Command("calibrate", "loop count -> added system-call latency (the delay module's scale)",
-            runner="userspace/calibrate/run.sh",
-            analysers={"calibrate": "lablib.calibrate.analyse",
-                       "calibrate-bench": "lablib.calibrate.bench_report"}),
-    Command("sweep", "a workload's throughput against added system-call latency",
-            main="lablib.sweep.driver:main"),
-    Command("tax", "what seccomp, audit, tracers and mitigations add to each call",
-            runner="userspace/tax/run.sh", analysers={"tax": "lablib.tax.analyse"}),
-    Command("irqhook", "wake-up and switching time through /dev/irqhook",
-            runner="userspace/irqhook/run.sh",
-            analysers={"irqhook-sweep": "lablib.irqhook.sweep_report",
-                       "irqhook": "lablib.irqhook.analyse"}),
-    Command("smp", "SMP micro-benchmarks (pipes, futex, TLB shootdown, timers)",
-            runner="userspace/smp/run.sh", analysers={"smp": "lablib.smp.analyse"}),
-    Command("rtcompare", "the stock kernel against PREEMPT_RT",
-            runner="userspace/rtcompare/run.sh",
-            analysers={"rt-compare": "lablib.rtcompare.analyse"}),
-    Command("msgq", "the profiled message-queue driver",
-            runner="userspace/msgq/run.sh",
-            analysers={"msgq-profile": "lablib.msgq.analyse", "msgq": "lablib.msgq.analyse"}),
-    Command("tailamp", "how a delay on a few calls amplifies the reply-time tail",
-            runner="userspace/tailamp/run.sh", analysers={"tailamp": "lablib.tailamp.analyse"}),
-    Command("hookcost", "what the hooks cost with nothing attached",
-            runner="userspace/hookcost/run.sh", analysers={"hookcost": "lablib.hookcost.analyse"}),
-    Command("peers", "the delay against other ways to slow system calls",
-            runner="userspace/peers/run.sh", analysers={"peers": "lablib.peers.analyse"}),
-    Command("clocks", "the headline figures under both clocks",
-            runner="userspace/clocks/run.sh"),
-    Command("bpfdelay", "the BPF delay on the running kernel: its cost and accuracy",
-            main="lablib.bpfdelay.measure:main"),
+# The lab's own commands; each experiment's row is in its package
+# (LAB_COMMAND in its folder's __init__.py: userspace/tax/ is lablib.tax).
+OWN = (
     Command("analyse", "analyse a result folder (the analyser its meta.json's experiment names)",
             main="lablib.lab:analyse"),
     Command("compare", "two runs or sets of runs of one experiment, a verdict a figure",
@@ -73,6 +46,23 @@ COMMANDS = (
     Command("report", "one HTML page of every result folder and comparison",
             main="lablib.report:main"),
 )
+
+
+def experiments():
+    """Each experiment's row: its folder's package's LAB_COMMAND, a runner
+    named relative to its folder; by name."""
+    rows = []
+    for init in sorted([*ROOT.glob("userspace/*/__init__.py"), ROOT / "workloads/__init__.py"]):
+        folder = init.parent
+        package = "sweep" if folder.name == "workloads" else folder.name
+        try:
+            row = dict(getattr(importlib.import_module(f"lablib.{package}"), "LAB_COMMAND"))
+        except (ImportError, AttributeError):
+            continue
+        if row.get("runner"):
+            row["runner"] = str((folder / row["runner"]).relative_to(ROOT))
+        rows.append(Command(**row))
+    return sorted(rows, key=lambda c: c.name)
 
 
 def present(c):
@@ -86,7 +76,7 @@ def present(c):
         return False
 
 
-COMMANDS = tuple(c for c in COMMANDS if present(c))
+COMMANDS = tuple(c for c in (*experiments(), *OWN) if present(c))
 BY_NAME = {c.name: c for c in COMMANDS}
 
 

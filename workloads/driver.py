@@ -364,6 +364,8 @@ def main(argv=None, prog=PROG):
         out.write(parser().format_help())
         out.flush()
         if argv:
+            out.write("\nThe sweep's own options, those of workloads/sweep.sh in the guest:\n\n")
+            out.flush()
             subprocess.run([str(SWEEP), "--help"])
         return 0 if argv else 2
     try:

@@ -242,10 +242,13 @@ class Sweep:
         return p.returncode, made
 
     def adopt(self, folder, w):
-        """@folder, a finished sweep of @w, moved into the output under a
-        name of its own there, results/latest-W pointed at it."""
-        into = pathlib.Path(results.lab("begin", self.output, w))
-        into.rmdir()
+        """@folder, a finished sweep of @w, moved into the output under its
+        name (another if that is taken there), results/latest-W pointed at
+        it."""
+        into = self.output / f"{folder.name}.incomplete"
+        if into.exists() or (self.output / folder.name).exists():
+            into = pathlib.Path(results.lab("begin", self.output, w))
+            into.rmdir()
         shutil.move(folder, into)
         return pathlib.Path(results.lab("commit", into, w))
 

@@ -52,14 +52,10 @@ packages=(
 # The workloads' own: each workload's file declares its packages
 # (WL_PACKAGES; workloads/catalog.py), and a workload of one's own in
 # LAB_WORKLOADS_DIR's folders too.
-IFS=: read -r -a wl_dirs <<<"${LAB_WORKLOADS_DIR:-}"
-for d in "$LAB_ROOT/workloads/lib" "${wl_dirs[@]}"; do
-	for f in "$d"/*.sh; do
-		[ -f "$f" ] || continue
-		read -r -a wl_packages <<<"$(sed -n 's/^WL_PACKAGES="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$f")"
-		packages+=("${wl_packages[@]}")
-	done
-done
+while read -r f; do
+	read -r -a wl_packages <<<"$(wl_declared WL_PACKAGES "$f")"
+	packages+=("${wl_packages[@]}")
+done < <(wl_files)
 # The BPF delay's library and skeleton generator, from bookworm-backports on
 # Debian 12 (libbpf 1.4, bpftool 7.5: what it is built and tested with),
 # from the release itself elsewhere.

@@ -176,6 +176,20 @@ lab_guest() {
 		"$@"
 	fi
 }
+# The workloads' declarations (workloads/catalog.py says how): wl_files,
+# the files that declare one (WL_ABOUT), those of workloads/lib/ then of
+# LAB_WORKLOADS_DIR's folders (colon-separated), one a line; wl_declared
+# NAME FILE, the value FILE declares for NAME (empty if none).
+wl_files() {
+	local dirs dir f
+	IFS=: read -r -a dirs <<<"${LAB_WORKLOADS_DIR:-}"
+	for dir in "$LAB_ROOT/workloads/lib" "${dirs[@]}"; do
+		for f in "$dir"/*.sh; do
+			! grep -qs '^WL_ABOUT=' "$f" || printf '%s\n' "$f"
+		done
+	done
+}
+wl_declared() { sed -n "s/^$1=\"\{0,1\}\([^\"]*\)\"\{0,1\}\$/\1/p" "$2"; }
 # lab_python ARG...: the lab's Python, the project virtualenv's, where
 # lablib is installed (make venv).
 lab_python() {

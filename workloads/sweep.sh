@@ -151,18 +151,13 @@ EOF
 # WL_FILES: each one's file; WORKLOADS, ALL_WORKLOADS: names, sorted.
 declare -A WL_FILES=()
 WORKLOADS=() ALL_WORKLOADS=()
-wl_declared() { sed -n "s/^$1=\"\{0,1\}\([^\"]*\)\"\{0,1\}\$/\1/p" "$2"; }
 wl_catalog() {
-	local dirs dir f name
-	IFS=: read -r -a dirs <<<"${LAB_WORKLOADS_DIR:-}"
-	for dir in "$SWEEP_DIR/lib" "${dirs[@]}"; do
-		for f in "$dir"/*.sh; do
-			grep -qs '^WL_ABOUT=' "$f" || continue
-			name=${f##*/}
-			name=${name%.sh}
-			[ -n "${WL_FILES[$name]:-}" ] || WL_FILES[$name]=$f
-		done
-	done
+	local f name
+	while read -r f; do
+		name=${f##*/}
+		name=${name%.sh}
+		[ -n "${WL_FILES[$name]:-}" ] || WL_FILES[$name]=$f
+	done < <(wl_files)
 	mapfile -t WORKLOADS < <(printf '%s\n' "${!WL_FILES[@]}" | LC_ALL=C sort)
 	for name in "${WORKLOADS[@]}"; do
 		[ "$(wl_declared WL_IN_ALL "${WL_FILES[$name]}")" != 1 ] || ALL_WORKLOADS+=("$name")

@@ -26,6 +26,7 @@ A file without WL_ABOUT (common.sh, server.sh) is no workload.  This
 module reads the declarations for the host (the plan, the analysis,
 compare, deps); the guest's sweep reads the same lines itself."""
 import dataclasses
+import functools
 import os
 import pathlib
 import re
@@ -124,9 +125,14 @@ def read(path):
 
 def workloads():
     """{name: Workload} of every folder, by name; a name declared twice is
-    the first folder's."""
+    the first folder's.  Read once for each set of folders."""
+    return _workloads(tuple(folders()))
+
+
+@functools.lru_cache(maxsize=None)
+def _workloads(folders):
     found = {}
-    for folder in folders():
+    for folder in folders:
         for path in sorted(pathlib.Path(folder).glob("*.sh")):
             w = read(path)
             if w is not None:

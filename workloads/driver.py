@@ -256,13 +256,14 @@ class Sweep:
         """The shell command line of each part, the same on any machine."""
         env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in PART_ENV
                        if os.environ.get(k))
+        shares = [(b["workload"], parts.balance(b["points"], self.n, b["cost_slope"]))
+                  for b in self.plan]
         lines = []
         for k in range(1, self.n + 1):
             points = []
-            for b in self.plan:
-                mine = parts.balance(b["points"], self.n, b["cost_slope"])[k - 1]
-                text = ",".join(map(str, mine))
-                points += ["--points", f"{b['workload']}:{text}"
+            for w, share in shares:
+                text = ",".join(map(str, share[k - 1]))
+                points += ["--points", f"{w}:{text}"
                            if self.args.workload == "all" else text]
             me = [str(ROOT / ".venv/bin/python"), "-m", "lablib.sweep.driver",
                   self.args.workload, *self.sweep_args, "--part", f"{k}/{self.n}", *points,

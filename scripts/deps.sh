@@ -46,8 +46,9 @@ packages=(
 	libseccomp-dev auditd bpftrace
 	# the results page's browser test (make report; tests/host/test_report.py)
 	chromium
-	# the BPF delay (userspace/bpfdelay): its compiler; libbpf and bpftool below
-	clang
+	# the BPF delay (userspace/bpfdelay): its compiler; libbpf and bpftool below;
+	# pahole, which makes the BTF of the bpf kernel variant
+	clang dwarves
 )
 # The workloads' own: each workload's file declares its packages
 # (WL_PACKAGES; workloads/catalog.py), and a workload of one's own in

@@ -11,8 +11,9 @@ PACKAGES_NEEDED = ["linux-source-6.12", "quilt", "flex", "bison", "ccache", "tra
                    "shellcheck", "chromium",
                    "udev", "python3-venv", "strace", "linux-perf", "rt-tests",
                    "libseccomp-dev", "auditd", "bpftrace",
-                   # the BPF delay (userspace/bpfdelay)
-                   "clang", "libbpf-dev", "bpftool",
+                   # the BPF delay (userspace/bpfdelay), and pahole for the
+                   # BTF of its kernel variant (config/variants/bpf.config)
+                   "clang", "libbpf-dev", "bpftool", "dwarves",
                    # make deb: the kernel's bindeb-pkg and its declared build dependency
                    "dpkg-dev", "rsync", "debhelper"]
 

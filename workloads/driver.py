@@ -13,22 +13,27 @@ own clock, unstaged (the untimed run before each point fills the page
 cache), one point after another.
 
 The host's side, in order, as function calls over one plan:
-  plan     sweep.sh --plan checks every option of the sweep (status 2 on a
-           bad one) and says, for each workload of it, its points, their
-           cost, where it stages and its scale, on the guest's clock
+  plan     lablib.sweep.plan checks every option of the sweep (status 2 on
+           a bad one) and makes each workload's plan on the guest's clock:
+           its points, their cost, where it stages, its scale; the
+           workload's file checks its own settings (sweep.sh --describe)
   split    how many VMs run at once and which points each part runs
            (lablib.sweep.parts: balance, choose_vms)
   prepare  kbuild's object tree configured here; the workloads that stage
            on the host recorded here under strace into build/stage/
-           (sweep.sh --stage-only), which the guest unpacks into memory
-  boot     one VM (scripts/vm.sh) for the whole sweep, or with N parts, N
-           at once through GNU parallel (on this machine or, with
-           --sshloginfile, on others), each part's folder merged into one
-           (lablib.sweep.parts.merge)
+           (sweep.sh --stage-only DIR PLAN), which the guest unpacks into
+           memory
+  boot     one VM (scripts/vm.sh) running workloads/sweep.sh PLAN... for
+           the whole sweep, or with N parts, N at once through GNU parallel
+           (on this machine or, with --sshloginfile, on others), each
+           part's folder merged into one (lablib.sweep.parts.merge); the
+           module's calls by number of each point into by_call.csv
+           (lablib.syscalls.windows)
   analyse  lablib.sweep.analyse on each workload's new folder
 
-While the VMs run, their lines pass through, and after each point the
-whole sweep's progress in the host's time (lablib.sweep.parts.progress).
+While the VMs run, their lines pass through, each point's with its
+time per unit of work, and after each point the whole sweep's progress in
+the host's time (lablib.sweep.parts.progress).
 Environment: VM_CLOCK (default auto: virtual under TCG), VM_MEM,
 VM_TIMEOUT, VM_VIRTUAL_CPUS (scripts/vm.sh); LAB_VM, the VM runner
 (default scripts/vm.sh; the tests give a stand-in)."""
@@ -38,17 +43,19 @@ import fcntl
 import os
 import pathlib
 import shlex
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from lablib import cli, results
-from lablib.sweep import analyse, parts
+from lablib import cli, lists, results, syscalls
+from lablib.sweep import analyse, catalog, parts, plan, progress
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SWEEP = ROOT / "workloads/sweep.sh"
+SWEEP = plan.RUNNER
 BUILD = pathlib.Path(os.environ.get("LAB_BUILD", ROOT / "build"))
 PROG = "lab sweep"
 # The VM's defaults for a sweep: a whole sweep takes a while under TCG
@@ -71,40 +78,49 @@ def log(message):
 
 def parser():
     p = argparse.ArgumentParser(
-        prog=PROG, usage=f"{PROG} WORKLOAD [options] [SWEEP-OPTIONS] [-- COMMAND...]",
-        allow_abbrev=False,
-        description=__doc__.split("\n\n")[1], add_help=False,
+        prog=PROG, usage=f"{PROG} WORKLOAD [options] [-- COMMAND...]", allow_abbrev=False,
+        description=__doc__.split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="SWEEP-OPTIONS are the guest's (-l, --ns, -r, --syscalls, --set ...), "
-               "below.\n\nExample:\n  lab sweep grep -l 0:20000:5000 -r 1")
+        epilog="Workloads (their defaults: loop counts, runs a point):\n" + "\n".join(
+            f"  {w.name:8} {w.about}\n  {'':8} ({w.loops}, {w.repeats})"
+            for w in catalog.workloads().values())
+        + f"\n  {'all':8} " + ",".join(w.name for w in plan.of_all())
+        + ", one after the other, each its own folder\n\n"
+        "Examples:\n  lab sweep grep -l 0:20000:5000 -r 1\n"
+        "  lab sweep cmd -l 0,200,400 -- tar cf /dev/null /usr/include\n"
+        "  lab sweep apache --ns 0,1000,5000,20000 --syscalls futex,epoll_wait\n"
+        "  lab sweep grep --ns 0,2000,8000 --set mode=sleep --set where=exit")
     p.add_argument("workload", metavar="WORKLOAD", help="what to sweep (below), or all")
-    p.add_argument("-h", "--help", action="store_true", help="this text and the sweep's options")
-    p.add_argument("--vms", type=int, metavar="N",
+    g = p.add_argument_group("where it runs")
+    g.add_argument("--vms", type=int, metavar="N",
                    help="split the points over N VMs at once (GNU parallel), each a part in "
                         "its own boot, merged into one folder; default the free cores on the "
                         "virtual clock, 1 on the host's (which is never split)")
-    p.add_argument("--sshloginfile", metavar="FILE",
+    g.add_argument("--sshloginfile", metavar="FILE",
                    help="run parts on these machines too (GNU parallel's format, ':' for this "
                         "one); each has the lab at this path, the same commit and kernel")
-    p.add_argument("--here", action="store_true",
-                   help="no VM: the sweep on the running kernel (the lab kernel on hardware; "
-                        "root), on the host's clock, unstaged")
-    p.add_argument("-o", "--output", default=str(ROOT / "results"), metavar="DIR",
+    g.add_argument("--here", action="store_true",
+                   help="no VM: the sweep on the running kernel (the lab kernel on hardware, "
+                        "or inside the lab's VM; root), on its own clock")
+    g.add_argument("-o", "--output", default=str(ROOT / "results"), metavar="DIR",
                    help="parent of the result folders (default results/)")
-    p.add_argument("--part", help=argparse.SUPPRESS)
-    p.add_argument("--points", action="append", default=[], help=argparse.SUPPRESS)
+    g.add_argument("--dry-run", action="store_true",
+                   help="print the points each workload would run, one a line, and what "
+                        "else it would do (stderr), and stop")
+    g.add_argument("--no-analysis", action="store_true",
+                   help="leave the summary, model and plot to a later 'lab analyse DIR'")
+    g.add_argument("--part", help=argparse.SUPPRESS)
+    g.add_argument("--points", action="append", default=[], help=argparse.SUPPRESS)
+    plan.add_options(p)
     return p
 
 
 def parse(argv):
-    """(args, the sweep's own options, the command after '--')."""
+    """(args, the command after '--')."""
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     command = argv[cut + 1:] if cut < len(argv) else []
-    args, rest = parser().parse_known_args(argv[:cut])
-    for bad in ("--stage-only", "--stage-from", "--plan"):
-        if bad in rest:
-            raise cli.BadInput(f"{bad} is sweep.sh's; {PROG} plans and stages itself")
+    args = parser().parse_args(argv[:cut])
     if args.vms is not None and args.vms < 1:
         raise cli.BadInput(f"--vms wants a whole number >= 1, not {args.vms}")
     if args.sshloginfile and not os.access(args.sshloginfile, os.R_OK):
@@ -114,7 +130,49 @@ def parse(argv):
     if args.here and (args.vms or args.sshloginfile or args.part):
         raise cli.BadInput("--here runs the sweep on this machine's kernel, in one piece: "
                            "no --vms, --sshloginfile or --part")
-    return args, rest, command
+    return args, command
+
+
+def part_points(args, names):
+    """{workload: its points} of a part's --points (W:LIST for 'all')."""
+    if not args.part:
+        if args.points:
+            raise cli.BadInput("--points goes with --part K/N (a part of a split sweep)")
+        return {}
+    m = re.fullmatch(r"([1-9][0-9]{0,5})/([1-9][0-9]{0,5})", args.part)
+    if not m or int(m.group(1)) > int(m.group(2)):
+        raise cli.BadInput(f"--part wants K/N, part K of N (1 <= K <= N), not '{args.part}'")
+    out = {}
+    for text in args.points:
+        w, _, values = text.rpartition(":") if args.workload == "all" else ("", "", text)
+        w = w or names[0]
+        if args.workload == "all" and w not in names:
+            raise cli.BadInput(f"all: --points wants W:LIST, a workload's points, not '{text}'")
+        if w in out:
+            raise cli.BadInput("--points given twice")
+        try:
+            out[w] = lists.parse_list(values)
+        except ValueError as e:
+            raise cli.BadInput(f"--points: {e}") from None
+    for w in names:
+        if w not in out:
+            raise cli.BadInput(f"--part {args.part} wants its points (--points LIST: the "
+                               f"host deals them out)")
+    return out
+
+
+def guest_clock(cmdline=None):
+    """The clock of the kernel this runs on: the lab VM's lab.clock=, else
+    the host's (LAB_CMDLINE: another command line, for the tests)."""
+    text = pathlib.Path(cmdline or os.environ.get("LAB_CMDLINE") or "/proc/cmdline").read_text()
+    m = re.search(r"\blab\.clock=([a-z]+)", text)
+    return m.group(1) if m else "host"
+
+
+def in_vm():
+    """This machine is a hypervisor's guest."""
+    with open("/proc/cpuinfo") as f:
+        return any(line.startswith("flags") and " hypervisor" in line for line in f)
 
 
 def logins(path):
@@ -129,8 +187,8 @@ def logins(path):
 class Sweep:
     """One 'lab sweep': the plan, then its steps as methods."""
 
-    def __init__(self, args, rest, command):
-        self.args, self.command = args, command
+    def __init__(self, args, command, argv):
+        self.args, self.command, self.argv = args, command, list(argv)
         self.lab_vm = None if args.here else os.environ.get("LAB_VM") or str(
             ROOT / "scripts/vm.sh")
         self.output = pathlib.Path(args.output).absolute()
@@ -142,40 +200,68 @@ class Sweep:
                                        f"writes there would stay in it; give a folder "
                                        f"outside /tmp")
         if args.here:
-            self.clock = "host"
-            self.sweep_args = ["--no-stage", *rest]
+            self.clock, vm = guest_clock(), in_vm()
         else:
             for k, v in VM_DEFAULTS.items():
                 os.environ.setdefault(k, v)
             self.clock = subprocess.run([self.lab_vm, "--clock"], capture_output=True,
                                         text=True, check=True).stdout.strip()
-            # The guest is a VM: its scale, unless given (a later --scale wins).
-            self.sweep_args = ["--scale", "vm", *rest]
-        self.points = [a for p in args.points for a in ("--points", p)]
-        self.plan = self.read_plan()
+            vm = True
+        try:
+            chosen = plan.of_all() if args.workload == "all" else [plan.workload(args.workload)]
+            mine = part_points(args, [w.name for w in chosen])
+            self.plans = [plan.make(args, w, self.clock, vm, command, part=args.part,
+                                    points=mine.get(w.name), output=self.output,
+                                    command_line=["lab", "sweep", *argv])
+                          for w in chosen]
+        except plan.BadOption as e:
+            raise cli.BadInput(str(e)) from None
+        self.workloads = {w.name: w for w in chosen}
+        self.staged = not args.no_stage and any(w.stage == "host" for w in chosen)
+        if self.staged:
+            for p in self.plans:
+                p["STAGE_FROM"] = str(BUILD / "stage")
+        self.plan = [{"workload": p["WORKLOAD"], "points": p["VALUES"],
+                      "cost_slope": self.workloads[p["WORKLOAD"]].cost_slope,
+                      "stage": "none" if args.no_stage else self.workloads[p["WORKLOAD"]].stage,
+                      "scale": p["SCALE"]} for p in self.plans]
+        self.described = {p["WORKLOAD"]: self.describe(p) for p in self.plans}
         self.n, self.why = self.split()
         # This sweep's own folders under build/ (its parts, its VM's
         # output): two sweeps at once in one checkout keep apart.
         self.id = f"{args.workload}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
-    def sweep_sh(self, *extra, command=True):
-        """sweep.sh's command line for this sweep with @extra options."""
-        return [str(SWEEP), self.args.workload, *self.sweep_args, *extra,
-                *(["--", *self.command] if command and self.command else [])]
-
-    def read_plan(self):
-        """sweep.sh --plan's checks and blocks, as the guest will see them."""
-        with tempfile.NamedTemporaryFile("w", suffix=".cmdline") as cmdline:
-            cmdline.write(f"lab.clock={self.clock}\n")
-            cmdline.flush()
-            part = ["--part", self.args.part] if self.args.part else []
-            out = subprocess.run(self.sweep_sh(*self.points, *part, "--plan"),
-                                 capture_output=True, text=True,
-                                 env={**os.environ, "LAB_CMDLINE": cmdline.name})
+    def describe(self, p):
+        """The workload's own checks of its settings (status 2 on a bad one,
+        said by sweep.sh) and what a point does."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = subprocess.run([str(SWEEP), "--describe", plan.write(p, f"{tmp}/plan")],
+                                 capture_output=True, text=True)
         if out.returncode != 0:
             sys.stderr.write(out.stderr)
             raise SystemExit(out.returncode)
-        return parts.read_plan(out.stdout)
+        return out.stdout.strip()
+
+    def write_plans(self, folder, output=None):
+        """Each workload's plan file in @folder, its results into @output
+        (default the sweep's); their paths."""
+        folder.mkdir(parents=True, exist_ok=True)
+        out = []
+        for p in self.plans:
+            p = {**p, "OUTPUT": str(output or self.output)}
+            out.append(str(plan.write(p, folder / f"plan-{p['WORKLOAD']}.sh")))
+        return out
+
+    def dry_run(self):
+        for p in self.plans:
+            print("\n".join(map(str, p["VALUES"])), flush=True)
+            n = len(p["VALUES"])
+            settings = " ".join(f"{k}={v}" for k, v in zip(p["SET_NAMES"], p["SET_VALUES"]))
+            log(f"{p['WORKLOAD']} on the {self.clock} clock: {n} point{'' if n == 1 else 's'} "
+                f"of {p['KNOB']}, {p['REPEATS']} runs each{self.described[p['WORKLOAD']]}"
+                + (f"; module: {settings}" if settings else "")
+                + "".join(f"; {kv}" for kv in p["HOOK_VARS"]))
+        return 0
 
     def split(self):
         if self.args.part:
@@ -199,35 +285,70 @@ class Sweep:
                 if b["workload"] == "kbuild":
                     run([ROOT / "workloads/kbuild-prepare.sh", b["scale"],
                          BUILD / f"kbuild-{b['scale']}", BUILD / "src/linux-source-6.12"])
-            if any(b["stage"] == "host" for b in self.plan):
-                run(self.sweep_sh("--stage-only", BUILD / "stage"))
+            if self.staged:
+                with tempfile.TemporaryDirectory() as tmp:
+                    for p, path in zip(self.plans, self.write_plans(pathlib.Path(tmp))):
+                        if self.workloads[p["WORKLOAD"]].stage == "host":
+                            run([SWEEP, "--stage-only", BUILD / "stage", path])
 
-    def stage_args(self):
-        staged = any(b["stage"] == "host" for b in self.plan)
-        return ["--stage-from", str(BUILD / "stage")] if staged else []
-
-    def boot(self, *extra):
+    def boot(self, plans):
         """The sweep's command: in a VM, or with --here on this machine."""
-        sweep = self.sweep_sh(*self.stage_args(), *extra)
+        sweep = [str(SWEEP), *plans]
         return sweep if self.lab_vm is None else [self.lab_vm, "--", *sweep]
 
+    def finish(self, folders):
+        """Each new folder's calls by number, from the module's copies."""
+        for folder in folders:
+            syscalls.windows(folder)
+
     def run_part(self):
-        """One part of a split sweep: its folder (PART_OUTPUT), no analysis."""
+        """One part of a split sweep: its folder (PART_OUTPUT), no analysis;
+        the exit status."""
         out = pathlib.Path(os.environ.get("PART_OUTPUT") or self.output)
         out.mkdir(parents=True, exist_ok=True)
         where = os.environ.get("PARALLEL_SSHLOGIN", ":")
         (out / "where").write_text(("local" if where == ":" else where) + "\n")
         sys.stdout.flush()
-        os.execv(self.lab_vm, self.boot("--part", self.args.part, *self.points, "-o", str(out)))
+        status = subprocess.run(self.boot(self.write_plans(out / "plans", out))).returncode
+        self.finish(out / os.readlink(out / f"latest-{w}") for w in self.workloads
+                    if (out / f"latest-{w}").is_symlink())
+        return status
+
+    def run_here(self):
+        """The sweep on this machine's kernel, into the output: (status,
+        {workload: folder}).  A signal to this process goes to the sweep,
+        which puts everything back, as one from the terminal does."""
+        with tempfile.TemporaryDirectory() as tmp:
+            before = {w: self.latest(w) for w in self.workloads}
+            with subprocess.Popen(self.boot(self.write_plans(pathlib.Path(tmp))),
+                                  process_group=0) as p:
+                def forward(signum, _frame):
+                    p.send_signal(signum)
+                old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    status = p.wait()
+                finally:
+                    for s, h in old.items():
+                        signal.signal(s, h)
+        made = {w: self.latest(w) for w in self.workloads
+                if self.latest(w) and self.latest(w) != before[w]}
+        self.finish(made.values())
+        return status, made
+
+    def latest(self, w):
+        link = self.output / f"latest-{w}"
+        return self.output / os.readlink(link) if link.is_symlink() else None
 
     def run_serial(self):
         """The sweep in one VM, into a parent folder of its own; its status
         and {workload: its folder, adopted into the output}."""
         own = BUILD / "sweep-out" / self.id
         own.mkdir(parents=True)
-        with subprocess.Popen(self.boot("--no-analysis", "-o", str(own)),
+        with subprocess.Popen(self.boot(self.write_plans(own / "plans", own)),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
-            parts.progress(self.total, p.stdout)
+            parts.progress(self.total, p.stdout, note=lambda k: self.point_note(own))
+        self.finish(own / os.readlink(own / f"latest-{w}") for w in self.workloads
+                    if (own / f"latest-{w}").is_symlink())
         made = {}
         for b in self.plan:
             w = b["workload"]
@@ -266,7 +387,7 @@ class Sweep:
                 points += ["--points", f"{w}:{text}"
                            if self.args.workload == "all" else text]
             me = [str(ROOT / ".venv/bin/python"), "-m", "lablib.sweep.driver",
-                  self.args.workload, *self.sweep_args, "--part", f"{k}/{self.n}", *points,
+                  *self.argv_of_part(), "--part", f"{k}/{self.n}", *points,
                   *(["--", *self.command] if self.command else [])]
             lines.append(
                 f"cd {shlex.quote(os.getcwd())} && env {env} "
@@ -296,7 +417,8 @@ class Sweep:
         with open(parts_dir / "commands") as todo, subprocess.Popen(
                 par, stdin=todo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True) as p:
-            parts.progress(self.total, p.stdout)
+            parts.progress(self.total, p.stdout,
+                           note=lambda k: self.point_note(parts_dir / k))
         if p.returncode != 0:
             log(f"a part failed (exit status {p.returncode}); the parts are in {parts_dir}")
             return 1, {}
@@ -331,10 +453,38 @@ class Sweep:
         log(f"{w}: {self.n} parts merged into {done}")
         return pathlib.Path(done)
 
+    def argv_of_part(self):
+        """This sweep's options for a part: the command line's but those that
+        split it."""
+        out, skip = [], False
+        for a in self.argv[:self.argv.index("--") if "--" in self.argv else None]:
+            if skip:
+                skip = False
+            elif a in ("--vms", "--sshloginfile"):
+                skip = True
+            elif not a.startswith(("--vms=", "--sshloginfile=")):
+                out.append(a)
+        return out
+
+    def point_note(self, folder):
+        """The time a unit of work took at the point just done, from the
+        raw.csv in @folder's sweep under way ('' if none is readable)."""
+        found = sorted(pathlib.Path(folder).glob("*.incomplete/raw.csv"))
+        points = sorted(pathlib.Path(folder).glob("*.incomplete/points.csv"))
+        if not found or not points:
+            return ""
+        try:
+            last = points[-1].read_text().splitlines()[-1].split(",")
+            return progress.point(found[-1], last[0], last[1])
+        except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError):
+            return ""
+
     def main(self):
+        if self.args.dry_run:
+            return self.dry_run()
         self.prepare()
         if self.args.part:
-            self.run_part()
+            return self.run_part()
         self.output.mkdir(parents=True, exist_ok=True)
         where = f", over {self.args.sshloginfile}" if self.args.sshloginfile else ""
         if self.args.here:
@@ -343,12 +493,17 @@ class Sweep:
         else:
             log(f"{self.args.workload} on the {self.clock} clock: {self.total} points in "
                 f"{self.n} VM{'' if self.n == 1 else 's at once'}{where} ({self.why})")
-        status, made = self.run_serial() if self.n == 1 else self.run_split()
+        if self.args.here:
+            status, made = self.run_here()
+        else:
+            status, made = self.run_serial() if self.n == 1 else self.run_split()
         for b in self.plan:
             w = b["workload"]
             if w not in made:
                 log(f"no new {w} sweep (exit status {status})")
                 status = status or 1
+            elif self.args.no_analysis:
+                log(f"analyse with: lab analyse {made[w]}")
             elif analyse.main([str(made[w])]) != 0:
                 status = 1
         return status
@@ -367,14 +522,10 @@ def main(argv=None, prog=PROG):
         out = sys.stdout if argv else sys.stderr
         out.write(parser().format_help())
         out.flush()
-        if argv:
-            out.write("\nThe sweep's own options, those of workloads/sweep.sh in the guest:\n\n")
-            out.flush()
-            subprocess.run([str(SWEEP), "--help"])
         return 0 if argv else 2
     try:
-        args, rest, command = parse(argv)
-        return Sweep(args, rest, command).main()
+        args, command = parse(argv)
+        return Sweep(args, command, argv).main()
     except cli.BadInput as e:
         print(f"{prog}: {cli.message(e)}", file=sys.stderr)
         return 2

@@ -202,33 +202,6 @@ class BadPlan(Exception):
     """A plan that sweep.sh did not print, or one that cannot be split."""
 
 
-def read_plan(text):
-    """The workloads of 'sweep.sh --plan' output, in order: one dict of
-    KEY=VALUE a workload, each block starting at its 'workload=' line;
-    'points' becomes a list of ints, 'cost_slope' a float."""
-    blocks = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise BadPlan(f"plan line {n}: {line!r} is not KEY=VALUE")
-        if key == "workload":
-            blocks.append({})
-        elif not blocks:
-            raise BadPlan(f"plan line {n}: {key} before any workload=")
-        blocks[-1][key] = value
-    if not blocks:
-        raise BadPlan("the plan names no workload")
-    for b in blocks:
-        for key in ("workload", "points", "cost_slope", "stage", "scale"):
-            if key not in b:
-                raise BadPlan(f"the plan of {b.get('workload', '?')} has no {key}")
-        b["points"] = [int(v) for v in b["points"].split(",")]
-        b["cost_slope"] = float(b["cost_slope"])
-    return blocks
-
-
 def balance(values, n, slope=1.0):
     """@values dealt into @n parts that take about as long each: a list of
     n sorted lists.  A point's cost is 1 + slope x value / the largest
@@ -315,9 +288,11 @@ def duration(s):
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
+def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic, note=None):
     """The VMs' output @lines passed on to @out and, after each point, the
-    whole sweep's progress (lab sweep's, as the VMs run).  The times are the host's: a
+    whole sweep's progress (lab sweep's, as the VMs run).  A point's line
+    ends with @note(K) if given, for part K ("1" in one VM): the time a
+    unit of work took there.  The times are the host's: a
     part's own elapsed and ETA are its guest's, which on the virtual clock
     pass as the guest executes, not as the host's do.  A line without a
     part is the one VM's of a serial sweep (part 1/1).  A part's time left
@@ -330,8 +305,9 @@ def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic):
     start = clock()
     first, last, size, before = {}, {}, {}, {}
     for line in lines:
-        out.write(line)
         m = PART_POINT.search(line)
+        said = note(m.group(1) or "1") if m and note else ""
+        out.write(f"{line.rstrip(chr(10))}: {said}\n" if said else line)
         if m:
             now = clock()
             k, parts_n = m.group(1) or "1", int(m.group(2) or 1)

@@ -89,28 +89,43 @@ def window_rows(before, after, prefix):
     return [f"{prefix},{int(nr)},{int(diff[nr])}" for nr in np.flatnonzero(diff)]
 
 
+def windows(folder):
+    """A sweep folder's calls by number: each point's pair of copies of
+    stats/by_call that the guest kept (by_call/N.before and N.after, and
+    by_call/index.csv's line "N,CSV,LOOPS,NS" for them) into the rows
+    "loops,ns,nr,calls" of CSV (by_call.csv, clients_by_call.csv) in the
+    folder, in the order the points ran; by_call/ then goes.  Nothing
+    where the module counts no calls by number."""
+    folder = pathlib.Path(folder)
+    raw = folder / "by_call"
+    if not raw.is_dir():
+        return
+    index = raw / "index.csv"
+    rows = {}
+    for line in (index.read_text().splitlines() if index.is_file() else []):
+        n, csv_name, loops, ns = line.split(",")
+        if csv_name not in ("by_call.csv", "clients_by_call.csv"):
+            raise ValueError(f"{index}: {csv_name} is no file of calls by number")
+        rows.setdefault(csv_name, []).extend(
+            window_rows(raw / f"{n}.before", raw / f"{n}.after", f"{loops},{ns}"))
+    for csv_name, lines in rows.items():
+        (folder / csv_name).write_text("loops,ns,nr,calls\n" + "".join(
+            f"{line}\n" for line in lines))
+    for f in raw.iterdir():
+        f.unlink()
+    raw.rmdir()
+
+
 def main(argv=None):
-    """python -m lablib.syscalls numbers NAMES: the numbers, comma-separated;
-    python -m lablib.syscalls window BEFORE AFTER PREFIX: the calls by number
-    between two copies of stats/by_call, a CSV line "PREFIX,nr,calls" each."""
+    """python -m lablib.syscalls numbers NAMES: the numbers, comma-separated."""
     import argparse
-    p = argparse.ArgumentParser(prog="python -m lablib.syscalls", description=main.__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m lablib.syscalls", description=main.__doc__)
     sub = p.add_subparsers(dest="what", required=True)
     n = sub.add_parser("numbers", help="the numbers of names of the 64-bit table")
     n.add_argument("names", help="names or numbers of the 64-bit table, comma-separated")
-    w = sub.add_parser("window", help="the calls by number between two copies of by_call")
-    w.add_argument("before")
-    w.add_argument("after")
-    w.add_argument("prefix", help="the first columns of each line, e.g. '0,' (loops,ns)")
     args = p.parse_args(argv)
     try:
-        if args.what == "numbers":
-            print(",".join(str(n) for n in numbers(args.names)))
-        else:
-            lines = window_rows(args.before, args.after, args.prefix)
-            if lines:
-                print("\n".join(lines))
+        print(",".join(str(n) for n in numbers(args.names)))
     except (ValueError, OSError) as e:
         p.exit(2, f"{p.prog}: {e}\n")
 

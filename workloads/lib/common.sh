@@ -13,15 +13,15 @@ DELAY_CALLS=$DELAY_DIR/stats/calls
 # The cgroup v2 of the delayed tasks: WORK_CG is its directory,
 # WORK_CG_PATH its name from the cgroup2 root.  The module targets
 # TARGET_CG_PATH (TARGET_CG its directory): the work cgroup itself, or,
-# where the clients are delayed too (sweep.sh --delay-clients), the cgroup
-# that holds it and the clients' beside it.
+# where the clients are delayed too (WITH_CLIENTS=1, the tax's
+# DELAY_CLIENTS), the cgroup that holds it and the clients' beside it.
 WORK_CG=
 WORK_CG_PATH=
 TARGET_CG=
 TARGET_CG_PATH=
 # A server's clients run outside the work cgroup; in CLIENT_CG when it is
-# set (count_clients in sweep.sh: a cgroup the module counts instead; with
-# --delay-clients, the work cgroup's sibling under the target).
+# set (the tax's COUNT_CLIENTS: a cgroup the module counts instead; with
+# WITH_CLIENTS, the work cgroup's sibling under the target).
 CLIENT_CG=
 
 # Where cgroup2 is mounted; mounts it on /sys/fs/cgroup if nothing is.
@@ -99,202 +99,9 @@ scratch_remove() {
 	SCRATCH=
 }
 
-# --- The workload's files in memory (staging) ------------------------------
-# In the VM the root file system is the host's, over 9p.  Before the first
-# timed run the workload runs once under strace (its wl_stage_record), and
-# lablib.sweep.stage copies everything it touched into a root of its own,
-# at the same paths; the timed runs then run chrooted in a tmpfs holding
-# that root, entered through its dynamic loader and chroot, so that not
-# even their start reads the host's files.
-#
-# Under TCG the guest copies slowly (a kbuild's 600 MB and 36,000 files
-# took more than 15 minutes), so 'make sweep' records and stages on the
-# host, natively, into an archive (sweep.sh --stage-only DIR), and the
-# guest only unpacks it (--stage-from DIR); a sweep started in the guest
-# without one records and copies there.  STAGE is the root, empty when
-# nothing is staged (the root is not 9p: on hardware, where the page cache
-# does the same; or --no-stage).
-STAGE=
-# The staged root's loader and libraries, to run one of its programs
-# from outside it (stage_workload).
-STAGE_RUN=()
-# How every workload command starts: in the staged root if there is one,
-# and in a fixed environment (WL_ENV), the same on the host that stages and
-# in the guest that runs: the kernel's Makefile asks the PATH for rustc,
-# and a guest that found another answer than the host reconfigured the
-# staged tree; and kbuild writes the user's and the host's names into
-# include/generated/compile.h, which the guest then rewrote with a program
-# the host's build had not run.
-WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
-WL_ENV=(env -i "${WL_ENV_VARS[@]}")
-WL_EXEC=("${WL_ENV[@]}")
-# Under a --tax (sweep.sh's tax_begin; empty otherwise): WL_TAX, what a
-# server runs under (after WL_EXEC, in the staged root); SERVER_TRACER, a
-# tracer a server runs under instead, from outside the work cgroup;
-# TIMED_TAX, what the shell of each timed() window runs under, started
-# before the window opens: the tax's tool, from the staged root if there
-# is one (NOTES.md, "A workload under a tax").
-WL_TAX=()
-SERVER_TRACER=()
-TIMED_TAX=()
-STAGE_INFO='"none"'
-STAGE_LOGS=()
-STAGE_TRACE=(-e 'trace=%file,%process,chdir,fchdir')
-# The recorded run's output, if the workload compares it with a staged
-# run's (lablib.sweep.stage --output: its digest in STAGE_INFO);
-# STAGE_CHECK what the comparison found (meta.json's stage_check).
-STAGE_OUTPUT=
-STAGE_CHECK=
-# What an archive was staged for, if a workload stages different things
-# (cmd: its command and folder); the guest refuses an archive of another.
-WL_STAGE_KEY=
-STAGE_ONLY=
-STAGE_FROM=
-
-stage_wanted() {
-	[ "$STAGING" -eq 1 ] &&
-		[ "$(awk '$2 == "/" { fs = $3 } END { print fs }' /proc/mounts)" = 9p ]
-}
-
-# stage_record NAME CMD...: run CMD under strace -f -y, untimed, its
-# output into logs/stage-NAME.txt; stage_copy copies what it touched.
-stage_record() {
-	STAGE_LOGS+=(--log "$SCRATCH/strace-$1.log")
-	stage_strace "$@" || die "the $1 run under strace failed; see $LAB_DIR/logs/stage-$1.txt"
-}
-
-# stage_record_start NAME CMD...: the same for a server, which strace
-# follows until it exits: recorded in the background while the caller
-# loads it and stops it, then stage_record_end NAME.
-stage_record_start() {
-	command -v strace >/dev/null || die "staging needs strace ('make deps')"
-	STAGE_LOGS+=(--log "$SCRATCH/strace-$1.log")
-	stage_strace "$@" &
-	STAGE_TRACER=$!
-}
-stage_record_end() {
-	wait "$STAGE_TRACER" ||
-		die "the $1 run under strace failed; see $LAB_DIR/logs/stage-$1.txt"
-}
-
-stage_strace() {
-	local name=$1 log=$SCRATCH/strace-$1.log
-	shift
-	command -v strace >/dev/null || die "staging needs strace ('make deps')"
-	log "recording the files $name touches (strace, untimed)"
-	strace -f -y -qq -o "$log" "${STAGE_TRACE[@]}" -- "${WL_ENV[@]}" "$@" \
-		>"$LAB_DIR/logs/stage-$name.txt" 2>&1
-}
-
-# stage_copy DEST [lablib.sweep.stage options]: copy what the recorded
-# runs touched into DEST, and the taxes' tools (TAX_PROGRAMS); STAGE_INFO
-# (meta.json's "stage") says what was copied.
-stage_copy() {
-	local dest=$1 prog taxes=()
-	shift
-	# The taxes' tools too (--tax runs the work under one of them).
-	for prog in "${TAX_PROGRAMS[@]}"; do [ ! -x "$prog" ] || taxes+=(--program "$prog"); done
-	lab_python -m lablib.sweep.stage "$dest" "${STAGE_LOGS[@]}" "$@" "${taxes[@]}" \
-		--program /usr/sbin/chroot --program /usr/bin/env --program /usr/bin/bash \
-		${STAGE_OUTPUT:+--output "$STAGE_OUTPUT"} ${WL_STAGE_KEY:+--key "$WL_STAGE_KEY"} \
-		--json "$SCRATCH/stage.json" \
-		>"$LAB_DIR/logs/stage.txt" 2>&1 || {
-		cat "$LAB_DIR/logs/stage.txt" >&2
-		die "staging failed; see $LAB_DIR/logs/stage.txt"
-	}
-	log "$(tail -n 1 "$LAB_DIR/logs/stage.txt")"
-	STAGE_INFO=$(tr -d '\n' <"$SCRATCH/stage.json")
-}
-
-# stage_archive DIR: (on the host, --stage-only) record the workload and
-# write its staged root to DIR/WORKLOAD.tar, what was staged beside it.
-# What it leaves until it is done (STAGE_PARTIAL): the caller's EXIT trap
-# removes them if it stops first.
-STAGE_PARTIAL=()
-stage_archive() {
-	local dir=$1 tmp
-	mkdir -p "$dir" || die "cannot create $dir"
-	tmp=$(mktemp -d "$dir/.staging.XXXXXX")
-	STAGE_PARTIAL=("$tmp" "$dir/$WORKLOAD.tar.part")
-	wl_stage_record
-	stage_copy "$tmp" "${WL_STAGE_TREES[@]}"
-	tar --format=posix -C "$tmp" -cf "$dir/$WORKLOAD.tar.part" . ||
-		die "cannot write $dir/$WORKLOAD.tar"
-	rm -rf "$tmp"
-	printf '%s\n' "$STAGE_INFO" >"$dir/$WORKLOAD.json"
-	mv "$dir/$WORKLOAD.tar.part" "$dir/$WORKLOAD.tar"
-	STAGE_PARTIAL=()
-	log "staged $WORKLOAD for the VM in $dir/$WORKLOAD.tar"
-}
-
-# stage_workload: (wl_prepare, when stage_wanted) the workload's root in a
-# tmpfs: unpacked from --stage-from's archive if it has one for the
-# workload, else recorded and copied here; /dev, /proc and a /tmp mounted
-# in it; STAGE and WL_EXEC set.
-stage_workload() {
-	local loader libdir archive=${STAGE_FROM:+$STAGE_FROM/$WORKLOAD.tar} t0=$SECONDS
-	STAGE=/run/lab-stage-$$
-	mkdir -p "$STAGE"
-	mount -t tmpfs -o mode=755 lab-stage "$STAGE" || die "cannot mount a tmpfs on $STAGE"
-	if [ -n "$archive" ] && [ -f "$archive" ]; then
-		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
-		[ "$(lab_python -m lablib.sweep.stage --field "${archive%.tar}.json" key)" = \
-			"$WL_STAGE_KEY" ] ||
-			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (lab sweep does)"
-		log "unpacking $archive into $STAGE (tmpfs)"
-		# Read in large pieces: tar's own 10 KiB reads are one 9p request
-		# each, and took minutes for kbuild's archive under TCG.
-		dd if="$archive" bs=4M status=none | tar -C "$STAGE" -xpf - ||
-			die "cannot unpack $archive"
-		STAGE_INFO=$(lab_python -m lablib.sweep.stage --describe "${archive%.tar}.json" \
-			archive="$archive" unpack_seconds=$((SECONDS - t0))) ||
-			die "cannot read ${archive%.tar}.json"
-	else
-		wl_stage_record
-		log "copying what it touched into $STAGE (tmpfs; 'make sweep' stages on the host)"
-		stage_copy "$STAGE" "${WL_STAGE_TREES[@]}"
-	fi
-	mkdir -p "$STAGE/dev" "$STAGE/proc" "$STAGE/tmp"
-	chmod 1777 "$STAGE/tmp"
-	mount --rbind /dev "$STAGE/dev" || die "cannot mount /dev in $STAGE"
-	mount -t proc proc "$STAGE/proc" || die "cannot mount /proc in $STAGE"
-	loader=$(readlink -f /lib64/ld-linux-x86-64.so.2)
-	libdir=$(dirname "$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)")
-	[ -x "$STAGE$loader" ] || die "staging copied no dynamic loader ($loader)"
-	[ -d "$STAGE$libdir" ] || die "staging copied no libc ($libdir)"
-	local prog
-	for prog in /usr/bin/bash /usr/sbin/chroot; do
-		[ -x "$STAGE$prog" ] ||
-			die "the staged root has no $prog (an archive of an older lab? stage again)"
-	done
-	STAGE_RUN=("$STAGE$loader" --inhibit-cache --library-path "$STAGE$libdir")
-	WL_EXEC=("${STAGE_RUN[@]}" "$STAGE/usr/sbin/chroot" "$STAGE" "${WL_ENV[@]}")
-	WINDOW_BASH=("${STAGE_RUN[@]}" "$STAGE/usr/bin/bash")
-}
-
-# stage_output_matches FILE: FILE, a run's output in the staged root, is
-# what the recorded run printed (STAGE_INFO's output_sha256).
-stage_output_matches() {
-	local want got
-	want=$(lab_python -m lablib.sweep.stage --field - output_sha256 <<<"$STAGE_INFO") ||
-		die "the staging says nothing of the recorded run's output"
-	[ -n "$want" ] || die "the staging kept no digest of the recorded run's output (an archive of an older lab? stage again)"
-	got=$(sha256sum <"$1")
-	[ "$want" = "${got%% *}" ]
-}
-
-stage_remove() {
-	[ -n "$STAGE" ] || return 0
-	umount -R "$STAGE/dev" 2>/dev/null || true
-	umount "$STAGE/proc" 2>/dev/null || true
-	umount "$STAGE" 2>/dev/null || log "warning: could not unmount $STAGE"
-	rmdir "$STAGE" 2>/dev/null || true
-	STAGE=
-	STAGE_RUN=()
-	WL_EXEC=("${WL_ENV[@]}")
-	WINDOW_BASH=(bash)
-}
+# The workload's files in memory: staging.sh.
+# shellcheck source=workloads/lib/staging.sh
+. "$SWEEP_DIR/lib/staging.sh"
 
 # window CGROUP OUT CMD...: one timed window, run by a shell of its own: in
 # the staged root's bash if there is one (WINDOW_BASH), so that the code
@@ -463,8 +270,8 @@ p9_keep() {
 # record MEASURE UNITS SECONDS SYSCALLS ERRORS DETAIL: one row of raw.csv
 # for the current point (LOOPS, or NS in ns mode: the other is empty) and
 # REPEAT, with the 9p requests of the window just closed (P9_COUNT); the
-# fields in the order of lablib's RAW_COLUMNS, the header sweep.sh writes.
-# Into RECORD_TO in LAB_DIR (count_clients: clients.csv).
+# fields in the order of lablib's RAW_COLUMNS, the plan's header.
+# Into RECORD_TO in LAB_DIR (the tax's COUNT_CLIENTS: clients.csv).
 RECORD_TO=raw.csv
 record() {
 	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$WORKLOAD" "$1" "$LOOPS" "$NS" "$REPEAT" \
@@ -506,6 +313,8 @@ measured_window() {
 	p9_keep "${log%.txt}-9p.txt"
 }
 
+# ns_to_s NS: NS in seconds, to the microsecond (half up).
 ns_to_s() {
-	awk -v ns="$1" 'BEGIN { printf "%.6f", ns / 1e9 }'
+	local us=$((($1 + 500) / 1000))
+	printf '%d.%06d' $((us / 1000000)) $((us % 1000000))
 }

@@ -109,6 +109,12 @@ def parser():
                         "else it would do (stderr), and stop")
     g.add_argument("--no-analysis", action="store_true",
                    help="leave the summary, model and plot to a later 'lab analyse DIR'")
+    g.add_argument("--stage-only", metavar="DIR",
+                   help="record the workloads that stage on the host and write what they "
+                        "touched to DIR/<workload>.tar, then stop (the guest tests' staging)")
+    g.add_argument("--stage-from", metavar="DIR",
+                   help="unpack the archives that --stage-only wrote to DIR instead of "
+                        "staging now (with --here in the lab's VM: the guest tests')")
     g.add_argument("--part", help=argparse.SUPPRESS)
     g.add_argument("--points", action="append", default=[], help=argparse.SUPPRESS)
     plan.add_options(p)
@@ -127,6 +133,9 @@ def parse(argv):
         raise cli.BadInput(f"--sshloginfile wants a readable file, not '{args.sshloginfile}'")
     if args.part and (args.vms or args.sshloginfile):
         raise cli.BadInput("--part is one part; --vms and --sshloginfile split a sweep")
+    if args.stage_from and (args.stage_only or args.no_stage):
+        raise cli.BadInput("--stage-from unpacks archives staged before: no --stage-only "
+                           "or --no-stage with it")
     if args.here and (args.vms or args.sshloginfile or args.part):
         raise cli.BadInput("--here runs the sweep on this machine's kernel, in one piece: "
                            "no --vms, --sshloginfile or --part")
@@ -154,10 +163,6 @@ def part_points(args, names):
             out[w] = lists.parse_list(values)
         except ValueError as e:
             raise cli.BadInput(f"--points: {e}") from None
-    for w in names:
-        if w not in out:
-            raise cli.BadInput(f"--part {args.part} wants its points (--points LIST: the "
-                               f"host deals them out)")
     return out
 
 
@@ -217,10 +222,13 @@ class Sweep:
         except plan.BadOption as e:
             raise cli.BadInput(str(e)) from None
         self.workloads = {w.name: w for w in chosen}
-        self.staged = not args.no_stage and any(w.stage == "host" for w in chosen)
-        if self.staged:
+        # Staged here for a VM; with --here the runner stages itself if it
+        # runs in one, unless --stage-from names archives staged before.
+        self.staged = (not args.no_stage and not args.here and not args.stage_from
+                       and any(w.stage == "host" for w in chosen))
+        if self.staged or args.stage_from:
             for p in self.plans:
-                p["STAGE_FROM"] = str(BUILD / "stage")
+                p["STAGE_FROM"] = str(pathlib.Path(args.stage_from or BUILD / "stage").absolute())
         self.plan = [{"workload": p["WORKLOAD"], "points": p["VALUES"],
                       "cost_slope": self.workloads[p["WORKLOAD"]].cost_slope,
                       "stage": "none" if args.no_stage else self.workloads[p["WORKLOAD"]].stage,
@@ -273,10 +281,10 @@ class Sweep:
     def total(self):
         return sum(len(b["points"]) for b in self.plan)
 
-    def prepare(self):
-        """kbuild's tree configured and the host-staged workloads staged,
-        once for the machine's checkout (build/stage.lock)."""
-        if os.environ.get("LAB_SWEEP_STAGED") == "1":
+    def prepare(self, into=BUILD / "stage"):
+        """kbuild's tree configured and the host-staged workloads staged
+        @into, once for the machine's checkout (build/stage.lock)."""
+        if os.environ.get("LAB_SWEEP_STAGED") == "1" or self.args.here:
             return
         BUILD.mkdir(parents=True, exist_ok=True)
         with open(BUILD / "stage.lock", "w") as lock:
@@ -289,7 +297,7 @@ class Sweep:
                 with tempfile.TemporaryDirectory() as tmp:
                     for p, path in zip(self.plans, self.write_plans(pathlib.Path(tmp))):
                         if self.workloads[p["WORKLOAD"]].stage == "host":
-                            run([SWEEP, "--stage-only", BUILD / "stage", path])
+                            run([SWEEP, "--stage-only", into, path])
 
     def boot(self, plans):
         """The sweep's command: in a VM, or with --here on this machine."""
@@ -482,6 +490,12 @@ class Sweep:
     def main(self):
         if self.args.dry_run:
             return self.dry_run()
+        if self.args.stage_only:
+            if not self.staged:
+                raise cli.BadInput(f"--stage-only: {self.args.workload} stages in the guest "
+                                   f"(or --no-stage was given): nothing to stage here")
+            self.prepare(pathlib.Path(self.args.stage_only).absolute())
+            return 0
         self.prepare()
         if self.args.part:
             return self.run_part()

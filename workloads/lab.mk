@@ -15,11 +15,12 @@ sweep: setup
 workloads-test-tree: kernel
 	workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 
-# The guest tests' kbuild and grep, staged here (sweep.sh --stage-only): the
+# The guest tests' kbuild and grep, staged here (lab sweep --stage-only): the
 # guest unpacks them instead of copying the files itself, slowly under TCG.
-workloads-test-stage: workloads-test-tree
+workloads-test-stage: workloads-test-tree venv
 	for w in kbuild grep; do \
-		workloads/sweep.sh $$w --scale small --stage-only build/stage-test || exit 1; done
+		$(VENV)/bin/python -m lablib.sweep.driver $$w --scale small \
+			--stage-only build/stage-test || exit 1; done
 
 TEST_PREPARE += workloads-test-tree workloads-test-stage
 .PHONY: sweep workloads-test-tree workloads-test-stage

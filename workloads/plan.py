@@ -247,7 +247,10 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     k, n = 1, 1
     if part:
         k, n = (int(x) for x in part.split("/"))
-        want(points, f"--part {part} wants its points")
+        want(n <= len(values), f"--part {part}: {n} parts of {len(values)} points leave "
+                               f"some empty")
+        want(points, f"--part {part} wants its points (--points LIST: lab sweep deals "
+                     f"them out)")
         for v in points:
             want(v in values, f"--points: {v} is not one of the sweep's points "
                               f"({' '.join(map(str, values))})")

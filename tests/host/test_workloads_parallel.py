@@ -1,5 +1,5 @@
-"""A sweep split into parts (sweep.sh --part K/N --points LIST, lab sweep
---vms N) merges into the files a serial sweep writes: lablib.sweep.parts
+"""A sweep split into parts (lab sweep --vms N; each part a --part K/N
+--points LIST of its own) merges into the files a serial sweep writes: lablib.sweep.parts
 merge on parts cut from a real sweep, and lab sweep's whole path (GNU
 parallel, the merge, the analysis) with a stand-in for the VM, on this
 machine and on a 'remote' one reached through a stand-in for ssh."""
@@ -20,23 +20,19 @@ LOOPS = "0:6000:750"
 CSVS = ("raw.csv", "points.csv")
 
 # The VM's stand-in: prints the clock for 'vm.sh --clock'; for
-# 'vm.sh -- sweep.sh W ... -o OUT' it writes the result folder that
-# sweep.sh would, cut from FAKE_SWEEP: every point of the sweep, or a
-# part's (--part K/N --points LIST: its points from sweep.sh --dry-run), with
-# the settings and logs a part has.
-FAKE_VM = r'''#!/usr/bin/env python3
+# 'vm.sh -- sweep.sh PLAN' it writes the result folder that the runner
+# would, cut from FAKE_SWEEP: every point of the sweep, or a part's (the
+# plan's VALUES), with the settings and logs a part has.
+FAKE_VM = f"#!{sys.executable}\n" + r'''
 import csv, json, os, pathlib, shutil, subprocess, sys
+from lablib.sweep import plan as sweep_plan
 args = sys.argv[1:]
 if args == ["--clock"]:
     print(os.environ.get("FAKE_CLOCK", "virtual"))
     sys.exit(0)
-assert args[0] == "--", args
-sweep, w, rest = args[1], args[2], args[3:]
-out = pathlib.Path(rest[len(rest) - 1 - rest[::-1].index("-o") + 1])
-opts = [a for i, a in enumerate(rest) if a != "-o" and (i == 0 or rest[i - 1] != "-o")]
-part = opts[opts.index("--part") + 1] if "--part" in opts else None
-points = subprocess.check_output([sweep, w, *opts, "--dry-run"], text=True)
-points = [int(v) for v in points.split()]
+assert args[0] == "--" and len(args) == 3, args
+plan = sweep_plan.read(args[2])
+w, out, part, points = plan["WORKLOAD"], pathlib.Path(plan["OUTPUT"]), plan["PART"], plan["VALUES"]
 src = pathlib.Path(os.environ["FAKE_SWEEP"])
 k = int(part.split("/")[0]) if part else 1
 folder = out / f"{w}-20261126-00000{k}"
@@ -79,10 +75,11 @@ def cut(root, tmp_path, n, stub):
     shares = parts.balance(list(range(0, 6001, 750)), n)
     for k in range(1, n + 1):
         d = tmp_path / f"part{k}"
-        subprocess.run([stub, "--", root / "workloads/sweep.sh", "grep", "-l", LOOPS,
+        subprocess.run([sys.executable, "-m", "lablib.sweep.driver", "grep", "-l", LOOPS,
                         "--part", f"{k}/{n}", "--points", ",".join(map(str, shares[k - 1])),
                         "-o", d], check=True,
-                       env={**os.environ, "FAKE_SWEEP": str(SERIAL)})
+                       env={**os.environ, "FAKE_SWEEP": str(SERIAL), "LAB_VM": str(stub),
+                            "LAB_BUILD": str(tmp_path / "build")})
         out.append(d / os.readlink(d / "latest-grep"))
     return out
 
@@ -278,7 +275,7 @@ def test_parts_on_another_machine_come_back(root, tmp_path, stub):
     (["--vms", "x"], "--vms"),
     (["--vms", "2", "--part", "1/2"], "--part is one part"),
     (["--sshloginfile", "/nonexistent"], "readable file"),
-    (["--part", "3/2"], "K at most N"),
+    (["--part", "3/2"], "1 <= K <= N"),
     (["--part", "1/10"], "leave some empty"),
 ])
 def test_bad_split_arguments(root, tmp_path, stub, args, message):
@@ -346,21 +343,10 @@ def test_progress_of_a_serial_sweep_of_two_workloads(root):
         "lab sweep: the sweep: 3 of 5 points; elapsed 3m40s, ETA 2m00s\n"]
 
 
-PLAN = """workload=kbuild
-clock=virtual
-knob=loops
-points=0,1500,3000
-repeats=3
-cost_slope=1
-stage=host
-scale=vm
-tree=/t
-workload=apache
-points=0,1000,2000,3000,4000
-cost_slope=-0.4
-stage=guest
-scale=vm
-"""
+PLAN = [{"workload": "kbuild", "points": [0, 1500, 3000], "cost_slope": 1.0, "stage": "host",
+         "scale": "vm"},
+        {"workload": "apache", "points": [0, 1000, 2000, 3000, 4000], "cost_slope": -0.4,
+         "stage": "guest", "scale": "vm"}]
 
 
 @pytest.mark.parametrize("kwargs, n, why", [
@@ -372,12 +358,12 @@ scale=vm
     (dict(logins=3), 3, "one a machine of the login file's 3"),
 ])
 def test_a_sweep_says_how_many_vms_and_why(kwargs, n, why):
-    got, said = parts.choose_vms(parts.read_plan(PLAN), "virtual", **kwargs)
+    got, said = parts.choose_vms(PLAN, "virtual", **kwargs)
     assert got == n and why in said
 
 
 def test_the_host_clock_runs_one_vm_and_refuses_more():
-    plan = parts.read_plan(PLAN)
+    plan = PLAN
     n, why = parts.choose_vms(plan, "host", cores=8, loadavg=0)
     assert n == 1 and "host clock" in why
     with pytest.raises(parts.BadPlan, match="only on the virtual clock"):
@@ -385,7 +371,7 @@ def test_the_host_clock_runs_one_vm_and_refuses_more():
 
 
 def test_the_plan_deals_each_workload_its_own_points():
-    plan = parts.read_plan(PLAN)
+    plan = PLAN
     assert [(b["workload"], b["stage"]) for b in plan] == [("kbuild", "host"),
                                                            ("apache", "guest")]
     got = {b["workload"]: parts.balance(b["points"], 2, b["cost_slope"]) for b in plan}
@@ -412,17 +398,6 @@ def test_the_parts_take_about_as_long(values, n, slope):
     assert max(loads) - min(loads) <= max(map(cost, values))
     # The same on every machine: a pure function of its arguments.
     assert parts.balance(list(reversed(values)), n, slope) == shares
-
-
-@pytest.mark.parametrize("text, message", [
-    ("", "names no workload"),
-    ("points=0,1\n", "before any workload"),
-    ("workload=grep\nnonsense\n", "is not KEY=VALUE"),
-    ("workload=grep\npoints=0,1\n", "has no cost_slope"),
-])
-def test_a_plan_sweep_sh_did_not_print_is_refused(text, message):
-    with pytest.raises(parts.BadPlan, match=message):
-        parts.read_plan(text)
 
 
 def test_more_parts_than_points_are_refused():

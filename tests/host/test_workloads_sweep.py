@@ -1,25 +1,45 @@
-"""sweep.sh's defaults on each clock, read without a VM: --dry-run prints
-the points and says (stderr) what else the sweep would do, and
-LAB_CMDLINE stands for the guest's /proc/cmdline, where vm.sh puts
-lab.clock=."""
+"""lab sweep's plan and defaults on each clock, read without a VM:
+--dry-run prints the points and says (stderr) what else the sweep would
+do.  The clock is the stand-in VM's ('vm.sh --clock'), or with --here the
+one LAB_CMDLINE names, which stands for the guest's /proc/cmdline, where
+vm.sh puts lab.clock=."""
 import json
-import sys
 import os
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
-import runners
-from lablib.sweep import parts as sweep_parts
+from lablib.sweep import catalog, driver, parts as sweep_parts, plan as sweep_plan
+
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "results"
 
 
-def dry_run(root, tmp_path, clock, *args):
-    cmdline = tmp_path / "cmdline"
-    cmdline.write_text(f"root=/dev/root lab.variant=stock lab.clock={clock} idle=halt\n"
-                       if clock else "root=/dev/sda1 quiet\n")
-    r = subprocess.run([root / "workloads/sweep.sh", *args, "--dry-run"], capture_output=True,
-                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline)})
+def clock_vm(tmp_path, clock):
+    """A stand-in for scripts/vm.sh that only says its clock."""
+    vm = tmp_path / f"vm-{clock}"
+    vm.write_text(f"#!/bin/sh\n[ \"$1\" = --clock ] && echo {clock} && exit 0\nexit 99\n")
+    vm.chmod(0o755)
+    return vm
+
+
+def lab_sweep(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "sweep", *map(str, args)],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def dry_run(root, tmp_path, clock, *args, env=None):
+    """--dry-run in a VM on @clock, or (None) --here on a kernel that is
+    not the lab's."""
+    if clock is None:
+        cmdline = tmp_path / "cmdline"
+        cmdline.write_text("root=/dev/sda1 quiet\n")
+        r = lab_sweep(*args, "--here", "--dry-run", env={"LAB_CMDLINE": str(cmdline), **(env or {})})
+    else:
+        r = lab_sweep(*args, "--dry-run", env={"LAB_VM": str(clock_vm(tmp_path, clock)),
+                                               **(env or {})})
     assert r.returncode == 0, r.stderr
     return r.stdout.split(), r.stderr
 
@@ -37,10 +57,9 @@ def test_apache_defaults_follow_the_clock(root, tmp_path, clock, says):
     assert says in err
 
 
-def test_a_given_reference_size_wins_on_either_clock(root, tmp_path, monkeypatch):
-    monkeypatch.setenv("SERVER_REQUESTS", "7")
+def test_a_given_reference_size_wins_on_either_clock(root, tmp_path):
     for clock in ("virtual", "host"):
-        _, err = dry_run(root, tmp_path, clock, "apache")
+        _, err = dry_run(root, tmp_path, clock, "apache", env={"SERVER_REQUESTS": "7"})
         assert ", 7 replies a reference" in err
 
 
@@ -61,46 +80,56 @@ def test_kbuild_and_grep_keep_their_runs_on_both_clocks(root, tmp_path, workload
     ("grep", [[2250, 3750, 4500, 6000], [0, 750, 1500, 3000, 5250]]),
 ])
 def test_a_split_balances_the_points_by_their_cost(root, tmp_path, workload, parts):
-    """The plan that lab sweep reads gives each workload's points and their
-    cost (sweep.sh --plan); lablib.sweep.parts deals them; a part runs
-    what it is given."""
-    out = subprocess.run([root / "workloads/sweep.sh", workload, "--plan"], capture_output=True,
-                         text=True, check=True, env={**os.environ, "LAB_CMDLINE": "/dev/null"})
-    (plan,) = sweep_parts.read_plan(out.stdout)
-    assert sweep_parts.balance(plan["points"], 2, plan["cost_slope"]) == parts
-    for k, points in enumerate(parts, 1):
-        given = ",".join(map(str, points))
+    """lab sweep deals each workload's points by their cost (the
+    workload's WL_COST_SLOPE, lablib.sweep.parts); a part runs what it is
+    given."""
+    points, _ = dry_run(root, tmp_path, "virtual", workload)
+    slope = catalog.workloads()[workload].cost_slope
+    assert sweep_parts.balance([int(v) for v in points], 2, slope) == parts
+    for k, mine in enumerate(parts, 1):
         ran, _ = dry_run(root, tmp_path, "virtual", workload, "--part", f"{k}/2",
-                         "--points", given)
-        assert [int(v) for v in ran] == points
+                         "--points", ",".join(map(str, mine)))
+        assert [int(v) for v in ran] == mine
 
 
 @pytest.mark.parametrize("args, message", [
     (["--part", "1/2"], "wants its points"),
     (["--part", "1/2", "--points", "0,1"], "1 is not one of the sweep's points"),
     (["--points", "0"], "--points goes with --part"),
+    (["--part", "3/2", "--points", "0"], "--part wants K/N"),
 ])
 def test_a_part_runs_the_points_it_is_given(root, tmp_path, args, message):
-    cmdline = tmp_path / "cmdline"
-    cmdline.write_text("lab.clock=virtual\n")
-    r = subprocess.run([root / "workloads/sweep.sh", "grep", *args, "--dry-run"],
-                       capture_output=True, text=True, env={**os.environ,
-                                                            "LAB_CMDLINE": str(cmdline)})
-    assert r.returncode == 2 and message in r.stderr
+    r = lab_sweep("grep", *args, "--dry-run",
+                  env={"LAB_VM": str(clock_vm(tmp_path, "virtual"))})
+    assert r.returncode == 2 and message in r.stderr, r.stderr
 
 
-def test_the_plan_of_all_names_each_workload_and_where_it_stages(root):
-    out = subprocess.run([root / "workloads/sweep.sh", "all", "--plan"], capture_output=True,
-                         text=True, check=True, env={**os.environ, "LAB_CMDLINE": "/dev/null"})
-    blocks = [dict(line.split("=", 1) for line in b.strip().split("\n"))
-              for b in ("\n" + out.stdout).split("\nworkload=")[1:]
-              for b in ["workload=" + b]]
-    assert [(b["workload"], b["stage"]) for b in blocks] == [
+def test_the_plan_of_all_names_each_workload_and_where_it_stages(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_VM", str(clock_vm(tmp_path, "virtual")))
+    sweep = driver.Sweep(*driver.parse(["all"]), ["all"])
+    assert [(b["workload"], b["stage"]) for b in sweep.plan] == [
         ("apache", "guest"), ("grep", "host"), ("kbuild", "host")]
-    out = subprocess.run([root / "workloads/sweep.sh", "all", "--no-stage", "--plan"],
-                         capture_output=True, text=True, check=True,
-                         env={**os.environ, "LAB_CMDLINE": "/dev/null"})
-    assert out.stdout.count("stage=none") == 3
+    assert all(p["STAGE_FROM"] for p in sweep.plans)
+    sweep = driver.Sweep(*driver.parse(["all", "--no-stage"]), ["all", "--no-stage"])
+    assert [b["stage"] for b in sweep.plan] == ["none"] * 3
+    assert not any(p["STAGE_FROM"] for p in sweep.plans)
+
+
+def test_the_plan_file_is_what_the_runner_and_the_tests_read(root, tmp_path, monkeypatch):
+    """plan.write's file gives plan.read the fields back, and the runner
+    (bash) the same values: a command's words with spaces and quotes in
+    them stay what they were."""
+    monkeypatch.setenv("LAB_VM", str(clock_vm(tmp_path, "virtual")))
+    argv = ["cmd", "-l", "0,10", "--set", "ppm=5", "--", "sh", "-c", "echo 'a b' \"$x\""]
+    sweep = driver.Sweep(*driver.parse(argv), argv)
+    (p,) = sweep.plans
+    path = sweep_plan.write(p, tmp_path / "plan")
+    assert sweep_plan.read(path) == {**p, "OUTPUT": str(p["OUTPUT"])}
+    out = subprocess.run(["bash", "-c", '. "$1" && printf "%s\\n" "${COMMAND[@]}" "$KNOB" '
+                          '"${VALUES[*]}" "${SET_NAMES[*]}=${SET_VALUES[*]}"', "x", path],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["sh", "-c", "echo 'a b' \"$x\"", "loops", "0 10",
+                                       "ppm=5"]
 
 
 def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
@@ -118,10 +147,8 @@ def test_given_options_win_over_the_clocks_defaults(root, tmp_path):
     ("SERVER_FAIR_SERVER", "off", "SERVER_FAIR_SERVER wants a whole number, not 'off'"),
 ])
 def test_apache_refuses_settings_it_cannot_use(root, tmp_path, var, value, said):
-    cmdline = tmp_path / "cmdline"
-    cmdline.write_text("root=/dev/root lab.clock=virtual\n")
-    r = subprocess.run([root / "workloads/sweep.sh", "apache", "--dry-run"], capture_output=True,
-                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline), var: value})
+    r = lab_sweep("apache", "--dry-run", env={"LAB_VM": str(clock_vm(tmp_path, "virtual")),
+                                              var: value})
     assert r.returncode == 2
     assert said in r.stderr
 
@@ -138,10 +165,8 @@ def test_redis_is_a_server_with_the_defaults_of_its_own(root, tmp_path, clock, r
 @pytest.mark.parametrize("var, value", [("REDIS_CLIENTS", "0"), ("REDIS_REQUESTS", "x"),
                                         ("REDIS_VALUE_BYTES", "-1")])
 def test_redis_refuses_settings_it_cannot_use(root, tmp_path, var, value):
-    cmdline = tmp_path / "cmdline"
-    cmdline.write_text("root=/dev/root lab.clock=virtual\n")
-    r = subprocess.run([root / "workloads/sweep.sh", "redis", "--dry-run"], capture_output=True,
-                       text=True, env={**os.environ, "LAB_CMDLINE": str(cmdline), var: value})
+    r = lab_sweep("redis", "--dry-run", env={"LAB_VM": str(clock_vm(tmp_path, "virtual")),
+                                             var: value})
     assert r.returncode == 2 and f"{var} wants a whole number" in r.stderr, r.stderr
 
 
@@ -151,45 +176,49 @@ def test_module_settings_are_said(root, tmp_path):
     assert "module: mode=sleep delays=read:2000,futex:50000" in err
 
 
-# --- the runner's conventions (tests/host/runners.py) ---------------------------
+# --- one line and status 2 for a bad value, nothing made ---------------------
 
-RUNNER_BAD = [
-    ("workloads/sweep.sh", ["nosuch"], {},
-     "WORKLOAD wants apache, cmd, grep, kbuild,"),
-    ("workloads/sweep.sh", ["grep", "-l", "0:abc"], {}, "--loops wants a list"),
-    ("workloads/sweep.sh", ["grep", "-l", "0,100,50"], {}, "--loops wants loop counts in "
-                                                          "increasing order"),
-    ("workloads/sweep.sh", ["grep", "--ns", "10,20"], {}, "--ns wants a list that starts at 0"),
-    ("workloads/sweep.sh", ["grep", "-r", "0"], {}, "--repeats wants a whole number >= 1"),
-    ("workloads/sweep.sh", ["grep", "-j", "x"], {}, "--jobs wants a whole number"),
-    ("workloads/sweep.sh", ["grep", "--scale", "huge"], {}, "--scale wants full, vm or small"),
-    ("workloads/sweep.sh", ["grep", "--set", "mode"], {}, "--set wants NAME=VALUE"),
-    ("workloads/sweep.sh", ["grep", "--set", "mode=a b"], {}, "--set wants NAME=VALUE"),
-    ("workloads/sweep.sh", ["grep", "--set", "nosuch=1"], {}, "--set wants one of mode, where"),
-    ("workloads/sweep.sh", ["grep", "--set", "ns=100"], {}, "the sweep sets it itself"),
-    ("workloads/sweep.sh", ["grep", "--set", "ppm=1", "--set", "ppm=2"], {},
-     "--set ppm given twice"),
-    ("workloads/sweep.sh", ["grep", "--calibration", "/nonexistent"], {},
-     "--calibration wants a calibrate result folder"),
-    ("workloads/sweep.sh", ["cmd"], {}, "cmd needs a command after '--'"),
-    ("workloads/sweep.sh", ["apache", "--stage-only", "x"], {},
-     "--stage-only: apache stages in the VM, not on the host"),
-]
-
-
-test_a_bad_value_is_status_2_and_one_line = runners.bad_value_test(RUNNER_BAD)
-
-
-def lab_sweep(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "lablib.lab", "sweep", *map(str, args)],
-                          capture_output=True, text=True, env={**os.environ, **(env or {})},
-                          timeout=timeout)
+@pytest.mark.parametrize("args, message", [
+    (["nosuch"], "WORKLOAD wants apache, cmd, grep, kbuild,"),
+    (["grep", "-l", "0:abc"], "--loops wants a list"),
+    (["grep", "-l", "0,100,50"], "--loops wants loop counts in increasing order"),
+    (["grep", "-l", "0,2000000"], "--loops wants loop counts of at most 1000000"),
+    (["grep", "--ns", "10,20"], "--ns wants a list that starts at 0"),
+    (["grep", "--ns", "0,10", "-l", "0,5"], "--ns and --loops exclude each other"),
+    (["grep", "-r", "0"], "--repeats wants a whole number >= 1"),
+    (["grep", "-j", "x"], "argument -j/--jobs: invalid int value: 'x'"),
+    (["grep", "-j", "0"], "--jobs wants a whole number >= 1"),
+    (["grep", "--scale", "huge"], "argument --scale: invalid choice: 'huge'"),
+    (["grep", "--set", "mode"], "--set wants NAME=VALUE"),
+    (["grep", "--set", "mode=a b"], "--set wants NAME=VALUE"),
+    (["grep", "--set", "nosuch=1"], "--set wants one of mode, where"),
+    (["grep", "--set", "ns=100"], "the sweep sets it itself"),
+    (["grep", "--set", "ppm=1", "--set", "ppm=2"], "--set ppm given twice"),
+    (["grep", "--syscalls", "read,nosuch"], "'nosuch' is no call of the 64-bit table"),
+    (["grep", "--syscalls", "read;ls"], "--syscalls wants names like read,write,openat"),
+    (["grep", "--calibration", "/nonexistent"], "--calibration wants a calibrate result folder"),
+    (["grep", "-l", "0"], "-l 0 alone has no loop count to calibrate"),
+    (["grep", "--hook-var", "TAX=trace"], "--hook-var wants --hooks FILE"),
+    (["grep", "--hooks", "/nonexistent"], "--hooks wants a file of hooks"),
+    (["cmd"], "cmd needs a command after '--'"),
+    (["grep", "--", "true"], "grep takes no command after '--'"),
+    (["apache", "--stage-only", "x"], "--stage-only: apache stages in the guest"),
+])
+def test_a_bad_value_is_status_2_and_one_line(tmp_path, args, message):
+    before = set(RESULTS.iterdir()) if RESULTS.exists() else set()
+    out = lab_sweep(*args, env={"LAB_VM": str(clock_vm(tmp_path, "virtual")),
+                                "LAB_BUILD": str(tmp_path / "build")})
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.splitlines()
+    assert message in lines[-1] and lines[-1].startswith("lab sweep: "), out.stderr
+    # argparse's usage line comes before its own complaint.
+    assert len(lines) == 1 or lines[0].startswith("usage: lab sweep"), out.stderr
+    assert (set(RESULTS.iterdir()) if RESULTS.exists() else set()) == before
 
 
 @pytest.mark.parametrize("args, message", [
     (["grep", "-o", "/tmp/x"], "the VM has a /tmp of its own"),
     (["grep", "--vms", "0"], "--vms wants a whole number >= 1"),
-    (["grep", "--stage-only", "x"], "--stage-only is sweep.sh's"),
     (["grep", "--part", "1/2", "--vms", "2"], "--part is one part"),
     (["grep", "-l", "0:abc"], "--loops wants a list"),
     (["nosuch"], "WORKLOAD wants apache, cmd, grep, kbuild,"),
@@ -201,7 +230,7 @@ def test_lab_sweep_refuses_a_bad_value_in_one_line(args, message):
 
 
 def test_lab_sweep_here_runs_on_this_machines_kernel_not_in_a_vm(tmp_path):
-    """--here boots nothing: sweep.sh runs here, on this kernel, which has
+    """--here boots nothing: the runner runs here, on this kernel, which has
     no syscall hook on a build machine, and says so."""
     if "syscall_hook_register" in pathlib.Path("/proc/kallsyms").read_text():
         pytest.skip("this machine runs the lab kernel")
@@ -211,7 +240,7 @@ def test_lab_sweep_here_runs_on_this_machines_kernel_not_in_a_vm(tmp_path):
     out = lab_sweep("grep", "--here", "-l", "0,100", "-r", "1", "-o", tmp_path / "r",
                     env={"LAB_VM": str(vm), "LAB_BUILD": str(tmp_path / "build")})
     assert out.returncode == 1, out.stderr
-    assert "has no syscall hook" in out.stdout and "no new grep sweep" in out.stderr
+    assert "has no syscall hook" in out.stderr and "no new grep sweep" in out.stderr
     assert "on this machine's kernel" in out.stderr
     assert not (tmp_path / "vm.log").exists() and not (tmp_path / "build/stage").exists()
     out = lab_sweep("grep", "--here", "--vms", "2")
@@ -223,17 +252,13 @@ def test_lab_sweep_without_a_workload_says_how():
     assert out.returncode == 2 and out.stderr.startswith("usage: lab sweep WORKLOAD")
 
 
-test_a_missing_kernel_or_device_is_status_1 = runners.missing_kernel_test(
-    "workloads/sweep.sh", ["cmd", "-l", "0,10", "--", "true"], "has no syscall hook")
-
-
-# The VM's stand-in for lab sweep: the guest script's own checks, on what
-# lab sweep hands it (its --dry-run), and their status as the VM's.
+# The VM's stand-in for lab sweep: the runner's own checks (--describe) on
+# the plans lab sweep hands it, and their status as the VM's.
 CHECKING_VM = r'''#!/usr/bin/env bash
 [ "$1" != --clock ] || { echo virtual; exit 0; }
 shift
 echo "$*" >"$VM_ARGS.$$"
-exec "$1" "$2" --dry-run "${@:3}" >/dev/null
+for plan in "${@:2}"; do cp "$plan" "$VM_ARGS.$$.plan"; "$1" --describe "$plan" >/dev/null || exit; done
 '''
 
 
@@ -242,7 +267,7 @@ exec "$1" "$2" --dry-run "${@:3}" >/dev/null
 @pytest.mark.parametrize("workload", ["apache", "cmd"])
 def test_lab_sweep_hands_a_workload_what_it_takes(root, tmp_path, workload, vms):
     """Apache stages in the VM: on a fresh build folder its sweep reached
-    the VM with a --stage-from folder that nobody had made, and sweep.sh
+    the VM with a staging folder that nobody had made, and the guest
     refused it.  cmd is staged on the host, its command recorded there
     and the archive handed on; its command once got the runner's options
     after it.  In one VM and in parts."""
@@ -253,8 +278,8 @@ def test_lab_sweep_hands_a_workload_what_it_takes(root, tmp_path, workload, vms)
     r = lab_sweep(workload, "-l", "0,100", "-r", "1", "--vms", vms, "-o", tmp_path / "results",
                   *command, env={"LAB_VM": str(vm), "VM_ARGS": str(tmp_path / "args"),
                                  "LAB_BUILD": str(tmp_path / "build")})
-    # Each boot's arguments (the parts of a split sweep boot at once).
-    boots = [f.read_text().split() for f in tmp_path.glob("args.*")]
+    # Each boot's plan (the parts of a split sweep boot at once).
+    boots = [sweep_plan.read(f) for f in tmp_path.glob("args.*.plan")]
     assert len(boots) == int(vms)
     for handed in boots:
         check_handed(handed, workload, command, tmp_path)
@@ -265,11 +290,11 @@ def test_lab_sweep_hands_a_workload_what_it_takes(root, tmp_path, workload, vms)
 
 def check_handed(handed, workload, command, tmp_path):
     if workload == "cmd":
-        assert handed[handed.index("--stage-from") + 1] == str(tmp_path / "build/stage")
+        assert handed["STAGE_FROM"] == str(tmp_path / "build/stage")
         assert json.loads((tmp_path / "build/stage/cmd.json").read_text())["files"] > 0
     else:
-        assert "--stage-from" not in handed
-    assert handed[-2:] == (command or handed[-2:])
+        assert handed["STAGE_FROM"] == ""
+    assert handed["COMMAND"] == command[1:]
 
 
 def test_kbuild_is_configured_without_the_hosts_own_tools(root, tmp_path):

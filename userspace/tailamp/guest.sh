@@ -75,9 +75,9 @@ for p in "${fractions[@]}"; do
 	log "[$i/${#fractions[@]}] P = $p ppm: $n replies undelayed, then with ${ns} ns ($mode) on that share of Apache's calls"
 	# The event MPM, with which the README's figures were measured (a
 	# reply: 11.2 calls on average); the sweep's default, prefork, makes 7.
-	APACHE_MPM=event SERVER_REQUESTS=$n SERVER_INTERVAL_MS=$interval SERVER_SATURATION=0 \
-		"$LAB_ROOT/workloads/sweep.sh" apache --ns "0,$ns" -r 1 --set "ppm=$p" \
-		--set "seed=$seed" --set "mode=$mode" -o "$LAB_DIR/runs" --no-analysis
+	env APACHE_MPM=event SERVER_REQUESTS="$n" SERVER_INTERVAL_MS="$interval" SERVER_SATURATION=0 \
+		"$LAB_VENV/bin/python" -m lablib.sweep.driver apache --here --ns "0,$ns" -r 1 \
+		--set "ppm=$p" --set "seed=$seed" --set "mode=$mode" -o "$LAB_DIR/runs" --no-analysis
 	lab_take "$LAB_DIR/runs" apache "ppm-$p"
 done
 lab_commit tailamp

@@ -8,7 +8,7 @@ For each tax (default pti and seccomp-linear, the issue's two), make ab
 (lablib.ab, 'lab ab') boots the workload N times a side on the host's
 clock, one boot at a time in a seeded random order, on the tax run's
 kernel variant and one vCPU: side A untaxed with the run's base boot's
-options, side B under the tax (sweep.sh --tax) with the options of the
+options, side B under the tax (its sweep hooks) with the options of the
 boot named after the tax if the run had one (pti=on); both at the delay
 module's ns 0, a sweep of that one point.  compare's verdicts (faster,
 slower, same, inconclusive: an exact Mann-Whitney U test, a bootstrap
@@ -52,7 +52,7 @@ def ab_command(tax, workload, n, repeats, variant, boots, out):
     taxed = boots[tax] if tax in boots else boots["base"]
     return [sys.executable, "-m", "lablib.ab", workload,
             "-A", side(variant, boots["base"], ["--ns", "0"]),
-            "-B", side(variant, taxed, ["--ns", "0", "--tax", tax]),
+            "-B", side(variant, taxed, ["--ns", "0", *wl.hooks(TAX=tax)]),
             "--clock", "host", "-n", str(n), "-o", str(out), "--", *args, *tail]
 
 

@@ -15,7 +15,7 @@ the tax is one figure for every call it timed (within 1 % or 1 ns: a
 cached seccomp answer, a trace event); otherwise its share is left out and said
 so (covered < 100 %).  A server's reply and saturation are timed at its
 clients, whose calls a tax every process pays (MACHINE_WIDE) slows too:
-where the sweep counted them (sweep.sh --count-clients: clients.csv and
+where the sweep counted them (the tax's sweep hooks, COUNT_CLIENTS: clients.csv and
 clients_by_call.csv) the prediction adds the clients' calls a unit times
 their own mix of the tax.  Writes SWEEP/prediction-<tax run>.csv and
 prints the table.  NOTES.md, "The prediction", says why the mix of the
@@ -61,7 +61,7 @@ def untaxed_rows(sweep, name="raw.csv"):
 
 def clients(sweep):
     """({(workload, measure): the clients' calls a unit of work}, {nr:
-    share}) of a sweep that counted its clients (--count-clients), or
+    share}) of a sweep that counted its clients (COUNT_CLIENTS), or
     ({}, {})."""
     if not (sweep / "clients.csv").exists():
         return {}, {}

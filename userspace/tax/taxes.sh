@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2034  # TAX_* for the callers
 # The taxes (README.md), applied and put back: for guest.sh, which times
-# each call under them, and for a workload sweep's --tax (workloads/
-# sweep.sh), which runs a workload under one.  Sourced after
+# each call under them, and for a workload sweep's TAX (sweep-hooks.sh,
+# the sweep's hooks), which runs a workload under one.  Sourced after
 # scripts/lib.sh; TAX_SCRATCH is a folder in memory the caller made (the
 # audit daemon's log and the trace's copy go there).
 #
@@ -41,7 +41,7 @@ TAXES_KNOWN=(none seccomp-linear seccomp-tree seccomp-args seccomp-nocache
 TAX_ONE_CALLS=getppid TAX_ONE_NR=110
 TAX_SECCOMP=$LAB_ROOT/userspace/tax/seccomptax
 # What a staged root needs to run TAX_CMD (lablib.sweep.stage --program):
-# strace where PATH finds it, as tax_begin (workloads/sweep.sh) looks it up
+# strace where PATH finds it, as hook_begin (sweep-hooks.sh) looks it up
 # (none without strace: the strace taxes then say so in tax_why).
 TAX_PROGRAMS=("$TAX_SECCOMP")
 if command -v strace >/dev/null; then

@@ -15,8 +15,9 @@ asked of the ns mode adds), then for each workload its sweeps
 
   none      the workload untaxed at loops 0: its base time and calls by
             number (the prediction's input, lablib.tax.predict); a
-            server's also its clients' (--count-clients)
-  TAX       the workload at the module's ns 0 under TAX (sweep.sh --tax),
+            server's also its clients' (the hooks' COUNT_CLIENTS)
+  TAX       the workload at the module's ns 0 under TAX (the hooks' TAX,
+            sweep-hooks.sh),
             with the options of the boot named after the tax if the run
             had one (pti, retpoline): the measured time
   standin-L the workload untaxed at loops 0 and the loop counts whose
@@ -24,7 +25,7 @@ asked of the ns mode adds), then for each workload its sweeps
             one figure for every call (a fixed cost per call), in one
             sweep: the emulated time; a server's under a tax every
             process pays in standin-clients-L, its clients delayed too
-            (sweep.sh --delay-clients)
+            (the hooks' DELAY_CLIENTS)
   standin-TAX-H  for a fixed cost that differs by call (a filter's
             positions, an argument checked): the module at the loops of
             the figure most of the workload's calls pay, and each call
@@ -66,6 +67,17 @@ CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # clock reads make its cost a staircase, NOTES.md, "Calls' own delays").
 NS_PARAM = "/sys/module/delay/parameters/ns"
 NS_STEPS = "0:1500:10"
+
+
+# The tax's hooks into a sweep (sweep-hooks.sh): its settings as options.
+HOOKS = ROOT / "userspace/tax/sweep-hooks.sh"
+
+
+def hooks(**settings):
+    """lab sweep's options for the tax's hooks with @settings
+    (TAX="trace", COUNT_CLIENTS=1, DELAY_CLIENTS=1)."""
+    return ["--hooks", str(HOOKS),
+            *(a for k, v in settings.items() for a in ("--hook-var", f"{k}={v}"))]
 
 
 def sweep_args(workload, repeats):
@@ -125,11 +137,11 @@ class Plan:
                 * len(point[1].split(","))}
 
     def base(self, cal):
-        clients = ["--count-clients"] if self.workload in figures.SERVERS else []
+        clients = hooks(COUNT_CLIENTS=1) if self.workload in figures.SERVERS else []
         return self.run("none", ["-l", "0"], ["--calibration", cal, *clients])
 
     def taxed(self, tax):
-        return self.run(tax, ["--ns", "0"], ["--tax", tax], tax if tax in self.boots else "base")
+        return self.run(tax, ["--ns", "0"], hooks(TAX=tax), tax if tax in self.boots else "base")
 
     def standin(self, loops, cal, clients=False):
         """The one-figure stand-ins' sweep, named after its loop counts: a
@@ -137,7 +149,7 @@ class Plan:
         done at more loop counts serves (a run of some taxes after one of
         all).  With @clients, a server's clients are delayed too."""
         prefix = "standin-" + ("clients-" if clients else "")
-        extra = ["--calibration", cal] + (["--delay-clients"] if clients else [])
+        extra = ["--calibration", cal] + (hooks(DELAY_CLIENTS=1) if clients else [])
 
         def sweep(points):
             return self.run(prefix + "-".join(map(str, points)),
@@ -160,7 +172,7 @@ class Plan:
         if spec["delays"]:
             extra += ["--set", f"delays={spec['delays']}"]
         if spec["clients"]:
-            extra.append("--delay-clients")
+            extra += hooks(DELAY_CLIENTS=1)
         return self.run(f"standin-{tax}-{digest}", ["-l", ",".join(map(str, sorted(
             {0, spec["loops"]})))], extra)
 

@@ -14,7 +14,7 @@ from lablib import results, text
 from lablib.tax import predict
 
 # The servers, whose untaxed sweep counts their clients' calls too
-# (sweep.sh --count-clients), which the taxes every process pays slow
+# (the sweep hooks' COUNT_CLIENTS), which the taxes every process pays slow
 # (lablib.tax.predict; NOTES.md, "A server's client pays a machine's taxes").
 SERVERS = ("redis", "apache")
 # Within this share the prediction holds, and the stand-in reproduces the tax.

@@ -35,7 +35,7 @@ WL_PACKAGES="apache2-bin httperf"
 WL_BAND_POINT="5e-4 0"
 wl_describe() { echo ", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference"; }
 # A point gets cheaper as its delay grows (a spin emulates faster than
-# Apache's own code): the cost sweep.sh part_points balances parts by.
+# Apache's own code): the cost lablib.sweep.parts.balance deals parts by.
 WL_COST_SLOPE=-0.4
 APACHE_PORT=${APACHE_PORT:-18080}
 server_is Apache "$APACHE_PORT" httpd.pid httperf

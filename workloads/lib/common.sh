@@ -101,7 +101,7 @@ scratch_remove() {
 
 # The workload's files in memory: staging.sh.
 # shellcheck source=workloads/lib/staging.sh
-. "$SWEEP_DIR/lib/staging.sh"
+. "$LAB_ROOT/workloads/lib/staging.sh"
 
 # window CGROUP OUT CMD...: one timed window, run by a shell of its own: in
 # the staged root's bash if there is one (WINDOW_BASH), so that the code

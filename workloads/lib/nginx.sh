@@ -26,7 +26,7 @@ WL_REPEATS_VIRTUAL=2
 WL_SERVER=1
 WL_PACKAGES="nginx-light httperf"
 # A point's runs are its reference replies on their grid, whatever the
-# delay: every point costs the same (sweep.sh part_points).
+# delay: every point costs the same (lablib.sweep.parts.balance).
 WL_COST_SLOPE=0
 wl_describe() { echo ", $(server_requests) replies a reference, no saturation search"; }
 NGINX_PORT=${NGINX_PORT:-18081}

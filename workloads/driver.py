@@ -248,7 +248,7 @@ class Sweep:
         if out.returncode != 0:
             sys.stderr.write(out.stderr)
             raise SystemExit(out.returncode)
-        return out.stdout.strip()
+        return out.stdout.rstrip("\n")
 
     def write_plans(self, folder, output=None):
         """Each workload's plan file in @folder, its results into @output
@@ -267,8 +267,7 @@ class Sweep:
             settings = " ".join(f"{k}={v}" for k, v in zip(p["SET_NAMES"], p["SET_VALUES"]))
             log(f"{p['WORKLOAD']} on the {self.clock} clock: {n} point{'' if n == 1 else 's'} "
                 f"of {p['KNOB']}, {p['REPEATS']} runs each{self.described[p['WORKLOAD']]}"
-                + (f"; module: {settings}" if settings else "")
-                + "".join(f"; {kv}" for kv in p["HOOK_VARS"]))
+                + (f"; module: {settings}" if settings else ""))
         return 0
 
     def split(self):

@@ -56,6 +56,7 @@ for kv in "${HOOK_VARS[@]}"; do declare "$kv"; done
 hook check
 if [ "$MODE" = describe ]; then
 	! declare -F wl_describe >/dev/null || wl_describe
+	hook describe
 	exit 0
 fi
 

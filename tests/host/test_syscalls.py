@@ -58,15 +58,28 @@ def test_numbers_of_names_in_the_order_given(tmp_path):
         syscalls.numbers("read,0", tbl)
 
 
-def test_window_cli_writes_a_line_per_nonzero_count(tmp_path):
-    before, after = tmp_path / "b.bin", tmp_path / "a.bin"
-    before.write_bytes(counts(1, 2, 3, 0))
-    after.write_bytes(counts(1, 12, 3, 4))
-    out = subprocess.run([sys.executable, "-m", "lablib.syscalls", "window", before, after,
-                          "0,"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["0,,1,10", "0,,3,4"]
-    after.write_bytes(counts(0, 12, 3, 4))
-    out = subprocess.run([sys.executable, "-m", "lablib.syscalls", "window", before, after,
-                          "0,"], capture_output=True, text=True)
-    assert out.returncode == 2 and "loaded again" in out.stderr
+def test_windows_turn_a_sweeps_copies_into_its_csv_files(tmp_path):
+    """The guest keeps stats/by_call before and after each point; the host
+    writes the rows of the nonzero counts, in the order the points ran,
+    into the file the index names, and the copies go."""
+    raw = tmp_path / "by_call"
+    raw.mkdir()
+    for n, (b, a) in enumerate([((1, 2, 3, 0), (1, 12, 3, 4)), ((1, 12, 3, 4), (2, 12, 3, 4)),
+                                ((0, 0, 0, 0), (0, 5, 0, 0))], 1):
+        (raw / f"{n}.before").write_bytes(counts(*b))
+        (raw / f"{n}.after").write_bytes(counts(*a))
+    (raw / "index.csv").write_text("1,by_call.csv,750,\n2,by_call.csv,0,\n"
+                                   "3,clients_by_call.csv,0,\n")
+    syscalls.windows(tmp_path)
+    assert (tmp_path / "by_call.csv").read_text() == \
+        "loops,ns,nr,calls\n750,,1,10\n750,,3,4\n0,,0,1\n"
+    assert (tmp_path / "clients_by_call.csv").read_text() == "loops,ns,nr,calls\n0,,1,5\n"
+    assert not raw.exists()
+    syscalls.windows(tmp_path)          # nothing left to do: nothing done
+    raw.mkdir()
+    (raw / "1.before").write_bytes(counts(1, 2, 3, 0))
+    (raw / "1.after").write_bytes(counts(0, 12, 3, 4))
+    (raw / "index.csv").write_text("1,by_call.csv,0,\n")
+    with pytest.raises(ValueError, match="loaded again"):
+        syscalls.windows(tmp_path)
+

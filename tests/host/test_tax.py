@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from resultdirs import write_csv, write_meta
+from lablib.tax.workloads import hooks as tax_hooks
 
 ANALYSE = "lablib.tax.analyse"
 COLUMNS = ("tax", "nr", "batch", "calls", "ns_per_call")
@@ -233,51 +234,54 @@ def test_the_prediction_beside_the_measured_time_under_the_tax(root, tmp_path):
 
 # --- a workload sweep under a tax (workloads/sweep.sh --tax) -----------------
 
-def sweep_dry_run(root, tmp_path, *args):
+def sweep_dry_run(root, tmp_path, workload, *args, **hook_vars):
+    """lab sweep --dry-run of @workload in the tax's VM (--here, the
+    guest's command line), with the tax's hooks set to @hook_vars."""
     cmdline = tmp_path / "cmdline"
     cmdline.write_text("root=/dev/root lab.variant=tax lab.clock=virtual\n")
-    return subprocess.run([root / "workloads/sweep.sh", *args, "--dry-run"],
-                          capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "sweep", workload, "--here",
+                           *args, *(tax_hooks(**hook_vars) if hook_vars else []),
+                           "--dry-run"], capture_output=True, text=True,
                           env={**os.environ, "LAB_CMDLINE": str(cmdline)})
 
 
 def test_a_sweep_says_its_tax(root, tmp_path):
-    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0,1000", "--tax", "trace")
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0,1000", TAX="trace")
     assert out.returncode == 0, out.stderr
     assert "2 points of ns, 5 runs each; under the tax trace" in out.stderr
     # The untaxed point alone: the workload under the tax and nothing else.
-    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0", "--tax", "trace")
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0", TAX="trace")
     assert out.returncode == 0 and "1 point of ns" in out.stderr, out.stderr
-    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "100", "--tax", "trace")
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "100", TAX="trace")
     assert out.returncode == 2 and "starts at 0" in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("args, said", [
-    (["--tax", "nosuch"], "--tax wants one of none seccomp-linear"),
-    (["--tax", "trace,pti"], "not 'trace,pti'"),
+@pytest.mark.parametrize("tax, said", [
+    ("nosuch", "TAX wants one of none seccomp-linear"),
+    ("trace,pti", "not 'trace,pti'"),
 ])
-def test_a_sweep_refuses_a_tax_it_does_not_know(root, tmp_path, args, said):
-    out = sweep_dry_run(root, tmp_path, "grep", *args)
+def test_a_sweep_refuses_a_tax_it_does_not_know(root, tmp_path, tax, said):
+    out = sweep_dry_run(root, tmp_path, "grep", TAX=tax)
     assert out.returncode == 2 and said in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1, out.stderr
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="staging needs strace")
 def test_only_a_server_counts_its_clients(root, tmp_path):
-    out = sweep_dry_run(root, tmp_path, "grep", "-l", "0", "--count-clients")
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0", COUNT_CLIENTS=1)
     assert out.returncode == 2 and "grep is not a server with clients" in out.stderr
-    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", "--count-clients")
+    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", COUNT_CLIENTS=1)
     assert out.returncode == 0 and "the clients' calls counted" in out.stderr, out.stderr
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="staging needs strace")
 def test_only_a_server_delays_its_clients_and_not_while_counting_them(root, tmp_path):
-    out = sweep_dry_run(root, tmp_path, "grep", "-l", "0", "--delay-clients")
+    out = sweep_dry_run(root, tmp_path, "grep", "--ns", "0", DELAY_CLIENTS=1)
     assert out.returncode == 2 and "grep is not a server with clients" in out.stderr
-    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", "--delay-clients",
-                        "--count-clients")
+    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", DELAY_CLIENTS=1,
+                        COUNT_CLIENTS=1)
     assert out.returncode == 2 and "not both" in out.stderr, out.stderr
-    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", "--delay-clients")
+    out = sweep_dry_run(root, tmp_path, "redis", "--ns", "0", DELAY_CLIENTS=1)
     assert out.returncode == 0 and "the clients delayed with the server" in out.stderr, \
         out.stderr
 
@@ -290,12 +294,19 @@ def test_loops_0_alone_wants_a_calibration(root, tmp_path):
 
 def test_a_staged_workload_takes_the_taxes_tools_with_it(root, tmp_path):
     """The taxed work runs in the staged root under its tool: strace and
-    seccomptax are staged with every workload (no 9p request to start
+    seccomptax are staged with every workload the tax hooks (no 9p request to start
     them in a timed window)."""
     if not (root / "build/src/linux-source-6.12/kernel").is_dir():
         pytest.skip("needs the unpacked kernel tree (make kernel)")
-    out = subprocess.run([root / "workloads/sweep.sh", "grep", "--scale", "small",
-                          "--stage-only", tmp_path / "stage"], capture_output=True, text=True)
+    vm = tmp_path / "vm"
+    vm.write_text("#!/bin/sh\necho virtual\n")
+    vm.chmod(0o755)
+    out = subprocess.run([sys.executable, "-m", "lablib.sweep.driver", "grep", "--scale",
+                          "small", "--stage-only", tmp_path / "stage",
+                          *tax_hooks(TAX="none")],
+                         capture_output=True, text=True,
+                         env={**os.environ, "LAB_VM": str(vm),
+                              "LAB_BUILD": str(tmp_path / "build")})
     assert out.returncode == 0, out.stderr
     names = set(subprocess.run(["tar", "-tf", tmp_path / "stage/grep.tar"],
                                capture_output=True, text=True, check=True).stdout.split())
@@ -312,7 +323,8 @@ WORKLOADS = "lablib.tax.workloads"
 # (600 read, 400 write) and each call costs the tax's ns (--tax) or the
 # calibrated delay of its point (--ns N: N; -l L: 30 + 3 L; 0: nothing),
 # or, a call that --set delays= names, what the ns mode adds (NS_ADDED);
-# with --delay-clients every point takes 0.1 ms more (the clients' cgroup).
+# with the hooks' DELAY_CLIENTS=1 every point takes 0.1 ms more (the
+# clients' cgroup).
 SWEEP_STAND_IN = """#!{python}
 import json, math, os, pathlib, sys
 TAX = {{"trace": {{0: 1248.0, 1: 1248.0}}, "seccomp-linear-nocache": {{0: 318.0, 1: 340.0}},
@@ -328,13 +340,14 @@ if opt("--set"):
 parent = pathlib.Path(opt("-o"))
 d = parent / "grep-1"
 d.mkdir(parents=True)
-tax = TAX.get(opt("--tax"), {{0: 0.0, 1: 0.0}})
+hook = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--hook-var")
+tax = TAX.get(hook.get("TAX"), {{0: 0.0, 1: 0.0}})
 knob, points = ("ns", opt("--ns")) if opt("--ns") else ("loops", opt("-l"))
 raw, by_call, rows = [], [], []
 for p in (int(v) for v in points.split(",")):
     added = p if knob == "ns" else (30.0 + 3.0 * p if p else 0.0)
     seconds = 0.01 + 600e-9 * (tax[0] + own.get(0, added)) + \
-        400e-9 * (tax[1] + own.get(1, added)) + (1e-4 if "--delay-clients" in args else 0)
+        400e-9 * (tax[1] + own.get(1, added)) + (1e-4 if hook.get("DELAY_CLIENTS") == "1" else 0)
     loops, ns = (p, "") if knob == "loops" else ("", p)
     raw += [f"grep,grep,{{loops}},{{ns}},{{r}},1,{{seconds}},1000,0,0," for r in (1, 2)]
     by_call += [f"{{loops}},{{ns}},0,1200", f"{{loops}},{{ns}},1,800"]
@@ -448,12 +461,12 @@ def test_each_workload_is_predicted_measured_and_emulated(root, tmp_path):
     assert re.fullmatch(r"standin-seccomp-linear-nocache-[0-9a-f]{8}", names[4]), names
     assert names[5:] == ["trace"], names
     meta = json.loads((sweeps / "pti" / "grep-1" / "meta.json").read_text())
-    assert meta["append"] == "pti=on spectre_v2=off" and "--tax" in meta["args"]
+    assert meta["append"] == "pti=on spectre_v2=off" and "TAX=pti" in meta["args"]
     meta = json.loads((sweeps / "standin-0-406" / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0,406" and cal in meta["args"]
     meta = json.loads((sweeps / names[4] / "grep-1" / "meta.json").read_text())
     assert meta["args"][meta["args"].index("-l") + 1] == "0,96"
-    assert "delays=1:290" in meta["args"] and "--delay-clients" not in meta["args"]
+    assert "delays=1:290" in meta["args"] and "DELAY_CLIENTS=1" not in meta["args"]
     ns_cal = json.loads((tax / "workloads/calibrate-ns/calibrate-1/meta.json").read_text())
     assert "/sys/module/delay/parameters/ns" in ns_cal["args"]
     assert "OFF" not in (tax / "workloads.txt").read_text()
@@ -561,8 +574,8 @@ def test_a_servers_machine_wide_stand_in_delays_its_clients(root, tmp_path):
                           "--dry-run"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if "standin-" in line]
-    assert len(lines) == 1 and "--delay-clients" in lines[0], lines
-    assert "redis/standin-clients-" in lines[0] and "--count-clients" in out.stdout
+    assert len(lines) == 1 and "DELAY_CLIENTS=1" in lines[0], lines
+    assert "redis/standin-clients-" in lines[0] and "COUNT_CLIENTS=1" in out.stdout
 
 
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
@@ -674,7 +687,7 @@ def test_a_python_without_tabulate_is_refused_before_any_sweep(root, tmp_path):
 @pytest.mark.skipif(not shutil.which("parallel"), reason="GNU parallel is not installed")
 def test_a_failed_sweep_stops_the_run_and_names_its_log(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
-    out = tax_workloads(root, tax, {**env, "SWEEP_FAIL": "trace"})
+    out = tax_workloads(root, tax, {**env, "SWEEP_FAIL": "TAX=trace"})
     assert out.returncode == 1 and "a sweep failed" in out.stderr, out.stderr
     assert "grep-trace.txt" in out.stderr
     assert not (tax / "workloads.csv").exists()
@@ -696,7 +709,7 @@ def test_the_dry_run_lists_the_sweeps_and_runs_none(root, tmp_path):
     tax, env = workloads_dirs(tmp_path)
     out = tax_workloads(root, tax, env, "--dry-run")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("run.sh grep --vms 1") == 5 and "--tax pti" in out.stdout
+    assert out.stdout.count("run.sh grep --vms 1") == 5 and "TAX=pti" in out.stdout
     assert "calibrate.sh -o" in out.stdout and "parameters/ns" in out.stdout
     assert "then a stand-in sweep a workload for each of seccomp-linear-nocache" in out.stdout
     assert not (tax / "workloads").exists()
@@ -724,7 +737,7 @@ import json, os, pathlib, sys, zlib
 experiment, parent, args = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3:]
 d = parent / "grep-1"
 d.mkdir(parents=True)
-tax = args[args.index("--tax") + 1] if "--tax" in args else None
+tax = next((a[4:] for a in args if a.startswith("TAX=")), None)
 noise = 1 + (zlib.crc32(str(parent).encode()) % 200 - 100) * 1e-5
 mean = (9.0 if tax == "pti" else 10.0) * noise
 (d / "meta.json").write_text(json.dumps({{
@@ -772,7 +785,7 @@ def test_the_host_clock_ab_gives_each_taxs_verdict_beside_the_virtual_clock(root
         (next((tax / "hostclock" / "pti").glob("ab-*")) / "plan.csv").open()))
     assert plan.count("VM_APPEND='pti=on spectre_v2=off'") == 4
     assert plan.count("VM_APPEND='pti=off spectre_v2=off'") == 4
-    assert plan.count("--ns 0 --tax pti") == 4 and plan.count("VM_CLOCK=host") == 8
+    assert plan.count("--hook-var TAX=pti") == 4 and plan.count("VM_CLOCK=host") == 8
     boot = next((tax / "hostclock" / "pti").glob("ab-*/runs/*/grep-1/meta.json"))
     assert json.loads(boot.read_text())["machine"]["cpus"] == 1
     # The verdicts follow the table in report.txt.

@@ -11,7 +11,7 @@ import pytest
 
 from resultdirs import ANALYSERS, META, calibrate_dir, write_meta
 from lablib.experiments import workloads
-from lablib.sweep import analyse_output
+from lablib.sweep import analyse_output, progress
 
 SCRIPT = ANALYSERS["workload"]
 HEADER = "workload,measure,loops,repeat,units,seconds,syscalls,errors,detail"
@@ -449,19 +449,6 @@ def test_a_point_is_exact_only_without_requests_to_the_host(root, tmp_path, cloc
         assert [r["exact"] for r in csv.DictReader(f)] == [str(e) for e in exact]
 
 
-@pytest.mark.parametrize("clock, says", [({"kind": "virtual", "shift": 0}, "virtual"),
-                                         ({"kind": "host"}, "host"), (None, "host")])
-def test_progress_names_the_clock_a_result_was_measured_on(root, tmp_path, clock, says):
-    """sweep.sh compares it with its own before it takes a --calibration."""
-    d = make_dir(tmp_path / "cal", grep_rows(), {"workload": "grep"})
-    meta = json.loads((d / "meta.json").read_text())
-    meta["machine"]["clock"] = clock
-    (d / "meta.json").write_text(json.dumps(meta))
-    out = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "clock", d],
-                         capture_output=True, text=True)
-    assert (out.returncode, out.stdout, out.stderr) == (0, says + "\n", "")
-
-
 def test_progress_line_keeps_four_digits_of_a_tiny_time(root, tmp_path):
     """An Apache reply on the virtual clock is some 56 us: the progress
     line said 'reply 0.0001 s per unit'."""
@@ -470,10 +457,7 @@ def test_progress_line_keeps_four_digits_of_a_tiny_time(root, tmp_path):
                    "p9_requests,detail\n"
                    "apache,reply,0,,1,10,0.000559,332,0,0,x\n"
                    "apache,reply,0,,2,10,0.000572,338,0,0,x\n")
-    out = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "point",
-                          raw, "0", ""], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("reply 56.55 us per unit +- 0.92 (n=2)"), out.stdout
+    assert progress.point(raw, "0", "") == "reply 56.55 us per unit +- 0.92 (n=2)"
 
 
 def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path):
@@ -489,9 +473,10 @@ def test_progress_line_of_an_ns_point_and_of_a_point_without_work(root, tmp_path
                    "grep,grep,,9000,1,0,5.0,10,0,0,x\n")
 
     def say(*point):
-        out = subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "point",
-                              raw, *point], capture_output=True, text=True)
-        return out.returncode, out.stdout.strip(), out.stderr.strip()
+        try:
+            return 0, progress.point(raw, *point), ""
+        except ValueError as e:
+            return 1, "", str(e)
 
     assert say("", "5000") == (0, "grep 4 s per unit +- 1.4 (n=2)", "")
     assert say("", "9000") == (0, "grep: no unit of work done", "")
@@ -700,9 +685,7 @@ def test_new_reply_rows_analyse_as_the_old_reduced_ones(root, tmp_path):
     rows = {d: list(csv.DictReader(open(d / "summary.csv"))) for d in (new, old)}
     assert len(rows[new]) == len(rows[old]) == 9
     # lablib.sweep.progress's line of a point, from the same reduction.
-    lines = [subprocess.run([root / ".venv/bin/python", "-m", "lablib.sweep.progress", "point",
-                             d / "raw.csv", "500", ""], capture_output=True, text=True).stdout
-             for d in (new, old)]
+    lines = [progress.point(d / "raw.csv", "500", "") for d in (new, old)]
     assert lines[0] == lines[1] and lines[0].startswith("reply 2.1"), lines
 
 

@@ -23,8 +23,11 @@ wl_check() { :; }
 '''
 
 
-def sweep_sh(*args, **env):
-    return subprocess.run([ROOT / "workloads/sweep.sh", *args], capture_output=True, text=True,
+def lab_sweep(*args, **env):
+    """lab sweep on this machine's kernel (--here), which is no lab VM: the
+    host's clock."""
+    return subprocess.run([sys.executable, "-m", "lablib.lab", "sweep", *args],
+                          capture_output=True, text=True,
                           env=dict(os.environ, LAB_CMDLINE="/dev/null", **env))
 
 
@@ -62,24 +65,24 @@ def test_a_dropped_file_is_a_workload_everywhere(own):
                  LAB_WORKLOADS_DIR=str(own))
     assert got[0] == ["apache", "cmd", "grep", "kbuild", "nginx", "redis", "toy"]
     assert "count" in got[1]
-    help_text = sweep_sh("--help", LAB_WORKLOADS_DIR=str(own)).stdout
+    help_text = lab_sweep("--help", LAB_WORKLOADS_DIR=str(own)).stdout
     assert "  toy      count to a hundred" in help_text and "(0:300:100, 2)" in help_text
-    out = sweep_sh("toy", "--dry-run", LAB_WORKLOADS_DIR=str(own))
+    out = lab_sweep("toy", "--here", "--dry-run", LAB_WORKLOADS_DIR=str(own))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "100", "200", "300"]
     assert "toy on the host clock: 4 points of loops, 2 runs each" in out.stderr
 
 
 def test_without_the_folder_it_is_no_workload():
-    out = sweep_sh("toy", "--dry-run")
+    out = lab_sweep("toy", "--here", "--dry-run")
     assert out.returncode == 2
     assert "WORKLOAD wants apache, cmd, grep, kbuild," in out.stderr
 
 
 def test_a_command_only_for_a_workload_that_takes_one():
-    assert sweep_sh("grep", "--dry-run", "--", "true").returncode == 2
-    assert sweep_sh("cmd", "--dry-run").returncode == 2
-    assert sweep_sh("cmd", "--dry-run", "--", "true").returncode == 0
+    assert lab_sweep("grep", "--here", "--dry-run", "--", "true").returncode == 2
+    assert lab_sweep("cmd", "--here", "--dry-run").returncode == 2
+    assert lab_sweep("cmd", "--here", "--dry-run", "--", "true").returncode == 0
 
 
 def test_a_sweeps_folder_is_known_by_its_settings():

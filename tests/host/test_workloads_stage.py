@@ -155,14 +155,26 @@ def test_a_root_that_is_not_a_folder_is_one_line(tmp_path):
     assert out.stderr.count("\n") == 1 and "is not a folder" in out.stderr
 
 
+def stage_only(*args, tmp_path, env=None, cwd=None):
+    """lab sweep's --stage-only for a VM on the virtual clock (a stand-in
+    that only says so)."""
+    vm = tmp_path / "vm"
+    vm.write_text("#!/bin/sh\necho virtual\n")
+    vm.chmod(0o755)
+    return subprocess.run([PY, "-m", "lablib.sweep.driver", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd,
+                          env={**(env or os.environ), "LAB_VM": str(vm),
+                               "LAB_BUILD": str(tmp_path / "build")})
+
+
 @pytest.mark.skipif(not shutil.which("strace")
                     or not (ROOT / "build/src/linux-source-6.12/kernel").is_dir(),
                     reason="needs strace and the unpacked kernel tree (make kernel)")
 def test_stage_only_on_the_host_takes_the_vms_calibration(tmp_path):
-    """make sweep stages on the host (--stage-only) with the options the
-    sweep in the VM gets, a --calibration taken on the virtual clock
-    among them: the host is not where that sweep runs, so its clock is
-    no reason to refuse it."""
+    """lab sweep stages on the host (--stage-only) with the plan of the
+    sweep in the VM, a --calibration taken on the virtual clock among its
+    options: the host is not where that sweep runs, so its clock is no
+    reason to refuse it."""
     cal = tmp_path / "cal"
     calibrate_dir(cal, {"getppid": (600, 3.0)})
     meta = json.loads((cal / "meta.json").read_text())
@@ -171,9 +183,8 @@ def test_stage_only_on_the_host_takes_the_vms_calibration(tmp_path):
     analysed = subprocess.run([PY, "-m", "lablib.calibrate.analyse", cal, "--no-plot"],
                               capture_output=True, text=True)
     assert analysed.returncode == 0, analysed.stderr
-    out = subprocess.run([ROOT / "workloads/sweep.sh", "grep", "--scale", "small",
-                          "--calibration", cal, "--stage-only", tmp_path / "stage"],
-                         capture_output=True, text=True)
+    out = stage_only("grep", "--scale", "small", "--calibration", cal, "--stage-only",
+                     tmp_path / "stage", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "stage/grep.tar").stat().st_size > 0
     assert json.loads((tmp_path / "stage/grep.json").read_text())["files"] > 0
@@ -190,16 +201,15 @@ def test_failed_stage_only_leaves_nothing_half_made(tmp_path):
     (fake / "strace").write_text("#!/bin/sh\nexit 1\n")
     (fake / "strace").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
-    out = subprocess.run([ROOT / "workloads/sweep.sh", "grep", "--scale", "small",
-                          "--stage-only", tmp_path / "stage"],
-                         capture_output=True, text=True, env=env)
+    out = stage_only("grep", "--scale", "small", "--stage-only", tmp_path / "stage",
+                     tmp_path=tmp_path, env=env)
     assert out.returncode == 1 and "the grep run under strace failed" in out.stderr, out.stderr
     assert list((tmp_path / "stage").iterdir()) == []
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
 def test_stage_only_records_a_command_in_its_folder(tmp_path):
-    """cmd --stage-only (what workloads/run.sh runs on the host): the
+    """cmd --stage-only (what lab sweep runs on the host): the
     command recorded in the folder it was given in, its files and that
     folder in the archive, with the digest of what it printed and the
     key of what was staged, which another command or folder does not
@@ -208,14 +218,13 @@ def test_stage_only_records_a_command_in_its_folder(tmp_path):
     work.mkdir()
     (work / "in.txt").write_text("some input\n")
 
-    def stage_only(cwd, *command):
-        out = subprocess.run([ROOT / "workloads/sweep.sh", "cmd", "--stage-only",
-                              tmp_path / "stage", "--", *command],
-                             capture_output=True, text=True, cwd=cwd)
+    def stage_cmd(cwd, *command):
+        out = stage_only("cmd", "--stage-only", tmp_path / "stage", "--", *command,
+                         tmp_path=tmp_path, cwd=cwd)
         assert out.returncode == 0, out.stderr
         return json.loads((tmp_path / "stage/cmd.json").read_text())
 
-    info = stage_only(work, "md5sum", "in.txt")
+    info = stage_cmd(work, "md5sum", "in.txt")
     names = subprocess.run(["tar", "-tf", tmp_path / "stage/cmd.tar"], capture_output=True,
                            text=True, check=True).stdout.splitlines()
     assert f".{work}/in.txt" in names and "./usr/bin/md5sum" in names, names
@@ -223,6 +232,6 @@ def test_stage_only_records_a_command_in_its_folder(tmp_path):
     printed = subprocess.run(["md5sum", "in.txt"], capture_output=True, cwd=work).stdout
     assert info["output_sha256"] == hashlib.sha256(printed).hexdigest()
     assert info["network"] == [] and len(info["key"]) == 64
-    assert stage_only(work, "md5sum", "./in.txt")["key"] != info["key"]
-    assert stage_only(tmp_path, "md5sum", "a folder/in.txt")["key"] != info["key"]
-    assert stage_only(work, "md5sum", "in.txt")["key"] == info["key"]
+    assert stage_cmd(work, "md5sum", "./in.txt")["key"] != info["key"]
+    assert stage_cmd(tmp_path, "md5sum", "a folder/in.txt")["key"] != info["key"]
+    assert stage_cmd(work, "md5sum", "in.txt")["key"] == info["key"]

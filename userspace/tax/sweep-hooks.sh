@@ -38,6 +38,13 @@ hook_check() {
 		"delay_clients:=$( ((DELAY_CLIENTS)) && echo true || echo false)")
 }
 
+# What the sweep does besides its points (lab sweep --dry-run).
+hook_describe() {
+	printf '%s' "${TAX:+; under the tax $TAX}"
+	[ "$COUNT_CLIENTS" -eq 0 ] || printf '; then the clients'"'"' calls counted'
+	[ "$DELAY_CLIENTS" -eq 0 ] || printf '; the clients delayed with the server'
+}
+
 hook_ready() {
 	[ -n "$TAX" ] || return 0
 	local why

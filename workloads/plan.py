@@ -10,7 +10,6 @@ guest parses no option; the stand-ins of the tests read the same file
 with read().
 """
 import argparse
-import dataclasses
 import pathlib
 import re
 import shlex
@@ -114,8 +113,8 @@ def add_options(p):
     g = p.add_argument_group("for experiments that extend the sweep")
     g.add_argument("--hooks", metavar="FILE",
                    help="a shell file of hook_* functions the guest's runner calls at its "
-                        "steps (workloads/README.md, \"Hooks\"; the tax experiment's "
-                        "userspace/tax/sweep-hooks.sh)")
+                        "steps, another experiment's extension of the sweep "
+                        "(docs/reference.md, \"Sweep hooks\")")
     g.add_argument("--hook-var", action="append", default=[], metavar="NAME=VALUE",
                    help="a setting of those hooks (TAX=trace)")
 

@@ -29,7 +29,7 @@ WL_ENV_VARS=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin H
 	LC_ALL=C CCACHE_DISABLE=1 KBUILD_BUILD_USER=lab KBUILD_BUILD_HOST=lab)
 WL_ENV=(env -i "${WL_ENV_VARS[@]}")
 WL_EXEC=("${WL_ENV[@]}")
-# What a hook (the tax experiment's: userspace/tax/sweep-hooks.sh) runs
+# What a file of hooks (another experiment's, lab sweep --hooks) runs
 # the work under; empty otherwise: WL_TAX, what a server runs under (after
 # WL_EXEC, in the staged root); SERVER_TRACER, a tracer a server runs
 # under instead, from outside the work cgroup; TIMED_TAX, what the shell

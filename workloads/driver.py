@@ -76,8 +76,15 @@ def log(message):
     print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, its complaints one line (status 2, cli.BadInput)."""
+
+    def error(self, message):
+        raise cli.BadInput(f"{message} (see --help)")
+
+
 def parser():
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=PROG, usage=f"{PROG} WORKLOAD [options] [-- COMMAND...]", allow_abbrev=False,
         description=__doc__.split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -136,9 +143,9 @@ def parse(argv):
     if args.stage_from and (args.stage_only or args.no_stage):
         raise cli.BadInput("--stage-from unpacks archives staged before: no --stage-only "
                            "or --no-stage with it")
-    if args.here and (args.vms or args.sshloginfile or args.part):
-        raise cli.BadInput("--here runs the sweep on this machine's kernel, in one piece: "
-                           "no --vms, --sshloginfile or --part")
+    if args.here and (args.vms or args.sshloginfile):
+        raise cli.BadInput("--here runs the sweep on this machine's kernel: no --vms or "
+                           "--sshloginfile")
     return args, command
 
 
@@ -280,9 +287,16 @@ class Sweep:
     def total(self):
         return sum(len(b["points"]) for b in self.plan)
 
-    def prepare(self, into=BUILD / "stage"):
-        """kbuild's tree configured and the host-staged workloads staged
-        @into, once for the machine's checkout (build/stage.lock)."""
+    def stage(self, into):
+        """The host-staged workloads recorded here and staged @into."""
+        with tempfile.TemporaryDirectory() as tmp:
+            for p, path in zip(self.plans, self.write_plans(pathlib.Path(tmp))):
+                if self.workloads[p["WORKLOAD"]].stage == "host":
+                    run([SWEEP, "--stage-only", into, path])
+
+    def prepare(self):
+        """kbuild's tree configured and the host-staged workloads staged,
+        once for the machine's checkout (build/stage.lock)."""
         if os.environ.get("LAB_SWEEP_STAGED") == "1" or self.args.here:
             return
         BUILD.mkdir(parents=True, exist_ok=True)
@@ -293,10 +307,7 @@ class Sweep:
                     run([ROOT / "workloads/kbuild-prepare.sh", b["scale"],
                          BUILD / f"kbuild-{b['scale']}", BUILD / "src/linux-source-6.12"])
             if self.staged:
-                with tempfile.TemporaryDirectory() as tmp:
-                    for p, path in zip(self.plans, self.write_plans(pathlib.Path(tmp))):
-                        if self.workloads[p["WORKLOAD"]].stage == "host":
-                            run([SWEEP, "--stage-only", into, path])
+                self.stage(BUILD / "stage")
 
     def boot(self, plans):
         """The sweep's command: in a VM, or with --here on this machine."""
@@ -316,7 +327,13 @@ class Sweep:
         where = os.environ.get("PARALLEL_SSHLOGIN", ":")
         (out / "where").write_text(("local" if where == ":" else where) + "\n")
         sys.stdout.flush()
-        status = subprocess.run(self.boot(self.write_plans(out / "plans", out))).returncode
+        with subprocess.Popen(self.boot(self.write_plans(out / "plans", out)),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
+            # The whole sweep's progress is the parent's: this part's own only.
+            parts.progress(len(self.plan[0]["points"]), p.stdout,
+                           out=sys.stderr if self.args.here else sys.stdout,
+                           note=lambda k: self.point_note(out), totals=False)
+        status = p.returncode
         self.finish(out / os.readlink(out / f"latest-{w}") for w in self.workloads
                     if (out / f"latest-{w}").is_symlink())
         return status
@@ -328,11 +345,14 @@ class Sweep:
         with tempfile.TemporaryDirectory() as tmp:
             before = {w: self.latest(w) for w in self.workloads}
             with subprocess.Popen(self.boot(self.write_plans(pathlib.Path(tmp))),
-                                  process_group=0) as p:
+                                  process_group=0, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) as p:
                 def forward(signum, _frame):
                     p.send_signal(signum)
                 old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
                 try:
+                    parts.progress(self.total, p.stdout, out=sys.stderr,
+                                   note=lambda k: self.point_note(self.output))
                     status = p.wait()
                 finally:
                     for s, h in old.items():
@@ -474,26 +494,37 @@ class Sweep:
         return out
 
     def point_note(self, folder):
-        """The time a unit of work took at the point just done, from the
-        raw.csv in @folder's sweep under way ('' if none is readable)."""
-        found = sorted(pathlib.Path(folder).glob("*.incomplete/raw.csv"))
-        points = sorted(pathlib.Path(folder).glob("*.incomplete/points.csv"))
-        if not found or not points:
+        """The latency the point just done added and the time a unit of
+        work took there, from the sweep under way in @folder ('' where
+        none is readable: a part on another machine)."""
+        found = sorted(pathlib.Path(folder).glob("*.incomplete/points.csv"))
+        if not found:
             return ""
         try:
-            last = points[-1].read_text().splitlines()[-1].split(",")
-            return progress.point(found[-1], last[0], last[1])
-        except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError):
+            loops, ns = found[-1].read_text().splitlines()[-1].split(",")[:2]
+            w = found[-1].parent.name.rsplit("-", 2)[0]
+            p = next(p for p in self.plans if p["WORKLOAD"] == w)
+            if ns:
+                added = f"+{ns} ns requested"
+            elif p["CALIBRATE_AFTER"]:
+                added = "calibrated after the points"
+            elif not p["NS_PER_LOOP"]:
+                added = "calibrated by part 1"
+            else:
+                added = (f"+{float(p['ENTRY_NS']) + int(loops) * float(p['NS_PER_LOOP']):.0f}"
+                         f" ns calibrated" if int(loops) else "+0 ns")
+            return f"{added}; {progress.point(found[-1].parent / 'raw.csv', loops, ns)}"
+        except (OSError, ValueError, KeyError, IndexError, StopIteration, ZeroDivisionError):
             return ""
 
     def main(self):
         if self.args.dry_run:
             return self.dry_run()
         if self.args.stage_only:
-            if not self.staged:
+            if self.args.no_stage or all(w.stage != "host" for w in self.workloads.values()):
                 raise cli.BadInput(f"--stage-only: {self.args.workload} stages in the guest "
                                    f"(or --no-stage was given): nothing to stage here")
-            self.prepare(pathlib.Path(self.args.stage_only).absolute())
+            self.stage(pathlib.Path(self.args.stage_only).absolute())
             return 0
         self.prepare()
         if self.args.part:
@@ -513,7 +544,9 @@ class Sweep:
         for b in self.plan:
             w = b["workload"]
             if w not in made:
-                log(f"no new {w} sweep (exit status {status})")
+                # Status 2: the guest refused a value and said which.
+                if status != 2:
+                    log(f"no new {w} sweep (exit status {status})")
                 status = status or 1
             elif self.args.no_analysis:
                 log(f"analyse with: lab analyse {made[w]}")

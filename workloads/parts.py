@@ -288,11 +288,13 @@ def duration(s):
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
-def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic, note=None):
+def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic, note=None,
+             totals=True):
     """The VMs' output @lines passed on to @out and, after each point, the
     whole sweep's progress (lab sweep's, as the VMs run).  A point's line
     ends with @note(K) if given, for part K ("1" in one VM): the time a
-    unit of work took there.  The times are the host's: a
+    unit of work took there.  Without @totals, the points' lines alone (a
+    part's, whose parent counts the whole sweep).  The times are the host's: a
     part's own elapsed and ETA are its guest's, which on the virtual clock
     pass as the guest executes, not as the host's do.  A line without a
     part is the one VM's of a serial sweep (part 1/1).  A part's time left
@@ -308,7 +310,7 @@ def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic, note=
         m = PART_POINT.search(line)
         said = note(m.group(1) or "1") if m and note else ""
         out.write(f"{line.rstrip(chr(10))}: {said}\n" if said else line)
-        if m:
+        if m and totals:
             now = clock()
             k, parts_n = m.group(1) or "1", int(m.group(2) or 1)
             i, n = int(m.group(3)), int(m.group(4))

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# shellcheck disable=SC2153  # REPEATS, VALUES ...: the sourced plan's fields
 # The guest's side of a sweep: the points of a plan that 'lab sweep' wrote
 # (lablib.sweep.plan says each of its fields), each at its setting of the
 # delay module, into a result folder.  Runs in the lab kernel, as root.
@@ -17,6 +16,9 @@
 # by_call.csv), calibration/ (the loop counts calibrated after the
 # points), logs/ and meta.json.  An interrupted sweep leaves what it
 # measured in OUTPUT/<name>.incomplete/.
+#
+# Example:  lab sweep grep --dry-run   (lab sweep writes the plans and runs this)
+# shellcheck disable=SC2153  # REPEATS, VALUES ...: the sourced plan's fields
 set -euo pipefail
 SWEEP_DIR=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/lib.sh
@@ -32,7 +34,7 @@ MODE=run
 case ${1:-} in
 --describe) MODE=describe; shift ;;
 --stage-only) MODE=stage; STAGE_ONLY=${2:?--stage-only wants a folder}; shift 2 ;;
--h | --help) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
 esac
 [ $# -ge 1 ] || bad_arg "no plan given (lab sweep writes them; see --help)"
 if [ $# -gt 1 ]; then

@@ -1,4 +1,5 @@
-"""workloads/sweep.sh in the patched kernel: short sweeps of every workload
+"""lab sweep --here in the patched kernel (the plan made here, the guest's
+runner workloads/sweep.sh run on it): short sweeps of every workload
 slow down with the delay and leave complete, parseable raw result folders
 (the analysis runs on the host: tests/host/test_workloads_analysis.py); bad
 input fails with one line and leaves nothing behind."""
@@ -10,17 +11,20 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 
 import pytest
 
 from conftest import MODDIR, ROOT, ko, read_int
 from lablib.experiments import workloads
+from lablib.sweep import driver, plan
 
-SWEEP = ROOT / "workloads/sweep.sh"
+# lab sweep, on the kernel the test runs on.
+SWEEP = [sys.executable, "-m", "lablib.sweep.driver"]
 
 
 def sweep(*args, out, check=True, **kw):
-    r = subprocess.run([SWEEP, *args[:1], "-o", out, "--no-analysis", *args[1:]],
+    r = subprocess.run([*SWEEP, *args[:1], "--here", "-o", out, "--no-analysis", *args[1:]],
                        capture_output=True, text=True, **kw)
     if check:
         assert r.returncode == 0, r.stderr[-3000:]
@@ -453,8 +457,8 @@ def points(d):
 
 
 def test_a_part_runs_its_points_and_only_part_1_calibrates(tmp_path):
-    """sweep.sh --part K/N --points LIST (what run.sh --vms N boots, one VM
-    a part, each given its points by lablib.sweep.parts): a part runs only
+    """lab sweep --part K/N --points LIST (what lab sweep --vms N boots, one
+    VM a part, each given its points by lablib.sweep.parts): a part runs only
     those and records them and the whole list in meta.json; part 1
     calibrates, the others do not."""
     full = [0, 100, 200, 300]
@@ -534,20 +538,19 @@ BAD = [
     (["nosuch"], "WORKLOAD wants apache, cmd, grep, kbuild,"),
     (["grep", "-l", "0:abc"], "--loops wants a list"),
     (["grep", "-l", "0,100,50"], "--loops wants loop counts in increasing order"),
-    (["grep", "-l", "0,2000000"], "--loops wants a list"),
+    (["grep", "-l", "0,2000000"], "--loops wants loop counts of at most 1000000"),
     (["grep", "-l", "50,100"], "--loops wants a list that starts at 0"),
     (["grep", "-r", "0"], "--repeats"),
-    (["grep", "--bogus"], "unknown option"),
+    (["grep", "--bogus"], "unrecognized arguments: --bogus"),
     (["grep", "--calibration", "/nonexistent"], "--calibration wants a calibrate result folder"),
     (["grep", "--calibration", "/tmp"], "--calibration wants an analysed calibrate result"),
     (["cmd"], "needs a command"),
     (["grep", "--tree", "/nonexistent"], "--tree wants a Linux source tree"),
-    (["grep", "--ns", "0,6000000"], "--ns wants a list"),
+    (["grep", "--ns", "0,6000000"], "--ns wants delays of at most 5000000"),
     (["grep", "--ns", "0,10", "-l", "0,10"], "exclude each other"),
     (["grep", "--ns", "10,20"], "--ns wants a list that starts at 0"),
-    (["grep", "--syscalls", "nosuchcall"],
-     "64-bit system calls of syscall_64.tbl, not 'nosuchcall'"),
-    (["grep", "--syscalls", "read;ls"], "--syscalls wants system-call names, not 'read;ls'"),
+    (["grep", "--syscalls", "nosuchcall"], "'nosuchcall' is no call of the 64-bit table"),
+    (["grep", "--syscalls", "read;ls"], "--syscalls wants names like read,write,openat"),
     (["grep", "--set", "loops=5"], "the sweep sets it itself"),
     (["grep", "--set", "where"], "--set wants NAME=VALUE"),
 ]
@@ -558,7 +561,9 @@ def test_bad_input_fails_cleanly(tmp_path, clean_module, args, message):
     r = sweep(*args, out=tmp_path / "out", check=False)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("sweep.sh: ") and message in lines[0], r.stderr
+    # lab sweep's own checks, or the guest's runner's (the workload's).
+    assert len(lines) == 1 and message in lines[0], r.stderr
+    assert lines[0].startswith(("lab sweep: ", "sweep.sh: ")), r.stderr
     assert not (tmp_path / "out").exists()
     assert not MODDIR.exists()
 
@@ -577,7 +582,7 @@ def test_a_calibration_from_the_other_clock_is_refused(tmp_path, calibration, cl
     r = sweep("grep", "--scale", "small", "--calibration", cal, out=tmp_path / "out",
               check=False)
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == (f"sweep.sh: --calibration was taken on the {other} clock and "
+    assert r.stderr.strip() == (f"lab sweep: --calibration was taken on the {other} clock and "
                                 f"this sweep runs on the {running} clock; calibrate on this one "
                                 f"(leave --calibration out)")
     assert not (tmp_path / "out").exists()
@@ -585,27 +590,29 @@ def test_a_calibration_from_the_other_clock_is_refused(tmp_path, calibration, cl
 
 def test_non_root_is_refused(tmp_path):
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                        SWEEP, "cmd", "-o", tmp_path / "out", "--", "true"],
+                        *SWEEP, "cmd", "--here", "-o", tmp_path / "out", "--", "true"],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "must run as root" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_missing_module_is_refused(tmp_path, clean_module):
-    # A copy of the scripts with no built module beside them.
+    # A copy of the scripts with no built module beside them, given a plan.
     for d in ("workloads", "scripts"):
         shutil.copytree(ROOT / d, tmp_path / d)
     (tmp_path / "userspace/lib").mkdir(parents=True)
     shutil.copy(ROOT / "userspace/lib/lab", tmp_path / "userspace/lib/lab")
-    r = subprocess.run([tmp_path / "workloads/sweep.sh", "cmd", "-o", tmp_path / "out", "--",
-                        "true"], capture_output=True, text=True)
+    argv = ["cmd", "--here", "-l", "0,10", "-o", str(tmp_path / "out"), "--", "true"]
+    (p,) = driver.Sweep(*driver.parse(argv), argv).plans
+    r = subprocess.run([tmp_path / "workloads/sweep.sh", plan.write(p, tmp_path / "plan")],
+                       capture_output=True, text=True)
     assert r.returncode == 1 and "delay.ko is not built for this kernel" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_interrupted_sweep_restores_the_module(tmp_path, calibration, delay):
     (MODDIR / "parameters/loops").write_text("7")
-    p = subprocess.Popen([SWEEP, "cmd", "-o", tmp_path, "--calibration", calibration,
+    p = subprocess.Popen([*SWEEP, "cmd", "--here", "-o", tmp_path, "--calibration", calibration,
                           "-l", "0,10,20", "-r", "20", "--", "sleep", "0.2"],
                          stderr=subprocess.PIPE, text=True)
     # Wait for the first point, then interrupt.

@@ -1,7 +1,7 @@
 """userspace/tax in the guest: each tax applied (the call it taxes is
 dearer under it) and put back after its run, whether the run ends or is
 stopped; a tax the kernel cannot apply skipped with its reason; a
-workload sweep under a tax (sweep.sh --tax) runs its work under it,
+workload sweep under a tax (lab sweep with the tax's hooks) runs its work under it,
 stays exact and puts it back."""
 import csv
 import json
@@ -10,10 +10,12 @@ import pathlib
 import signal
 import statistics
 import subprocess
+import sys
 import time
 
 import pytest
 from conftest import GETPPID, ROOT
+from lablib.tax.workloads import hooks
 
 GUEST = ROOT / "userspace/tax/guest.sh"
 TRACEFS = pathlib.Path("/sys/kernel/tracing")
@@ -176,17 +178,21 @@ def test_an_unknown_tax_is_refused(tmp_path):
     assert out.returncode == 2 and "unknown tax 'bogus'" in out.stderr
 
 
-# --- a workload sweep under a tax (workloads/sweep.sh --tax) -----------------
+# --- a workload sweep under a tax (lab sweep with the tax's hooks) -----------
 
-SWEEP = ROOT / "workloads/sweep.sh"
+# lab sweep on this kernel, with the tax's hooks (sweep-hooks.sh).
+SWEEP = [sys.executable, "-m", "lablib.sweep.driver"]
+
+
 TEST_STAGE = ROOT / "build/stage-test"
 PROBE = ["grep", "-E", "^(Seccomp|TracerPid):", "/proc/self/status"]
 
 
 def tax_sweep(out, workload, tax, *args):
     # The untaxed point alone: what these tests check is the tax.
-    r = subprocess.run([SWEEP, workload, "-o", out, "--no-analysis", "--ns", "0", "-r", "1",
-                        "--tax", tax, *args], capture_output=True, text=True, timeout=1200)
+    r = subprocess.run([*SWEEP, workload, "--here", "-o", out, "--no-analysis", "--ns", "0",
+                        "-r", "1", *hooks(TAX=tax), *args], capture_output=True, text=True,
+                       timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]
     d = out / f"latest-{workload}"
     meta = json.loads((d / "meta.json").read_text())["settings"]
@@ -225,8 +231,8 @@ def test_a_staged_workload_under_a_tax_stays_exact(tmp_path):
 
 
 def test_a_stopped_sweep_puts_its_tax_back(tmp_path):
-    p = subprocess.Popen([SWEEP, "cmd", "-o", tmp_path, "--no-analysis", "--ns", "0,100", "-r",
-                          "1000", "--tax", "trace", "--", "sleep", "0.1"],
+    p = subprocess.Popen([*SWEEP, "cmd", "--here", "-o", tmp_path, "--no-analysis", "--ns",
+                          "0,100", "-r", "1000", *hooks(TAX="trace"), "--", "sleep", "0.1"],
                          stderr=subprocess.PIPE, text=True)
     err = stop_once(p, events_on, 300)
     assert p.returncode == 143, err
@@ -262,8 +268,8 @@ def test_a_server_under_strace_is_traced_from_outside_its_cgroup(tmp_path):
     it) and is traced while the sweep runs, from a tracer that is not in
     the server's cgroup, so that the tracer's own calls are neither
     counted nor delayed; after it nothing is left."""
-    p = subprocess.Popen([SWEEP, "redis", "-o", tmp_path, "--no-analysis", "--ns", "0", "-r",
-                          "1", "--tax", "strace"], stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([*SWEEP, "redis", "--here", "-o", tmp_path, "--no-analysis", "--ns",
+                          "0", "-r", "1", *hooks(TAX="strace")], stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "REDIS_REQUESTS": "200"})
     seen = None
     while p.poll() is None and seen is None:

@@ -1,5 +1,4 @@
 """lablib.syscalls: the delay module's stats/by_call and the 64-bit table."""
-import subprocess
 import sys
 
 import pytest

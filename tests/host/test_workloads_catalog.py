@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from conftest import ROOT
 from lablib import compare_verdicts, figures
 from lablib.sweep import catalog
 

@@ -36,7 +36,8 @@ def dry_run(root, tmp_path, clock, *args, env=None):
     if clock is None:
         cmdline = tmp_path / "cmdline"
         cmdline.write_text("root=/dev/sda1 quiet\n")
-        r = lab_sweep(*args, "--here", "--dry-run", env={"LAB_CMDLINE": str(cmdline), **(env or {})})
+        r = lab_sweep(*args, "--here", "--dry-run",
+                      env={"LAB_CMDLINE": str(cmdline), **(env or {})})
     else:
         r = lab_sweep(*args, "--dry-run", env={"LAB_VM": str(clock_vm(tmp_path, clock)),
                                                **(env or {})})
@@ -258,7 +259,10 @@ CHECKING_VM = r'''#!/usr/bin/env bash
 [ "$1" != --clock ] || { echo virtual; exit 0; }
 shift
 echo "$*" >"$VM_ARGS.$$"
-for plan in "${@:2}"; do cp "$plan" "$VM_ARGS.$$.plan"; "$1" --describe "$plan" >/dev/null || exit; done
+for plan in "${@:2}"; do
+    cp "$plan" "$VM_ARGS.$$.plan"
+    "$1" --describe "$plan" >/dev/null || exit
+done
 '''
 
 

@@ -34,6 +34,7 @@ FIELDS = (
     ("WORKLOAD", str, "the workload's name"),
     ("WL_FILE", str, "its file (the runner sources it)"),
     ("RUN_CLOCK", str, "virtual or host: the clock the guest runs on"),
+    ("DELAY", str, "where the delay comes from: module (workloads/delay/module.sh)"),
     ("KNOB", str, "loops (calibrated) or ns (the module's ns mode)"),
     ("ALL_VALUES", list, "the sweep's points, increasing from 0"),
     ("VALUES", list, "the points this run measures (a part's, or all)"),
@@ -283,7 +284,7 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
         meta += [f"part={part}", f"part_points:=[{','.join(map(str, mine))}]"]
     return {
         "PLAN_FORMAT": FORMAT, "WORKLOAD": w.name, "WL_FILE": str(w.path),
-        "RUN_CLOCK": clock, "KNOB": knob, "ALL_VALUES": values, "VALUES": mine,
+        "RUN_CLOCK": clock, "DELAY": "module", "KNOB": knob, "ALL_VALUES": values, "VALUES": mine,
         "REPEATS": repeats, "SCALE": scale, "TREE": args.tree, "JOBS": jobs,
         "WORKDIR": args.workdir, "STEP_SECONDS": step, "STAGING": int(not args.no_stage),
         "STAGE_FROM": "", "SYSCALL_NAMES": args.syscalls or "", "SYSCALL_NRS": nrs,

@@ -1,22 +1,16 @@
 #!/usr/bin/env bash
 # The guest's side of a sweep: the points of a plan that 'lab sweep' wrote
-# (lablib.sweep.plan says each of its fields), each at its setting of the
-# delay module, into a result folder.  Runs in the lab kernel, as root.
-#
+# (lablib.sweep.plan says each field), each at its setting of the delay,
+# into a result folder.  Runs in the lab kernel, as root.
 #   sweep.sh PLAN...                each plan's sweep, one after the other
-#   sweep.sh --describe PLAN        check the workload's own settings and say
-#                                   what a point does; needs neither root nor
-#                                   the lab kernel
+#   sweep.sh --describe PLAN        check the workload's own settings, say
+#                                   what a point does (no root, any kernel)
 #   sweep.sh --stage-only DIR PLAN  (on the host) record the workload and
 #                                   write what it touched to DIR/W.tar
-#
-# What it leaves for the host: raw.csv (a row a timed run), points.csv
-# (the module's own account of each point), by_call/ (the module's
-# stats/by_call before and after each point, which 'lab sweep' turns into
-# by_call.csv), calibration/ (the loop counts calibrated after the
-# points), logs/ and meta.json.  An interrupted sweep leaves what it
-# measured in OUTPUT/<name>.incomplete/.
-#
+# It leaves raw.csv (a row a timed run), points.csv (the delay's own
+# account of each point), by_call/ (its calls by number before and after
+# each point: lab sweep makes by_call.csv of them), calibration/, logs/
+# and meta.json; if stopped, in OUTPUT/<name>.incomplete/.
 # Example:  lab sweep grep --dry-run   (lab sweep writes the plans and runs this)
 # shellcheck disable=SC2153  # REPEATS, VALUES ...: the sourced plan's fields
 set -euo pipefail
@@ -25,7 +19,6 @@ SWEEP_DIR=$(cd "$(dirname "$0")" && pwd)
 . "$SWEEP_DIR/../scripts/lib.sh"
 # shellcheck source=workloads/lib/common.sh
 . "$SWEEP_DIR/lib/common.sh"
-DEFAULT_TREE=$LAB_ROOT/build/src/linux-source-6.12
 # hook STEP: the plan's hooks' hook_STEP, if they define one (another
 # experiment's extension of the sweep: workloads/README.md, "Hooks").
 hook() { ! declare -F "hook_$1" >/dev/null || "hook_$1"; }
@@ -34,7 +27,7 @@ MODE=run
 case ${1:-} in
 --describe) MODE=describe; shift ;;
 --stage-only) MODE=stage; STAGE_ONLY=${2:?--stage-only wants a folder}; shift 2 ;;
--h | --help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h | --help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
 esac
 [ $# -ge 1 ] || bad_arg "no plan given (lab sweep writes them; see --help)"
 if [ $# -gt 1 ]; then
@@ -49,6 +42,9 @@ PLAN=$1
 [ "${PLAN_FORMAT:-}" = 1 ] || bad_arg "$PLAN is no plan of this lab's (format 1)"
 [ "$MODE" != run ] || lab_supervise "$PLAN"
 [ "$JOBS" -gt 0 ] || JOBS=$(nproc)
+# The source of the delay (delay_ready, delay_set ...: workloads/delay/).
+# shellcheck source=workloads/delay/module.sh
+. "$SWEEP_DIR/delay/$DELAY.sh"
 STAGE_FROM=${STAGE_FROM:-}
 # shellcheck source=/dev/null
 . "$WL_FILE"
@@ -62,9 +58,6 @@ if [ "$MODE" = describe ]; then
 	exit 0
 fi
 
-# in_vm: a hypervisor's guest (the lab's VM, or a cloud machine).
-in_vm() { grep -q '^flags.* hypervisor' /proc/cpuinfo; }
-
 if [ "$MODE" = stage ]; then
 	[ "$WL_STAGE" = host ] || bad_arg "--stage-only: $WORKLOAD stages in the VM (WL_STAGE=$WL_STAGE)"
 	wl_check
@@ -76,42 +69,21 @@ if [ "$MODE" = stage ]; then
 	exit 0
 fi
 
-# module_has PARAM: the module (loaded, or the one that would be) has PARAM.
-module_has() {
-	if [ -d "$DELAY_DIR" ]; then
-		[ -e "$DELAY_DIR/parameters/$1" ]
-	else
-		modinfo -p "$DELAY_KO" 2>/dev/null | grep -q "^$1:"
-	fi
-}
-
 # --- The kernel, the module and the workload's tools ------------------------
 [ "$(id -u)" -eq 0 ] || die "must run as root (it sets module parameters and drops caches)"
-grep -q ' syscall_hook_register$' /proc/kallsyms ||
-	die "this kernel ($(uname -r)) has no syscall hook; boot the lab kernel ('make vm')"
-LOADED_HERE=0
-DELAY_KO=
-[ -d "$DELAY_DIR" ] || DELAY_KO=$(lab_ko delay)
-for name in "$KNOB" ${SYSCALL_NRS:+syscalls} cgroup "${SET_NAMES[@]}"; do
-	module_has "$name" || die "this delay module has no $name parameter; rebuild it ('make module'), or rmmod the loaded one"
-done
+delay_ready "$KNOB" ${SYSCALL_NRS:+syscalls} "${SET_NAMES[@]}"
 [ "$CALIBRATE_AFTER" -eq 0 ] || [ -x "$LAB_ROOT/userspace/calibrate/calibrate" ] ||
 	die "userspace/calibrate/calibrate is not built; run 'make userspace' or give --calibration"
 wl_check
 hook ready
 
-# --- Finish, and the EXIT trap however the sweep ends ------------------------
-# Stop the workload, put the machine's settings back (the module's, a
-# server's sysctls), unload the module if the sweep loaded it, and remove
-# the cgroup, trace instance and staged root.
+# --- Finish, and the EXIT trap: the workload stopped, the machine's settings
+# put back, the delay unloaded if the sweep loaded it, the cgroup, trace
+# instance and staged root removed.
 restore() {
 	wl_finish || true
 	hook restore
-	[ "$LOADED_HERE" -eq 0 ] || forget_settings "$DELAY_DIR/"
-	restore_settings
-	if [ "$LOADED_HERE" -eq 1 ] && [ -d "$DELAY_DIR" ]; then
-		rmmod delay || log "warning: could not unload the delay module"
-	fi
+	delay_end
 	work_cgroup_remove
 	p9_teardown
 	stage_remove
@@ -139,19 +111,9 @@ mkdir -p "$WORKDIR"
 trap stopped EXIT
 # Only a TERM sent to the worker itself comes here; Ctrl-C does not.
 trap 'log "terminated"; exit 143' TERM
-if [ ! -d "$DELAY_DIR" ]; then
-	insmod "$DELAY_KO"
-	LOADED_HERE=1
-fi
-# Of loops and ns, writing one clears the other: the one in force is kept
-# first, so that it is written back last.
-[ ! -e "$DELAY_NS" ] || [ "$(cat "$DELAY_NS")" = 0 ] || save_setting "$DELAY_NS"
-save_setting "$DELAY_LOOPS"
-[ ! -e "$DELAY_NS" ] || save_setting "$DELAY_NS"
-META_ARGS+=(jobs:="$JOBS" "in_vm:=$(in_vm && echo true || echo false)"
-	"module_loops_before:=$(cat "$DELAY_LOOPS")" "module_cgroup_before=$(cat "$DELAY_CGROUP")")
-delay_set loops 0
-delay_set cgroup ""
+in_vm=$(grep -q '^flags.* hypervisor' /proc/cpuinfo && echo true || echo false)
+META_ARGS+=(jobs:="$JOBS" in_vm:="$in_vm" delay="$DELAY")
+delay_begin
 [ -z "$SYSCALL_NRS" ] || delay_set syscalls "$SYSCALL_NRS"
 for j in "${!SET_NAMES[@]}"; do delay_set "${SET_NAMES[j]}" "${SET_VALUES[j]}"; done
 work_cgroup_create "${WITH_CLIENTS:-0}"
@@ -159,11 +121,8 @@ p9_setup
 scratch_create
 META_ARGS+=(delay_cgroup="$TARGET_CG_PATH")
 while read -r kv; do META_ARGS+=("workload_settings.$kv"); done < <(wl_settings)
-# The module's other parameters as the sweep runs them, read back.
-for name in mode where every first ppm seed delays; do
-	[ ! -e "$DELAY_DIR/parameters/$name" ] ||
-		META_ARGS+=("delay_settings.$name=$(cat "$DELAY_DIR/parameters/$name")")
-done
+# The delay's other settings as the sweep runs them, read back.
+while read -r kv; do META_ARGS+=("delay_settings.$kv"); done < <(delay_settings)
 write_meta
 [ -z "$CALIBRATION" ] || cp -r "$CALIBRATION/." "$LAB_DIR/calibration"
 # From here on only the work cgroup is delayed (with WITH_CLIENTS=1, the
@@ -176,14 +135,11 @@ hook begin
 write_meta
 
 # --- The points ---------------------------------------------------------------
-stat_or_empty() { [ ! -e "$DELAY_DIR/stats/$1" ] || cat "$DELAY_DIR/stats/$1"; }
-# by_call_copy N CSV: the module's calls by number (stats/by_call) now, kept
-# as by_call/N.before or .after for the rows of CSV at this point.
-BY_CALL=$DELAY_DIR/stats/by_call
+# by_call_copy before|after [CSV]: the delay's calls by number now, kept as
+# by_call/N.before and .after for the rows of CSV at this point.
 BY_CALL_N=0
 by_call_copy() {
-	[ -e "$BY_CALL" ] || return 0
-	cat "$BY_CALL" >"$SCRATCH/by_call.$1"
+	delay_by_call "$SCRATCH/by_call.$1" || return 0
 	if [ "$1" = after ]; then
 		BY_CALL_N=$((BY_CALL_N + 1))
 		mv "$SCRATCH/by_call.before" "$LAB_DIR/by_call/$BY_CALL_N.before"
@@ -202,7 +158,7 @@ sweep_point() {
 	else
 		LOOPS=$value NS='' POINT="loops=$value" TAG=l$value
 	fi
-	d0=$(stat_or_empty delayed) s0=$(stat_or_empty spun_ns)
+	d0=$(delay_stat delayed) s0=$(delay_stat spun_ns)
 	by_call_copy before
 	delay_set "$KNOB" "$value"
 	wl_point_begin
@@ -211,21 +167,18 @@ sweep_point() {
 		wl_run
 	done
 	delay_set "$KNOB" 0
-	d1=$(stat_or_empty delayed) s1=$(stat_or_empty spun_ns)
+	d1=$(delay_stat delayed) s1=$(delay_stat spun_ns)
 	by_call_copy after by_call.csv
 	if [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -gt "$d0" ]; then
-		measured=$(((s1 - s0) * 10 / (d1 - d0)))
+		# ns a delayed call, to a tenth (half up)
+		measured=$((((s1 - s0) * 20 / (d1 - d0) + 1) / 2))
 		measured=$((measured / 10)).$((measured % 10))
 	fi
 	echo "$LOOPS,$NS,${d1:+$((d1 - d0))},${s1:+$((s1 - s0))},$measured" >>"$LAB_DIR/points.csv"
 	log "${PART:+part $PART: }[$i/${#VALUES[@]}] $POINT${measured:+ ($measured ns measured)}"
 }
 
-i=0
-for value in "${VALUES[@]}"; do
-	i=$((i + 1))
-	sweep_point "$i" "$value"
-done
+for i in "${!VALUES[@]}"; do sweep_point "$((i + 1))" "${VALUES[i]}"; done
 hook after_points
 hook end
 
@@ -235,10 +188,10 @@ if [ "$CALIBRATE_AFTER" -eq 1 ]; then
 	# "Calibrating after the points").
 	wl_finish
 	delay_set cgroup ""
-	log "calibrating the added latency of loop counts $(IFS=,; echo "${ALL_VALUES[*]}")"
-	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$(IFS=,; echo "${ALL_VALUES[*]}")" \
-		"${CAL_SIZE[@]}" -C 0 -q -o "$LAB_DIR" --name calibration \
-		>"$LAB_DIR/logs/calibrate.txt" 2>&1 ||
+	loops=$(IFS=,; echo "${ALL_VALUES[*]}")
+	log "calibrating the added latency of loop counts $loops"
+	"$LAB_ROOT/userspace/calibrate/calibrate" -l "$loops" "${CAL_SIZE[@]}" -C 0 -q \
+		-o "$LAB_DIR" --name calibration >"$LAB_DIR/logs/calibrate.txt" 2>&1 ||
 		die "calibration failed; see $LAB_DIR/logs/calibrate.txt"
 fi
 restore

@@ -1,14 +1,9 @@
 # shellcheck shell=bash disable=SC2034  # variables for sweep.sh
-# What every workload of workloads/sweep.sh uses: the delay module's knobs,
-# the cgroup the delayed tasks run in, the page cache, timed runs and the
-# raw.csv they append to.  Sourced by sweep.sh after scripts/lib.sh.
-
-DELAY_DIR=/sys/module/delay
-DELAY_LOOPS=$DELAY_DIR/parameters/loops
-DELAY_CGROUP=$DELAY_DIR/parameters/cgroup
-DELAY_NS=$DELAY_DIR/parameters/ns
-DELAY_SYSCALLS=$DELAY_DIR/parameters/syscalls
-DELAY_CALLS=$DELAY_DIR/stats/calls
+# What every workload of workloads/sweep.sh uses: the cgroup the delayed
+# tasks run in, the machine's settings put back, the page cache, timed runs
+# and the raw.csv they append to.  Sourced by sweep.sh after scripts/lib.sh;
+# the delay itself is the plan's source's (workloads/delay/: delay_set,
+# delay_stat, DELAY_CALLS ...).
 
 # The cgroup v2 of the delayed tasks: WORK_CG is its directory,
 # WORK_CG_PATH its name from the cgroup2 root.  The module targets
@@ -143,8 +138,6 @@ in_work_cgroup() {
 	(echo "$BASHPID" >"$WORK_CG/cgroup.procs" && exec "$@")
 }
 
-delay_calls() { cat "$DELAY_CALLS"; }
-
 # --- The machine's settings a sweep changes, put back however it ends -------
 # save_setting FILE: keep FILE's value (a module parameter, a sysctl, a
 # debugfs knob) the first time, for restore_settings; status 1 if it
@@ -182,21 +175,7 @@ forget_settings() {
 	SAVED_FILES=("${files[@]}") SAVED_VALUES=("${values[@]}")
 }
 
-# delay_set NAME VALUE: one of the delay module's parameters, put back at
-# the end (restore_settings); dies if the module refuses the value, with
-# the kernel's reason (the write's error: "Invalid argument").
-delay_set() {
-	local why err=${SCRATCH:-/tmp}/delay-set.err
-	# Not in a subshell: set_setting records what to put back.
-	if ! set_setting "$DELAY_DIR/parameters/$1" "$2" 2>"$err"; then
-		why=$(cat "$err")
-		why=${why##*: }
-		rm -f "$err"
-		die "the delay module refused $1='$2'${why:+ ($why)}"
-	fi
-	rm -f "$err"
-}
-
+DEFAULT_TREE=$LAB_ROOT/build/src/linux-source-6.12
 # The Linux tree kbuild and grep work on: a bad --tree, or a missing
 # default one.
 check_tree() {
@@ -302,12 +281,12 @@ timed() {
 measured_window() {
 	local cg=$1 log=$2 out=$SCRATCH/window.txt c0 c1
 	shift 2
-	c0=$(delay_calls)
+	c0=$(delay_stat calls)
 	WINDOW_STATUS=
 	read -r WINDOW_T0 WINDOW_T1 WINDOW_STATUS < <(window "$cg" "$out" "$@")
 	[ -n "$WINDOW_STATUS" ] || return 1
 	p9_stop
-	c1=$(delay_calls)
+	c1=$(delay_stat calls)
 	WINDOW_CALLS=$((c1 - c0))
 	mv "$out" "$log"
 	p9_keep "${log%.txt}-9p.txt"

@@ -11,6 +11,9 @@ line, a plain value or one in double quotes, no expansion:
   WL_REPEATS_VIRTUAL  runs a point on the virtual clock (default WL_REPEATS)
   WL_STAGE       host, guest: where it is staged
   WL_COST_SLOPE  how a point's cost grows with its delay (default 1)
+  WL_POINT_SECONDS  the host's seconds of an undelayed point on the
+                 virtual clock, one run (TCG, two VMs at a time): with the
+                 slope, what point_costs() says a sweep will take
   WL_IN_ALL      1: one of 'all'
   WL_PACKAGES    the Debian packages it needs (make deps installs them)
   WL_MEASURE     "NAME FACTOR UNIT WORD": throughput = FACTOR x units /
@@ -33,6 +36,7 @@ import re
 
 HERE = pathlib.Path(__file__).resolve().parent
 KEYS = ("WL_ABOUT", "WL_LOOPS", "WL_REPEATS", "WL_REPEATS_VIRTUAL", "WL_STAGE", "WL_COST_SLOPE",
+        "WL_POINT_SECONDS",
         "WL_IN_ALL", "WL_PACKAGES", "WL_MEASURE", "WL_SERVER", "WL_COMMAND", "WL_BAND_POINT",
         "WL_BAND_CALLS")
 LINE = re.compile(r'^(WL_[A-Z_]+)=(?:"([^"$`\\]*)"|([^\s"$`\\\'#;]*))\s*(?:#.*)?$')
@@ -54,6 +58,7 @@ class Workload:
     repeats_virtual: int
     stage: str
     cost_slope: float
+    point_seconds: float
     in_all: bool
     server: bool
     command: bool
@@ -117,10 +122,28 @@ def read(path):
     return Workload(name=path.stem, path=path, about=d["WL_ABOUT"], loops=d["WL_LOOPS"],
                     repeats=repeats, repeats_virtual=int(d.get("WL_REPEATS_VIRTUAL") or repeats),
                     stage=d["WL_STAGE"], cost_slope=float(d.get("WL_COST_SLOPE") or 1),
+                    point_seconds=float(d.get("WL_POINT_SECONDS") or 60),
                     in_all=d.get("WL_IN_ALL") == "1", server=server,
                     command=d.get("WL_COMMAND") == "1",
                     packages=tuple(d.get("WL_PACKAGES", "").split()), measures=measures,
                     bands=bands)
+
+
+def point_costs(values, slope=1.0):
+    """The cost of each point of @values, relative to an undelayed one: 1 +
+    slope x value / the largest value (a sweep's run time grows with its
+    delay, about as 1 + value / d-half, and the default ranges end near
+    d-half; Apache's points get cheaper, a spin emulating faster than its
+    own code).  The one cost model: lablib.sweep.parts deals parts by it,
+    and a workload's seconds() is it times its point_seconds."""
+    top = max(values)
+    return [1 + (slope * v / top if top > 0 else 0) for v in values]
+
+
+def seconds(w, values, repeats=1):
+    """About how long @w's sweep of @values takes on the virtual clock, in
+    the host's seconds, @repeats runs a point."""
+    return w.point_seconds * repeats * sum(point_costs(values, w.cost_slope))
 
 
 def workloads():

@@ -37,7 +37,8 @@ import shutil
 import sys
 import time
 
-from lablib import host, results
+from lablib import host, results, text
+from lablib.sweep import catalog
 
 # Settings a part may have of its own: which part it is, where its work
 # cgroup was (named for its process), who calibrated, how long its staging
@@ -204,21 +205,19 @@ class BadPlan(Exception):
 
 def balance(values, n, slope=1.0):
     """@values dealt into @n parts that take about as long each: a list of
-    n sorted lists.  A point's cost is 1 + slope x value / the largest
-    value (a sweep's run time grows with its delay, about as 1 + value /
-    d-half, and the default ranges end near d-half); part 1 carries a tenth
-    of a point more for its calibration.  The largest point goes first to
-    the part with the least so far (ties to the last part); then, while
+    n sorted lists.  A point costs what lablib.sweep.catalog.point_costs
+    says; part 1 carries a tenth of a point more for its calibration.  The
+    largest point goes first to the part with the least so far (ties to the last part); then, while
     moving one point from the dearest part to the cheapest, or swapping one
     of each, makes the dearer of the two cheaper, that is done (NOTES.md,
     "Split sweeps", says why dealing alone is not enough).  The same values
     give the same parts on every machine."""
     if not 1 <= n <= len(values):
         raise BadPlan(f"{n} parts of {len(values)} points leave some empty")
-    top = max(values)
+    costs = dict(zip(values, catalog.point_costs(values, slope)))
 
     def cost(v):
-        return 1 + (slope * v / top if top > 0 else 0)
+        return costs[v]
     vs = sorted(values, reverse=True)
     load = [0.1] + [0.0] * (n - 1)
     part = []
@@ -283,11 +282,6 @@ def choose_vms(plan, clock, vms=None, logins=None, cores=None, loadavg=None):
 PART_POINT = re.compile(r"sweep\.sh: (?:part (\d+)/(\d+): )?\[(\d+)/(\d+)\]")
 
 
-def duration(s):
-    s = int(s)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
 def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic, note=None,
              totals=True):
     """The VMs' output @lines passed on to @out and, after each point, the
@@ -331,9 +325,9 @@ def progress(total, lines=sys.stdin, out=sys.stdout, clock=time.monotonic, note=
             eta = ""
             if left:
                 some = "at least " if len(left) < parts_n else ""
-                eta = f", ETA {some}{duration(max(max(left), 0))}"
+                eta = f", ETA {some}{text.duration(max(max(left), 0))}"
             out.write(f"lab sweep: the sweep: {done} of {total} points; elapsed "
-                      f"{duration(now - start)}{eta}\n")
+                      f"{text.duration(now - start)}{eta}\n")
         out.flush()
 
 

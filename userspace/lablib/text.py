@@ -29,8 +29,8 @@ def markdown(headers, rows):
 
 
 def duration(seconds):
-    """A run's length as progress lines write it, as the sweeps' do
-    (workloads/sweep.sh): "4m05s", "2h07m"."""
+    """A run's length as progress lines write it (lab sweep's, the tax
+    experiment's): "4m05s", "2h07m"."""
     s = int(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 

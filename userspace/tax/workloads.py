@@ -53,13 +53,10 @@ from lablib import cli, host, results, text
 from lablib.experiments import calibration
 from lablib.tax import analyse, predict
 from lablib.tax import workloads_figures as figures
+from lablib.sweep import catalog
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
-# A sweep's rough length, in seconds of the host a timed point (TCG, two
-# at a time, untaxed): the longest run first, and the
-# time left guessed from those done (NOTES.md, "A run's length").
-POINT_S = {"grep": 22, "cmd": 20, "redis": 80, "apache": 380, "kbuild": 80}
 # cmd's command: the workloads' README example, a tree of headers archived.
 CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # The ns mode's calibration: the added latency of each ns asked, getppid
@@ -133,8 +130,10 @@ class Plan:
         return {"name": f"{self.workload}/{name}", "parent": parent,
                 "env": boot_env(self.variant, self.boots[boot]), "command": command,
                 "log": self.root / "logs" / f"{self.workload}-{name}.txt",
-                "cost": POINT_S.get(self.workload, max(POINT_S.values()))
-                * len(point[1].split(","))}
+                # The longest run first, and the time left guessed from
+                # those done (NOTES.md, "A run's length").
+                "cost": catalog.seconds(catalog.workloads()[self.workload],
+                                        [int(v) for v in point[1].split(",")], self.repeats)}
 
     def base(self, cal):
         clients = hooks(COUNT_CLIENTS=1) if self.workload in figures.SERVERS else []

@@ -27,6 +27,7 @@
 WL_ABOUT="a private Apache httpd: reply time, then httperf's saturation search"
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
+WL_POINT_SECONDS=190
 WL_STAGE=guest
 WL_REPEATS_VIRTUAL=2
 WL_IN_ALL=1

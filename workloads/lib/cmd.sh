@@ -15,6 +15,7 @@
 WL_ABOUT="time COMMAND (after '--') in this folder, in a fixed environment"
 WL_LOOPS=0:500:100
 WL_REPEATS=3
+WL_POINT_SECONDS=10
 WL_STAGE=host
 WL_MEASURE="cmd 60 runs/min run"
 WL_COMMAND=1

@@ -12,6 +12,7 @@
 WL_ABOUT="grep -r for the system-call instruction ('syscall') over a Linux tree"
 WL_LOOPS=0:6000:750
 WL_REPEATS=5
+WL_POINT_SECONDS=11
 WL_STAGE=host
 WL_IN_ALL=1
 WL_MEASURE="grep 60 greps/min grep"

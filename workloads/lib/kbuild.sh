@@ -16,6 +16,7 @@
 WL_ABOUT="build a Linux tree, its objects cleaned and the page cache dropped first"
 WL_LOOPS=0:12000:1500
 WL_REPEATS=3
+WL_POINT_SECONDS=40
 WL_STAGE=host
 WL_IN_ALL=1
 WL_MEASURE="build 3600 builds/hour build"

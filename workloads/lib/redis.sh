@@ -29,6 +29,7 @@
 WL_ABOUT="a private Redis server: reply time, then redis-benchmark's GETs"
 WL_LOOPS=0:12000:1500
 WL_REPEATS=3
+WL_POINT_SECONDS=40
 WL_STAGE=guest
 WL_REPEATS_VIRTUAL=2
 WL_SERVER=1

@@ -319,3 +319,27 @@ def test_kbuild_is_configured_without_the_hosts_own_tools(root, tmp_path):
     assert r.returncode == 0, r.stderr
     config = (tmp_path / "obj/.config").read_text()
     assert "CONFIG_RUSTC_VERSION=0\n" in config
+
+
+# The names a source of delay defines (workloads/delay/module.sh says each).
+DELAY_SEAM = ("delay_ready", "delay_begin", "delay_set", "delay_settings", "delay_stat",
+              "delay_by_call", "delay_end")
+
+
+@pytest.mark.parametrize("source", sorted((pathlib.Path(__file__).resolve().parents[2]
+                                           / "workloads/delay").glob("*.sh")),
+                         ids=lambda p: p.name)
+def test_a_source_of_delay_defines_the_seam(root, source):
+    """The runner uses these names alone: a source that lacks one would
+    fail only halfway through a sweep."""
+    out = subprocess.run(["bash", "-c", '. scripts/lib.sh && . workloads/lib/common.sh && '
+                          '. "$1" && declare -F "${@:2}" && echo "DELAY_CALLS=$DELAY_CALLS"',
+                          "x", source, *DELAY_SEAM], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] != "DELAY_CALLS=", out.stdout
+
+
+def test_the_plan_names_a_source_of_delay(root, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_VM", str(clock_vm(tmp_path, "virtual")))
+    (p,) = driver.Sweep(*driver.parse(["grep"]), ["grep"]).plans
+    assert (root / "workloads/delay" / f"{p['DELAY']}.sh").is_file()

@@ -52,7 +52,7 @@ class Split:
             # The whole sweep's progress is the parent's: this part's own only.
             parts.progress(len(self.plan[0]["points"]), p.stdout,
                            out=sys.stderr if self.args.here else sys.stdout,
-                           note=lambda k: self.point_note(out), totals=False)
+                           note=self.notes(out), totals=False)
         status = p.returncode
         self.finish(out / os.readlink(out / f"latest-{w}") for w in self.workloads
                     if (out / f"latest-{w}").is_symlink())

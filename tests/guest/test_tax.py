@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import pathlib
+import re
 import signal
 import statistics
 import subprocess
@@ -16,6 +17,7 @@ import time
 import pytest
 from conftest import GETPPID, ROOT
 from lablib.tax.workloads import hooks
+from test_sweep import calibration, server_sweep  # noqa: F401
 
 GUEST = ROOT / "userspace/tax/guest.sh"
 TRACEFS = pathlib.Path("/sys/kernel/tracing")
@@ -281,3 +283,52 @@ def test_a_server_under_strace_is_traced_from_outside_its_cgroup(tmp_path):
     server, tracer = seen
     assert tracer != server, seen
     nothing_left()
+
+
+# --- a server's clients, counted or delayed (the hooks' COUNT_CLIENTS and
+# DELAY_CLIENTS) ------------------------------------------------------------
+
+def test_a_servers_clients_are_counted_after_the_points(tmp_path, calibration):  # noqa: F811
+    """COUNT_CLIENTS=1: after the points, Redis's measures once more with
+    its clients' cgroup counted instead of the server's."""
+    d, raw = server_sweep(tmp_path, calibration, "redis", "redis-benchmark",
+                          *hooks(COUNT_CLIENTS=1), REDIS_REQUESTS="2000")
+    virtual = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text()
+    replies = 100 if virtual else 10
+    # The clients' count: reqtime's GET a write and a read (its own read of
+    # the counter taken off), redis-benchmark's several calls a GET; by
+    # number at least those; in clients.csv, not raw.csv; its cgroup gone.
+    clients = {r["measure"]: r for r in csv.DictReader(open(d / "clients.csv"))}
+    assert int(clients["reply"]["units"]) == replies
+    assert int(clients["reply"]["syscalls"]) == 2 * replies, clients["reply"]
+    assert int(clients["saturation"]["units"]) == 2000
+    assert int(clients["saturation"]["syscalls"]) > 2 * 2000, clients["saturation"]
+    by_number = sum(int(r["calls"]) for r in csv.DictReader(open(d / "clients_by_call.csv")))
+    assert by_number >= int(clients["saturation"]["syscalls"]) + 3 * replies
+    assert json.loads((d / "meta.json").read_text())["settings"]["count_clients"] is True
+    assert not list(pathlib.Path("/sys/fs/cgroup").glob("lab-clients-*"))
+
+
+@pytest.mark.timing
+def test_a_servers_clients_are_delayed_with_it(tmp_path, calibration):  # noqa: F811
+    """The hooks' DELAY_CLIENTS=1: Redis in server/ and its clients in clients/ under
+    the cgroup the module targets, both delayed and counted: a reply's
+    calls are the server's and reqtime's GET (a write and a read, its read
+    of the counter taken off), more than the server's alone; the server's
+    CPU is still its own cgroup's; every cgroup removed at the end.  On
+    the virtual clock: on the host's, a busy host charged the server a
+    request 630 us undelayed and 127 delayed (CI)."""
+    d, raw = server_sweep(tmp_path, calibration, "redis", "redis-benchmark",
+                          *hooks(DELAY_CLIENTS=1), REDIS_REQUESTS="1000")
+    settings = json.loads((d / "meta.json").read_text())["settings"]
+    assert settings["delay_clients"] is True and settings["count_clients"] is False
+    assert re.fullmatch(r"/lab-sweep-\d+", settings["delay_cgroup"]), settings
+    reply = {r["loops"]: r for r in raw if r["measure"] == "reply"}
+    for r in reply.values():
+        assert int(r["syscalls"]) >= 4 * int(r["units"]), r
+    # The server's CPU a request, delayed, grew by about its own calls'
+    # delays, not its clients'.
+    cpu = {r["loops"]: float(r["seconds"]) / int(r["units"]) for r in raw
+           if r["measure"] == "server"}
+    assert cpu["1000"] > cpu["0"], cpu
+    assert not list(pathlib.Path("/sys/fs/cgroup").glob("lab-sweep-*"))

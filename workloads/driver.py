@@ -280,17 +280,17 @@ class Sweep(split.Split):
                     run([SWEEP, "--stage-only", into, path])
 
     def prepare(self):
-        """kbuild's tree configured and the host-staged workloads staged,
-        once for the machine's checkout (build/stage.lock)."""
+        """Each workload's step on the host (its wl_host: kbuild's tree
+        configured) and the host-staged workloads staged, once for the
+        machine's checkout (build/stage.lock)."""
         if os.environ.get("LAB_SWEEP_STAGED") == "1" or self.args.here:
             return
         BUILD.mkdir(parents=True, exist_ok=True)
         with open(BUILD / "stage.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            for b in self.plan:
-                if b["workload"] == "kbuild":
-                    run([ROOT / "workloads/kbuild-prepare.sh", b["scale"],
-                         BUILD / f"kbuild-{b['scale']}", BUILD / "src/linux-source-6.12"])
+            with tempfile.TemporaryDirectory() as tmp:
+                for path in self.write_plans(pathlib.Path(tmp)):
+                    run([SWEEP, "--host", path])
             if self.staged:
                 self.stage(BUILD / "stage")
 

@@ -7,6 +7,7 @@
 #                                   what a point does (no root, any kernel)
 #   sweep.sh --stage-only DIR PLAN  (on the host) record the workload and
 #                                   write what it touched to DIR/W.tar
+#   sweep.sh --host PLAN            (on the host) the workload's wl_host
 # It leaves raw.csv (a row a timed run), points.csv (the delay's own
 # account of each point), by_call/ (its calls by number before and after
 # each point: lab sweep makes by_call.csv of them), calibration/, logs/
@@ -27,7 +28,8 @@ MODE=run
 case ${1:-} in
 --describe) MODE=describe; shift ;;
 --stage-only) MODE=stage; STAGE_ONLY=${2:?--stage-only wants a folder}; shift 2 ;;
--h | --help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+--host) MODE=host; shift ;;
+-h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
 esac
 [ $# -ge 1 ] || bad_arg "no plan given (lab sweep writes them; see --help)"
 if [ $# -gt 1 ]; then
@@ -52,13 +54,10 @@ for kv in "${HOOK_VARS[@]}"; do declare "$kv"; done
 # shellcheck source=/dev/null
 [ -z "$HOOKS" ] || . "$HOOKS"
 hook check
-if [ "$MODE" = describe ]; then
-	! declare -F wl_describe >/dev/null || wl_describe
-	hook describe
-	exit 0
-fi
-
-if [ "$MODE" = stage ]; then
+case $MODE in
+describe) ! declare -F wl_describe >/dev/null || wl_describe; hook describe; exit 0 ;;
+host) ! declare -F wl_host >/dev/null || wl_host; exit 0 ;;
+stage)
 	[ "$WL_STAGE" = host ] || bad_arg "--stage-only: $WORKLOAD stages in the VM (WL_STAGE=$WL_STAGE)"
 	wl_check
 	LAB_DIR=$(mktemp -d)
@@ -67,7 +66,8 @@ if [ "$MODE" = stage ]; then
 	trap 'scratch_remove; rm -rf "$LAB_DIR" "${STAGE_PARTIAL[@]}"' EXIT
 	stage_archive "$STAGE_ONLY"
 	exit 0
-fi
+	;;
+esac
 
 # --- The kernel, the module and the workload's tools ------------------------
 [ "$(id -u)" -eq 0 ] || die "must run as root (it sets module parameters and drops caches)"

@@ -48,6 +48,13 @@ wl_settings() {
 	printf '%s\n' "object_tree=$KBUILD_OBJ" "jobs=$JOBS" "targets=${t// /,}" "clean=$clean"
 }
 
+# On the host before the boot (lab sweep): the object tree configured,
+# natively (fast there).
+wl_host() {
+	wl_check
+	"$SWEEP_DIR/kbuild-prepare.sh" "$SCALE" "$KBUILD_OBJ" "$TREE"
+}
+
 # The object tree prepared, and built once untimed: the first build in a
 # tree may redo more than the targets (a moved tree, a newer compiler);
 # the timed ones must not.

@@ -44,8 +44,8 @@
 #   ROUNDS=12      with --here: rounds (at least 6, for a 95 % interval)
 #   SEED=N         with --here: the rounds' order (default from the clock)
 #   CPU=N          with --here: the CPU the calls run on (default the last)
-#   WORKLOADS=LIST the workloads run under the taxes (default
-#                  grep,cmd,redis,apache,kbuild; empty: none)
+#   WORKLOADS=LIST the workloads run under the taxes (default all: every
+#                  workload of the sweep's catalog; empty: none)
 #   REPEATS=2      timed runs a point of their sweeps
 #   JOBS=N         their sweeps at once (default lablib.tax.workloads': the
 #                  cores)
@@ -202,7 +202,7 @@ if [ -n "$RESUME" ]; then
 		[ -n "${!name+set}" ] || printf -v "$name" '%s' "$value"
 	done <<<"$settings"
 fi
-WORKLOADS=${WORKLOADS-grep,cmd,redis,apache,kbuild}
+WORKLOADS=${WORKLOADS-all}
 # The host clock's A/B: by default those of pti and seccomp-linear that
 # this run measures; a tax given that it does not measure is refused now,
 # not after the boots.

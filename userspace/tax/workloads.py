@@ -56,8 +56,11 @@ from lablib.tax import workloads_figures as figures
 from lablib.sweep import catalog
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-WORKLOADS = ("grep", "cmd", "redis", "apache", "kbuild")
-# cmd's command: the workloads' README example, a tree of headers archived.
+# The workloads taxed by default: every one of the catalog
+# (lablib.sweep.catalog); the longest sweeps run first.
+WORKLOADS = tuple(catalog.names())
+# The command of a workload that times one (cmd): the workloads' README
+# example, a tree of headers archived.
 CMD = ("tar", "cf", "/dev/null", "/usr/include/linux")
 # The ns mode's calibration: the added latency of each ns asked, getppid
 # timed at every 10 ns up to 1,500 (a delays= figure is in ns; the mode's
@@ -80,7 +83,7 @@ def hooks(**settings):
 def sweep_args(workload, repeats):
     """The sweep options every run of @workload takes, its command last."""
     args = ["-r", str(repeats)]
-    return (args, ["--", *CMD]) if workload == "cmd" else (args, [])
+    return (args, ["--", *CMD]) if catalog.workloads()[workload].command else (args, [])
 
 
 def boot_env(variant, append):
@@ -262,8 +265,8 @@ def uniform_sweeps(plan, loops, cal):
 
 def add_args(p):
     p.add_argument("dir", metavar="TAXRUN", help="a tax run's result folder (make tax)")
-    p.add_argument("--workloads", default=",".join(WORKLOADS),
-                   help=f"the workloads (default {','.join(WORKLOADS)})")
+    p.add_argument("--workloads", default="all",
+                   help=f"the workloads, or all (the default: {','.join(WORKLOADS)})")
     p.add_argument("--taxes", help="the taxes (default every tax the run measured)")
     p.add_argument("-r", "--repeats", type=int, default=2,
                    help="timed runs a point (default 2: each the same to the instruction)")
@@ -300,7 +303,7 @@ def work(args):
     summary, taxes, boots, variant = tax_run(tax_dir, args.taxes)
     # Where the calls were timed (the base boot's), for the report.
     measured_meta, _ = analyse.measured_meta(tax_dir)
-    workloads = args.workloads.split(",")
+    workloads = list(WORKLOADS) if args.workloads == "all" else args.workloads.split(",")
     bad = [w for w in workloads if w not in WORKLOADS]
     if bad:
         raise cli.BadInput(f"--workloads: {', '.join(bad)} not one of {', '.join(WORKLOADS)}")

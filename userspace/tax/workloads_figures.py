@@ -11,12 +11,14 @@ tables.  NOTES.md, "The taxes on the workloads", says why each choice.
 import pathlib
 
 from lablib import results, text
+from lablib.sweep import catalog
 from lablib.tax import predict
 
-# The servers, whose untaxed sweep counts their clients' calls too
-# (the sweep hooks' COUNT_CLIENTS), which the taxes every process pays slow
-# (lablib.tax.predict; NOTES.md, "A server's client pays a machine's taxes").
-SERVERS = ("redis", "apache")
+# The servers (WL_SERVER=1), whose untaxed sweep counts their clients'
+# calls too (the sweep hooks' COUNT_CLIENTS), which the taxes every
+# process pays slow (lablib.tax.predict; NOTES.md, "A server's client pays
+# a machine's taxes").
+SERVERS = tuple(n for n, w in catalog.workloads().items() if w.server)
 # Within this share the prediction holds, and the stand-in reproduces the tax.
 WITHIN = 0.01
 # The taxes that are not a fixed cost of a call, and what their cost

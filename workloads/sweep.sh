@@ -196,4 +196,3 @@ if [ "$CALIBRATE_AFTER" -eq 1 ]; then
 fi
 restore
 lab_commit "$WORKLOAD"
-log "results: $LAB_DIR"

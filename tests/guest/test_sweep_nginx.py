@@ -1,6 +1,7 @@
-"""workloads/sweep.sh nginx in the patched kernel: the workload of one
-file (workloads/lib/nginx.sh) sweeps a private nginx, master and one
-worker, staged in the guest, through the server form's reference replies;
+"""lab sweep nginx in the patched kernel: the workload of one file
+(workloads/lib/nginx.sh) sweeps a private nginx, master and one worker,
+staged in the guest, through the server form's reference replies and
+httperf's knee (workloads/lib/httperf.sh, Apache's too);
 the delay reaches and counts nginx's own calls, and on the virtual clock
 every point is exact.  Behaviour, not timings."""
 import csv
@@ -23,16 +24,17 @@ def on_virtual_clock():
 
 
 def test_nginx_sweep(tmp_path, calibration):  # noqa: F811
-    """Two points, one run each, replies 200 ms apart: raw.csv holds the
-    reply rows, every reply a 200 with the delayed calls in its span,
+    """Two points, one run each, replies 200 ms apart, 1-s knee steps:
+    raw.csv holds the reply, knee and server rows, every reply a 200 with
+    the delayed calls in its span, every knee step in saturation.csv,
     nginx's accepts, reads, opens and writes among the module's count by
     number; its configuration is its own, with one worker; nothing is
     left running; analysed here, each point exact on the virtual clock
     (on the host's, none is)."""
-    sweep("nginx", "-l", "0,1000", "-r", "1", "--calibration", calibration, out=tmp_path,
-          env=dict(os.environ, SERVER_INTERVAL_MS="200"))
+    sweep("nginx", "-l", "0,1000", "-r", "1", "--step-seconds", "1", "--calibration",
+          calibration, out=tmp_path, env=dict(os.environ, SERVER_INTERVAL_MS="200"))
     d = result_dir(tmp_path, "nginx")
-    check_results(d, "nginx", ["reply"])
+    check_results(d, "nginx", ["reply", "saturation", "server"])
     delay_reached_the_workload(d)
     staged_and_exact(d, "nginx", None)
     assert (d / "logs/stage-nginx.txt").exists() and (d / "logs/stage-httperf.txt").exists()
@@ -40,8 +42,12 @@ def test_nginx_sweep(tmp_path, calibration):  # noqa: F811
     virtual = on_virtual_clock()
     replies = 100 if virtual else 10
     raw = list(csv.DictReader(open(d / "raw.csv")))
-    assert [(r["measure"], r["loops"]) for r in raw] == [("reply", "0"), ("reply", "1000")], raw
-    for r in raw:
+    assert [(r["measure"], r["loops"]) for r in raw] == [
+        (m, loops) for loops in ("0", "1000") for m in ("reply", "saturation", "server")], raw
+    steps = list(csv.DictReader(open(d / "saturation.csv")))
+    assert {s["loops"] for s in steps} == {"0", "1000"}, steps
+    assert any(s["sustained"] == "1" for s in steps), steps
+    for r in (r for r in raw if r["measure"] == "reply"):
         tag = f"l{r['loops']}-{r['repeat']}"
         got = list(csv.DictReader(open(d / f"logs/reply-{tag}.csv")))
         assert len(got) == replies, got
@@ -66,7 +72,8 @@ def test_nginx_sweep(tmp_path, calibration):  # noqa: F811
         assert line in conf, conf
     assert not re.search(r"^\s*daemon\b", conf, re.M), conf
     wl = json.loads((d / "meta.json").read_text())["settings"]["workload_settings"]
-    assert wl["saturation"] == "0" and wl["worker_processes"] == "1", wl
+    assert wl["saturation"] == "1" and wl["worker_processes"] == "1", wl
+    assert wl["keepup"] == ("0.995" if virtual else "0.95"), wl
     assert wl["reference"] == f"{replies}conns@200ms", wl
     errors = (d / "logs/nginx-error.log").read_text()
     assert "[emerg]" not in errors and "[alert]" not in errors, errors
@@ -84,13 +91,13 @@ def test_nginx_sweep(tmp_path, calibration):  # noqa: F811
     assert [p["exact"] for p in points] == [virtual, virtual], points
 
 
-def test_a_saturation_search_is_refused(tmp_path, clean_module):
-    """nginx has no saturation measure: SERVER_SATURATION=1 is refused in
-    one line, before anything is made."""
+def test_a_knee_setting_out_of_range_is_refused(tmp_path, clean_module):
+    """httperf's knee wants a fraction of the offered rate to keep up
+    with: 1.5 is refused in one line, before anything is made."""
     r = sweep("nginx", "--ns", "0", "-r", "1", out=tmp_path / "out", check=False,
-              env=dict(os.environ, SERVER_SATURATION="1"))
+              env=dict(os.environ, HTTPERF_KEEPUP="1.5"))
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "nginx has no saturation search" in lines[0], r.stderr
+    assert len(lines) == 1 and "HTTPERF_KEEPUP wants a fraction in (0, 1]" in lines[0], r.stderr
     assert not (tmp_path / "out").exists()
     assert not MODDIR.exists()

@@ -4,21 +4,23 @@
 # in the work cgroup on the server's CPU; its configuration, page, pid
 # file, logs and temporary folders in its own folder (SRV_DIR), written
 # here, so that nothing of a system nginx's configuration is read.  Its
-# load generator is httperf, on the client CPU as an idle-class task (as
-# Apache's).  Its measure:
+# load generator and knee are httperf's (httperf.sh), as Apache's.  Its
+# measures:
 #   reply       reqtime's GET of a small static page, one connection each
 #               (Apache's reference)
-# No saturation or server measure: those are Apache's httperf search,
-# which lib/apache.sh holds for Apache alone; SERVER_SATURATION is 0 here
-# and 1 is refused.
-SERVER_SATURATION=${SERVER_SATURATION:-0}
+#   saturation  httperf's knee: kept up with while the replies follow 95 %
+#               of the offered rate (99.5 % on the virtual clock), within
+#               5 % (0.5 %); HTTPERF_KEEPUP and HTTPERF_REFINE set others
+#   server      the replies of the steps kept up with over nginx's CPU time
 # shellcheck source=workloads/lib/server.sh
 . "$SWEEP_DIR/lib/server.sh"
+# shellcheck source=workloads/lib/httperf.sh
+. "$SWEEP_DIR/lib/httperf.sh"
 
 # On the virtual clock a reply was 63.8 us and 8 delayed calls (d½ 8.0 us,
 # 2,640 loops), each reply the same 8: 8000 loops (24 us) is 3.0 d½, the
 # points 0.38 d½ apart.
-WL_ABOUT="a private nginx (master and one worker): reply time"
+WL_ABOUT="a private nginx (master and one worker): reply time, then httperf's saturation search"
 WL_LOOPS=0:8000:1000
 WL_REPEATS=3
 WL_POINT_SECONDS=30
@@ -26,27 +28,23 @@ WL_STAGE=guest
 WL_REPEATS_VIRTUAL=2
 WL_SERVER=1
 WL_PACKAGES="nginx-light httperf"
-# A point's runs are its reference replies on their grid, whatever the
-# delay: every point costs the same (lablib.sweep.parts.balance).
-WL_COST_SLOPE=0
-wl_describe() { echo ", $(server_requests) replies a reference, no saturation search"; }
+# A point gets cheaper as its delay grows, as Apache's (its knee's steps
+# fewer): the cost lablib.sweep.parts.balance deals parts by.
+WL_COST_SLOPE=-0.4
+wl_describe() { echo ", saturation steps of $STEP_SECONDS s, $(server_requests) replies a reference"; }
 NGINX_PORT=${NGINX_PORT:-18081}
 server_is nginx "$NGINX_PORT" nginx.pid httperf
+HTTPERF_PORT=$NGINX_PORT
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
-# The warm-up burst before each run: 512 connections at 500/s (Apache's).
-NGINX_WARM_CONNS=512
-NGINX_WARM_RATE=500
 
 srv_check() {
 	[ -x "$NGINX_BIN" ] || die "no nginx at $NGINX_BIN (install nginx-light: 'make deps')"
-	command -v httperf >/dev/null || die "httperf is not installed ('make deps')"
-	[ "$SERVER_SATURATION" != 1 ] ||
-		bad_arg "SERVER_SATURATION=1: nginx has no saturation search (Apache's is lib/apache.sh's own)"
+	httperf_check
 }
 
 srv_settings() {
-	printf '%s\n' "nginx=$NGINX_BIN" "worker_processes=1" \
-		"warm=${NGINX_WARM_CONNS}conns@${NGINX_WARM_RATE}/s"
+	printf '%s\n' "nginx=$NGINX_BIN" "worker_processes=1"
+	httperf_settings
 }
 
 # The configuration and the page.  daemon is not in the file: the command
@@ -107,7 +105,10 @@ EOF
 	cp "$SRV_DIR/nginx.conf" "$LAB_DIR/nginx.conf"
 }
 
-srv_setup() { log "$("$NGINX_BIN" -v 2>&1)"; }
+srv_setup() {
+	log "$("$NGINX_BIN" -v 2>&1)"
+	httperf_setup
+}
 
 # nginx_cmd DAEMON: NGINX_CMD, nginx with its folder as prefix, its
 # configuration and its error log from the start, daemon on or off.
@@ -130,21 +131,6 @@ srv_foreground() {
 }
 
 srv_reference() { REFERENCE_ARGS=(127.0.0.1 "$NGINX_PORT" /index.html); }
-
-# small: a new server's first load; burst: the warm-up before each run.
-# httperf on the client CPU, as an idle-class task (SCHED_IDLE): its polls
-# spend only the time nginx leaves.
-srv_load() {
-	local rate conns
-	case $1 in
-	small) rate=50 conns=100 ;;
-	burst) rate=$NGINX_WARM_RATE conns=$NGINX_WARM_CONNS ;;
-	esac
-	LOAD_CMD=(taskset -c "$CLIENT_CPU" chrt --idle 0 httperf --server 127.0.0.1 --port "$NGINX_PORT"
-		--uri /index.html --rate "$rate" --num-conns "$conns" --num-calls 1 --timeout 5 --hog)
-}
-
-srv_saturate() { die "nginx has no saturation measure (SERVER_SATURATION=0)"; }
 
 srv_finish() {
 	[ -z "$SRV_DIR" ] || [ ! -f "$SRV_DIR/error.log" ] ||

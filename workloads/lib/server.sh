@@ -40,7 +40,8 @@
 #                   LOAD_CMD: the load generator (SRV_LOAD: its name) for
 #                   a small untimed load (a new server's first, and what
 #                   staging records) or the burst before each run
-#   srv_saturate    the saturation measure of a run: records its
+#   srv_saturate TAG NS  the saturation measure of a run (NS: the
+#                   reference reply's ns): records its
 #                   saturation and server rows (record)
 #   srv_finish      put back what it changed (may be empty)
 # and the sweep calls the wl_* steps below.  Settings every server takes:
@@ -296,7 +297,9 @@ wl_run() {
 		"every reply in logs/reply-$tag.csv (reqtime)"
 	[ "$SERVER_SATURATION" -eq 1 ] || return 0
 	# The saturation search starts from the replies' mean time.
-	srv_saturate "$tag" "$(awk -v s="$seconds" -v n="$replies" 'BEGIN { printf "%.9g", s / n }')"
+	local total_ns
+	printf -v total_ns '%.0f' "${seconds}e9"
+	srv_saturate "$tag" $((total_ns / replies))
 }
 
 # server_usec: the CPU time the server's processes have taken (us), from

@@ -72,13 +72,10 @@ srv_settings() {
 }
 
 srv_prepare() {
-	local user=nobody group
-	group=$(id -gn "$user")
-	mkdir -p "$SRV_DIR/htdocs"
-	chmod 755 "$SRV_DIR/htdocs"
-	cp "$SWEEP_DIR/apache/index.html" "$SRV_DIR/htdocs/"
+	httperf_docroot <"$SWEEP_DIR/apache/index.html"
 	sed -e "s|@DIR@|$SRV_DIR|g" -e "s|@PORT@|$APACHE_PORT|g" \
-		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@MPM@|$APACHE_MPM|g" -e "s|@USER@|$user|g" -e "s|@GROUP@|$group|g" \
+		-e "s|@MODULES@|$APACHE_MODULES|g" -e "s|@MPM@|$APACHE_MPM|g" -e "s|@USER@|$HTTP_USER|g" \
+		-e "s|@GROUP@|$HTTP_GROUP|g" \
 		"$SWEEP_DIR/apache/httpd.conf.in" >"$SRV_DIR/httpd.conf"
 	cp "$SRV_DIR/httpd.conf" "$LAB_DIR/httpd.conf"
 }

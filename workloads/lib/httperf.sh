@@ -188,6 +188,17 @@ saturation_step() {
 	fi
 }
 
+# httperf_docroot <PAGE: SRV_DIR/htdocs/index.html, the page on stdin,
+# which the server's user (HTTP_USER, HTTP_GROUP) can read.
+HTTP_USER=nobody HTTP_GROUP=
+httperf_docroot() {
+	HTTP_GROUP=$(id -gn "$HTTP_USER")
+	mkdir -p "$SRV_DIR/htdocs"
+	chmod 755 "$SRV_DIR/htdocs"
+	cat >"$SRV_DIR/htdocs/index.html"
+	chmod 644 "$SRV_DIR/htdocs/index.html"
+}
+
 httperf_setup() {
 	echo "loops,ns,repeat,phase,offered,reply_rate,errors,client_cpu_pct,sustained,server_s,window_s" \
 		>"$LAB_DIR/saturation.csv"

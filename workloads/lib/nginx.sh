@@ -50,11 +50,7 @@ srv_settings() {
 # The configuration and the page.  daemon is not in the file: the command
 # line sets it (on for the sweep's server, off for staging's).
 srv_prepare() {
-	local user=nobody group
-	group=$(id -gn "$user")
-	mkdir -p "$SRV_DIR/htdocs"
-	chmod 755 "$SRV_DIR/htdocs"
-	cat >"$SRV_DIR/htdocs/index.html" <<'EOF'
+	httperf_docroot <<'EOF'
 <!DOCTYPE html>
 <html>
 <head><title>kernel-lab</title></head>
@@ -64,15 +60,14 @@ workload fetches (workloads/lib/nginx.sh).</p>
 </body>
 </html>
 EOF
-	chmod 644 "$SRV_DIR/htdocs/index.html"
 	cat >"$SRV_DIR/nginx.conf" <<EOF
 # The lab's nginx for workloads/sweep.sh nginx (lib/nginx.sh writes it):
 # loopback only, one small static page, every file in this folder.  The
-# master, started as root, and one worker (as $user), which serves every
+# master, started as root, and one worker (as $HTTP_USER), which serves every
 # connection; daemon is given on the command line.
 master_process on;
 worker_processes 1;
-user $user $group;
+user $HTTP_USER $HTTP_GROUP;
 pid $SRV_DIR/$SRV_PIDFILE;
 lock_file $SRV_DIR/nginx.lock;
 error_log $SRV_DIR/error.log warn;

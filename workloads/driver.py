@@ -417,7 +417,7 @@ class Sweep(split.Split):
             # but cannot before the output's folder is made.
             if os.geteuid() != 0:
                 raise Failed("must run as root (it sets the delay and drops caches)")
-            self.output.mkdir(parents=True, exist_ok=True)
+            # The runner makes the output's folder once it takes the plan.
             status, made = self.run_here()
         else:
             self.output.mkdir(parents=True, exist_ok=True)

@@ -209,7 +209,7 @@ def test_delay_set_says_why_the_module_refused(root, tmp_path):
     read or written, a folder, gives the C library's."""
     (tmp_path / "parameters/loops").mkdir(parents=True)
     script = (f'. {root}/scripts/lib.sh; . {root}/workloads/lib/common.sh; '
-              f'DELAY_DIR={tmp_path}; delay_set loops 5')
+              f'. {root}/workloads/delay/module.sh; DELAY_DIR={tmp_path}; delay_set loops 5')
     out = subprocess.run(["/bin/bash", "-c", script], capture_output=True, text=True)
     assert out.returncode != 0
     assert "the delay module refused loops='5' (Is a directory)" in out.stderr, out.stderr

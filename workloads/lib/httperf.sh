@@ -96,7 +96,10 @@ httperf_step() {
 		case "${key[*]:0:2}" in
 		"Total: connections") REPLIES=${key[6]} DURATION=${key[8]} ;;
 		"Errors: total") ERRORS=${key[2]} ;;
-		"CPU time") CLIENT_CPU=${key[*]##* total } CLIENT_CPU=${CLIENT_CPU%%%*} ;;
+		"CPU time")
+			CLIENT_CPU="${key[*]}"
+			CLIENT_CPU=${CLIENT_CPU##* total } CLIENT_CPU=${CLIENT_CPU%%%*}
+			;;
 		esac
 	done <"$1"
 	local us

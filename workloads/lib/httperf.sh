@@ -82,7 +82,7 @@ httperf_cmd() {
 }
 
 # httperf_step LOG RATE: run httperf at RATE for --step-seconds, its report
-# in LOG; sets REPLIES, DURATION (s, as httperf says it), ERRORS, CLIENT_CPU
+# in LOG; sets REPLIES, DURATION (s, as httperf says it), ERRORS, HTTPERF_CPU_PCT
 # (% of the CPU httperf took: all the server leaves it) and RATE_C (replies
 # a second, in hundredths).
 httperf_step() {
@@ -91,14 +91,14 @@ httperf_step() {
 	# shellcheck disable=SC2153  # CLIENT_CG is common.sh's
 	measured_window "$CLIENT_CG" "$1" "${WL_EXEC[@]}" "${HTTPERF_CMD[@]}" ||
 		die "the httperf window at $POINT said nothing"
-	REPLIES=0 DURATION=0 ERRORS=0 CLIENT_CPU=0
+	REPLIES=0 DURATION=0 ERRORS=0 HTTPERF_CPU_PCT=0
 	while read -r -a key; do
 		case "${key[*]:0:2}" in
 		"Total: connections") REPLIES=${key[6]} DURATION=${key[8]} ;;
 		"Errors: total") ERRORS=${key[2]} ;;
 		"CPU time")
-			CLIENT_CPU="${key[*]}"
-			CLIENT_CPU=${CLIENT_CPU##* total } CLIENT_CPU=${CLIENT_CPU%%%*}
+			HTTPERF_CPU_PCT="${key[*]}"
+			HTTPERF_CPU_PCT=${HTTPERF_CPU_PCT##* total } HTTPERF_CPU_PCT=${HTTPERF_CPU_PCT%%%*}
 			;;
 		esac
 	done <"$1"
@@ -147,12 +147,12 @@ srv_saturate() {
 	done
 	said="no overload within $HTTPERF_MAX_STEPS steps"
 	[ "$over" -eq 0 ] || said="overloaded at $over/s offered (knee between $ok and $over/s)"
-	read -r REPLIES DURATION calls ERRORS rate CLIENT_CPU <<<"$best"
+	read -r REPLIES DURATION calls ERRORS rate HTTPERF_CPU_PCT <<<"$best"
 	# The requests of every step: each one moved the knee.
 	P9_COUNT=$SATURATION_P9
 	record saturation "$REPLIES" "$DURATION" "$calls" "$ERRORS" "kept up with $ok/s offered; $said"
 	record server "$KEPT_REPLIES" "$(ns_to_s $((KEPT_CPU_US * 1000)))" "$KEPT_CALLS" 0 \
-		"$SRV_NAME's CPU time for the $KEPT_REPLIES replies of the $KEPT_STEPS steps kept up with (its cgroup's cpu.stat; httperf took $CLIENT_CPU % of the CPU at the knee, $rate/s offered)"
+		"$SRV_NAME's CPU time for the $KEPT_REPLIES replies of the $KEPT_STEPS steps kept up with (its cgroup's cpu.stat; httperf took $HTTPERF_CPU_PCT % of the CPU at the knee, $rate/s offered)"
 }
 
 # saturation_step TAG RATE PHASE: offer RATE/s; STEP_OK says whether the
@@ -177,7 +177,7 @@ saturation_step() {
 	STEP_OK=0
 	[ "$ERRORS" -ne 0 ] || [ $((RATE_C * 10)) -lt $((KEEPUP_M * rate)) ] || STEP_OK=1
 	printf '%s,%s,%s,%s,%s,%d.%02d,%s,%s,%s,%s,%s\n' "$LOOPS" "$NS" "$REPEAT" "$3" "$rate" \
-		$((RATE_C / 100)) $((RATE_C % 100)) "$ERRORS" "$CLIENT_CPU" "$STEP_OK" \
+		$((RATE_C / 100)) $((RATE_C % 100)) "$ERRORS" "$HTTPERF_CPU_PCT" "$STEP_OK" \
 		"$(ns_to_s $(((u1 - u0) * 1000)))" "$(ns_to_s $(((t1 - t0) * 1000)))" \
 		>>"$LAB_DIR/saturation.csv"
 	[ "$STEP_OK" -eq 1 ] || return 0
@@ -187,7 +187,7 @@ saturation_step() {
 	KEPT_CPU_US=$((KEPT_CPU_US + u1 - u0))
 	if [ "$RATE_C" -gt "$best_c" ]; then
 		best_c=$RATE_C
-		best="$REPLIES $DURATION $WINDOW_CALLS $ERRORS $rate $CLIENT_CPU"
+		best="$REPLIES $DURATION $WINDOW_CALLS $ERRORS $rate $HTTPERF_CPU_PCT"
 	fi
 }
 

@@ -102,8 +102,9 @@ class Split:
         with open(parts_dir / "commands") as todo, subprocess.Popen(
                 par, stdin=todo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True) as p:
-            parts.progress(self.total, p.stdout,
-                           note=lambda k: self.point_note(parts_dir / k))
+            # Each part adds its own points' notes (it knows its plan, and
+            # its folder may be on another machine).
+            parts.progress(self.total, p.stdout)
         if p.returncode != 0:
             log(f"a part failed (exit status {p.returncode}); the parts are in {parts_dir}")
             return 1, {}

@@ -9,7 +9,6 @@ wants, and writes a plan a workload: a file of shell assignments
 guest parses no option; the stand-ins of the tests read the same file
 with read().
 """
-import argparse
 import pathlib
 import re
 import shlex
@@ -337,14 +336,6 @@ def read(path):
     for name in ("ALL_VALUES", "VALUES"):
         plan[name] = [int(v) for v in plan[name]]
     return plan
-
-
-def options_parser():
-    """An argparse parser of the sweep's options alone (for the tests and
-    the references)."""
-    p = argparse.ArgumentParser(prog="lab sweep", add_help=False)
-    add_options(p)
-    return p
 
 
 def workload(name):

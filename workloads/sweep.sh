@@ -47,7 +47,6 @@ PLAN=$1
 # The source of the delay (delay_ready, delay_set ...: workloads/delay/).
 # shellcheck source=workloads/delay/module.sh
 . "$SWEEP_DIR/delay/$DELAY.sh"
-STAGE_FROM=${STAGE_FROM:-}
 # shellcheck source=/dev/null
 . "$WL_FILE"
 for kv in "${HOOK_VARS[@]}"; do declare "$kv"; done

@@ -14,20 +14,22 @@ a boot of another kernel would add a boot to it).  The host tests
 (tests/host/test_bpfdelay.py) run the loader on the build machine's own
 kernel, with its options and refusals.  LAB_BPFDELAY names another loader
 to test (one built with a fault put in, to see a test fail)."""
-import json
+import functools
 import os
 import pathlib
-import select
 import statistics
 import subprocess
 import time
 
 import pytest
 from conftest import ROOT, booted_variant, cgroup2_root
+from lablib.bpfdelay import loader as bpfdelay
 
 DIR = ROOT / "userspace/bpfdelay"
-LOADER = pathlib.Path(os.environ.get("LAB_BPFDELAY", DIR / "bpfdelay"))
+LOADER = pathlib.Path(os.environ.get("LAB_BPFDELAY", bpfdelay.LOADER))
 CALLLOOP = DIR / "callloop"
+# The loader, given two minutes for its first line: TCG is slow to load a program.
+Loader = functools.partial(bpfdelay.Loader, loader=LOADER, timeout=120)
 BTF = pathlib.Path("/sys/kernel/btf/vmlinux")
 VIRTUAL = "lab.clock=virtual" in pathlib.Path("/proc/cmdline").read_text().split()
 # A run: callloop's median of BATCHES batches of CALLS getppid calls.  On
@@ -46,34 +48,6 @@ pytestmark = pytest.mark.skipif(booted_variant() != "bpf",
                                 reason="not the bpf variant (make test-bpfdelay)")
 exact = pytest.mark.skipif(not VIRTUAL, reason="exact only on the virtual clock "
                            "(make test-bpfdelay boots it under TCG)")
-
-
-class Loader:
-    """bpfdelay attached with @args while the block runs; .stats its
-    final statistics (one JSON line), once detached."""
-
-    def __init__(self, *args):
-        self.args = [str(a) for a in args]
-        self.stats = None
-
-    def __enter__(self):
-        self.proc = subprocess.Popen([LOADER, *self.args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.proc.stderr], [], [], 120)
-        self.line = self.proc.stderr.readline().strip() if ready else ""
-        if "attached" not in self.line:
-            self.proc.kill()
-            self.proc.communicate()
-            pytest.fail(f"bpfdelay did not attach: {self.line!r}")
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        out, err = self.proc.communicate(timeout=120)
-        if exc[0] is None:
-            assert self.proc.returncode == 0, err
-            self.stats = json.loads(out.splitlines()[-1])
 
 
 @pytest.fixture
@@ -220,3 +194,4 @@ def test_the_ns_measured_are_the_ns_asked(rounds, ns, record_property):
     mean_ns = [m for _, m in rounds[ns]]
     record_property("mean_ns", mean_ns)
     assert all(ns <= m <= cost(rounds, ns) for m in mean_ns), (ns, mean_ns, cost(rounds, ns))
+

@@ -7,14 +7,13 @@ The tests that load the program skip, with the loader's own line, where
 this kernel cannot run it."""
 import json
 import os
-import select
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from lablib.bpfdelay.loader import Loader, Refused, cgroup2_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 DIR = ROOT / "userspace/bpfdelay"
@@ -34,26 +33,20 @@ def built():
     return LOADER
 
 
-def cgroup2():
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        fields = line.split()
-        if len(fields) > 2 and fields[2] == "cgroup2":
-            return Path(fields[1])
-    return None
-
-
 @pytest.fixture(scope="module")
 def kernel(built):
     """The cgroup2 mount, once the loader has attached on this kernel;
     else a skip with what is missing."""
     if os.geteuid() != 0:
         pytest.skip("loading BPF programs needs root")
-    mount = cgroup2()
+    mount = cgroup2_mount()
     if mount is None:
         pytest.skip("no cgroup2 mount on this machine")
-    with Loader("--ns", "0") as probe:
-        if probe.returncode is not None:
-            pytest.skip(f"this kernel cannot run the BPF delay: {probe.line}")
+    try:
+        with Loader("--ns", "0", timeout=30):
+            pass
+    except Refused as e:
+        pytest.skip(f"this kernel cannot run the BPF delay: {e}")
     return mount
 
 
@@ -72,45 +65,6 @@ def cgroup(kernel, request):
     folder.rmdir()
 
 
-class Loader:
-    """bpfdelay running with @args, once it said it attached (or exited):
-    .line is its first line on stderr, .stats its last JSON line."""
-
-    def __init__(self, *args):
-        self.args = [str(a) for a in args]
-        self.stats = None
-
-    def __enter__(self):
-        self.proc = subprocess.Popen([LOADER, *self.args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.proc.stderr], [], [], 30)
-        self.line = self.proc.stderr.readline().strip() if ready else ""
-        assert self.line, "bpfdelay said nothing in 30 s"
-        time.sleep(0.05)
-        self.returncode = self.proc.poll()
-        return self
-
-    def usr1(self):
-        """SIGUSR1: the statistics so far, one JSON line on stdout."""
-        self.proc.send_signal(signal.SIGUSR1)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        assert ready, "no statistics 30 s after SIGUSR1"
-        return json.loads(self.proc.stdout.readline())
-
-    def stop(self):
-        """SIGTERM; the final statistics."""
-        self.proc.terminate()
-        out, err = self.proc.communicate(timeout=30)
-        assert self.proc.returncode == 0, err
-        self.stats = json.loads(out.splitlines()[-1])
-        return self.stats
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.communicate()
-
-
 def callloop(folder=None, batches=2, calls=500):
     """getppid batches in cgroup @folder (None: here); ns a call of each."""
     def join():
@@ -126,8 +80,7 @@ def callloop(folder=None, batches=2, calls=500):
 def test_a_loop_in_the_cgroup_is_delayed_by_the_ns_asked(cgroup, tmp_path, ns):
     name, folder = cgroup
     with Loader("--ns", ns, "--cgroup", name, "--syscalls", "getppid",
-                "--stats", tmp_path) as loader:
-        assert loader.returncode is None, loader.line
+                "--stats", tmp_path, timeout=30) as loader:
         per_call = callloop(folder, batches=4, calls=500)
         so_far = loader.usr1()
         stats = loader.stop()

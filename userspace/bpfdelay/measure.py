@@ -10,12 +10,14 @@ Needs root and the built tools (make -C userspace/bpfdelay).
 """
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from lablib.bpfdelay.loader import Loader, Refused, cgroup2_mount
+from lablib.stats import LEAST_FOR_MEDIAN_INTERVAL, median_interval
 
 HERE = Path(__file__).resolve().parent
 ROOT_CG = "bpfdelay-measure"
@@ -26,61 +28,29 @@ class Failed(Exception):
     """A measurement that cannot go on, said in one line."""
 
 
-def cgroup2_mount():
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        fields = line.split()
-        if fields[2] == "cgroup2":
-            return Path(fields[1])
-    raise Failed("no cgroup2 mount")
-
-
-def median_interval(values, level=0.95):
-    """The median and the order statistics around it that cover the true
-    median with at least @level (binomial with p = 1/2)."""
-    v = sorted(values)
-    n = len(v)
-    med = (v[(n - 1) // 2] + v[n // 2]) / 2
-    k = 0       # the largest k with P(k < X < n - k) >= level, X ~ B(n, 1/2)
-    while k + 1 < n - k - 1:
-        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-        if 1 - 2 * tail < level:
-            break
-        k += 1
-    return med, v[max(k - 1, 0)], v[min(n - k, n - 1)]
-
-
 def run_case(case, args, target):
     """One run: the loader attached as @case says, callloop inside or
     outside the target cgroup.  Returns callloop's median ns per call and
-    the loader's statistics."""
-    loader = None
-    if case["ns"] is not None:
-        loader = subprocess.Popen(
-            [HERE / "bpfdelay", "--ns", str(case["ns"]), "--cgroup", "/" + ROOT_CG,
-             "--attach", args.attach, "--syscalls", "getppid"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = loader.stderr.readline()
-        if "attached" not in line:
-            raise Failed(f"bpfdelay did not attach: {line.strip()}")
-
+    the loader's statistics (None with nothing attached)."""
     def join(cg=target if case["inside"] else None):
         if cg:
             (cg / "cgroup.procs").write_text(str(os.getpid()))
 
-    try:
+    def callloop():
         out = subprocess.run([HERE / "callloop", "-n", str(args.batches), "--calls",
                               str(args.calls)], capture_output=True, text=True, check=True,
                              preexec_fn=join)
-        ns = float(out.stdout.split()[-1])
-        stats = None
-        if loader:
-            loader.terminate()
-            stats = json.loads(loader.communicate()[0].splitlines()[-1])
-    finally:
-        if loader and loader.poll() is None:
-            loader.kill()
-            loader.wait()
-    return ns, stats
+        return float(out.stdout.split()[-1])
+
+    if case["ns"] is None:
+        return callloop(), None
+    try:
+        with Loader("--ns", case["ns"], "--cgroup", "/" + ROOT_CG, "--attach", args.attach,
+                    "--syscalls", "getppid") as loader:
+            ns = callloop()
+    except Refused as e:
+        raise Failed(f"bpfdelay: {e}") from None
+    return ns, loader.stats
 
 
 def check(case, stats, calls):
@@ -103,6 +73,9 @@ def main(argv=None, prog=None):
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--json", action="store_true", help="the figures as JSON")
     args = ap.parse_args(argv)
+    if args.runs < LEAST_FOR_MEDIAN_INTERVAL:
+        ap.error(f"--runs wants at least {LEAST_FOR_MEDIAN_INTERVAL} "
+                 "(the fewest that give a 95 % interval of a median)")
     try:
         result = measure(args)
     except Failed as e:
@@ -117,7 +90,10 @@ def main(argv=None, prog=None):
 
 def measure(args):
     """The figures of every case, as main prints them with --json."""
-    target = cgroup2_mount() / ROOT_CG
+    mount = cgroup2_mount()
+    if mount is None:
+        raise Failed("no cgroup2 mount")
+    target = mount / ROOT_CG
     target.mkdir(exist_ok=True)
     cases = [{"name": "plain", "ns": None, "inside": True},
              {"name": "ns=0", "ns": 0, "inside": True},

@@ -141,3 +141,20 @@ def split2(values):
     return {"threshold": (v[cut - 1] + v[cut]) / 2 if cut < n else v[-1],
             "fast_n": cut, "fast_mean": sum(v[:cut]) / cut,
             "slow_n": len(slow), "slow_mean": sum(slow) / len(slow) if slow else 0.0}
+
+
+# The fewest values that give a distribution-free 95 % interval of a median.
+LEAST_FOR_MEDIAN_INTERVAL = 6
+
+
+def median_interval(values, confidence=0.95):
+    """(median, low, high) of @values, low and high the distribution-free
+    interval of the median (order statistics, the sign test's binomial);
+    None for both with fewer values than such an interval needs."""
+    import numpy as np
+    from scipy import stats as sps
+    v = np.asarray(values, dtype=float)
+    ci = sps.quantile_test(v, q=0, p=0.5).confidence_interval(confidence)
+    if np.isnan(ci.low) or np.isnan(ci.high):
+        return float(np.median(v)), None, None
+    return float(np.median(v)), float(ci.low), float(ci.high)

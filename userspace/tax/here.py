@@ -25,7 +25,7 @@ lablib.tax.here_plot, tax.png.
 import pathlib
 
 import numpy as np
-from lablib import compare_verdicts, results
+from lablib import compare_verdicts, results, stats
 from scipy import stats as sps
 
 RAW_COLUMNS = ("phase", "round", "position", "tax", "nr", "batch", "calls", "ns_per_call")
@@ -37,8 +37,6 @@ SUMMARY_COLUMNS = ("tax", "nr", "call", "phase", "rounds", "median_ns", "median_
 BASE = "none"
 PHASES = ("base", "audit")
 CONFIDENCE = 0.95
-# The fewest values that give a distribution-free 95 % interval of a median.
-LEAST_ROUNDS = 6
 VIRTUAL_CSV = pathlib.Path(__file__).with_name("virtual.csv")
 VIRTUAL_SOURCE = ("the README's headline figures (make tax, virtual clock, 1 vCPU, "
                   "6.12.118-lab-tax, pti=off spectre_v2=off, 2026-12-06)")
@@ -97,13 +95,8 @@ def run_medians(raw):
 
 
 def median_interval(values, confidence=CONFIDENCE):
-    """(median, low, high) of @values: low and high the distribution-free
-    interval of the median (order statistics; None below LEAST_ROUNDS)."""
-    v = np.asarray(values, dtype=float)
-    ci = sps.quantile_test(v, q=0, p=0.5).confidence_interval(confidence)
-    lo, hi = (None, None) if np.isnan(ci.low) or np.isnan(ci.high) else \
-        (float(ci.low), float(ci.high))
-    return float(np.median(v)), lo, hi
+    """(median, low, high) of @values (lablib.stats.median_interval)."""
+    return stats.median_interval(values, confidence)
 
 
 def read_virtual(d=None):

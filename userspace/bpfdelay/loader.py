@@ -1,0 +1,79 @@
+"""The BPF delay's loader (userspace/bpfdelay/bpfdelay) driven from Python:
+started with its options, its first line awaited, its statistics read
+(SIGUSR1 for those so far, SIGTERM for the final ones).  The measurement,
+the tests and the sweep's source of delay all start it through Loader."""
+import json
+import select
+import signal
+import subprocess
+from pathlib import Path
+
+LOADER = Path(__file__).resolve().parent / "bpfdelay"
+
+
+class Refused(Exception):
+    """The loader exited or said something else than that it attached;
+    the message is its line."""
+
+
+def cgroup2_mount(mounts="/proc/self/mounts"):
+    """Where the cgroup2 hierarchy is mounted (a Path), or None."""
+    for line in Path(mounts).read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "cgroup2":
+            return Path(fields[1])
+    return None
+
+
+class Loader:
+    """bpfdelay attached with @args while the block runs.  Entering waits
+    up to @timeout s for its first line (.line) and raises Refused unless
+    it attached.  Leaving the block normally stops it and keeps its final
+    statistics (.stats); leaving on an exception kills it."""
+
+    def __init__(self, *args, loader=LOADER, timeout=120):
+        self.argv = [str(loader), *(str(a) for a in args)]
+        self.timeout = timeout
+        self.stats = None
+        self.line = ""
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stderr], [], [], self.timeout)
+        self.line = self.proc.stderr.readline().strip() if ready else \
+            f"bpfdelay said nothing in {self.timeout} s"
+        if "attached" not in self.line:
+            self.kill()
+            raise Refused(self.line)
+        return self
+
+    def usr1(self):
+        """The statistics so far (SIGUSR1: one JSON line on stdout)."""
+        self.proc.send_signal(signal.SIGUSR1)
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            raise Refused(f"no statistics {self.timeout} s after SIGUSR1")
+        return json.loads(self.proc.stdout.readline())
+
+    def stop(self):
+        """SIGTERM, then the final statistics; Refused if it failed."""
+        self.proc.terminate()
+        out, err = self.proc.communicate(timeout=self.timeout)
+        if self.proc.returncode != 0 or not out.strip():
+            raise Refused(f"bpfdelay ended with status {self.proc.returncode}: "
+                          f"{err.strip()}")
+        self.stats = json.loads(out.splitlines()[-1])
+        return self.stats
+
+    def kill(self):
+        """SIGKILL if it still runs; reaped."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+
+    def __exit__(self, kind, *exc):
+        if self.proc.poll() is None and kind is None:
+            self.stop()
+        else:
+            self.kill()

@@ -107,6 +107,31 @@ def test_nothing_outside_the_cgroup_is_delayed(cgroup):
     assert stats["calls"] == stats["delayed"] == 300, stats
 
 
+def test_control_changes_the_ns_and_the_cgroup_while_attached(cgroup):
+    """--control: one loader for a whole sweep.  Its stdin takes 'ns N',
+    'cgroup PATH' and 'stats', each answered with one line; a bad one is
+    an 'error:' line and changes nothing; the end of its stdin detaches
+    it, with the final statistics."""
+    name, folder = cgroup
+    with Loader("--control", "--syscalls", "getppid", timeout=30) as loader:
+        assert loader.ask(f"cgroup {name}") == f"ok cgroup={name}"
+        callloop(folder, batches=1, calls=300)         # counted, not delayed
+        at_0 = json.loads(loader.ask("stats"))
+        assert loader.ask("ns 5000") == "ok ns=5000"
+        per_call = callloop(folder, batches=1, calls=200)
+        at_5000 = json.loads(loader.ask("stats"))
+        for bad in ("ns 5000001", "ns x", "loops 300", "cgroup /no-such-cgroup-here", "fly"):
+            assert loader.ask(bad).startswith("error: "), bad
+        assert loader.ask("cgroup ") == "ok cgroup="     # every task: this one too
+        assert loader.ask("ns 0") == "ok ns=0"
+        callloop(None, batches=1, calls=100)
+        stats = loader.close()
+    assert at_0["calls"] == 300 and at_0["delayed"] == 0, at_0
+    assert at_5000["calls"] == 500 and at_5000["delayed"] == 200, at_5000
+    assert per_call[0] >= 5000 and at_5000["spun_ns"] >= 200 * 5000, (per_call, at_5000)
+    assert stats["by_call"]["getppid"] >= 600 and stats["delayed"] == 200, stats
+
+
 def draw(seed, i):
     """The module's SplitMix64 draw (modules/delay/delay_main.c)."""
     m = (1 << 64) - 1

@@ -7,8 +7,8 @@
  * spin in bpf_loop() until bpf_ktime_get_ns() passes a deadline, and
  * count what was delayed, as the module does (modules/delay/README.md).
  * The loader (bpfdelay.c) fills the settings below before loading and
- * loads one entry program and one exit program pair of the four: the
- * raw tracepoints sys_enter/sys_exit, or fentry/fexit on x64_sys_call().
+ * loads one program of the four: at the entry or the exit, of the raw
+ * tracepoints sys_enter/sys_exit or fentry/fexit on x64_sys_call().
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -23,9 +23,15 @@ char LICENSE[] SEC("license") = "GPL";
 /* The bit of an x32 call's number (asm/unistd.h). */
 #define X32_SYSCALL_BIT 0x40000000L
 
-/* The settings, read-only once loaded. */
-const volatile __u32 ns_all;		/* every targeted call's delay (ns=) */
-const volatile bool use_cgroup;		/* cgroup=: only target_cgroup's tasks */
+/*
+ * The settings the loader may change while the program is attached
+ * (--control): every targeted call's delay, and whether only the tasks of
+ * target_cgroup are targets.
+ */
+__u32 ns_all;
+bool use_cgroup;
+
+/* The other settings, read-only once loaded. */
 const volatile bool filtered;		/* syscalls=: only CALL_TARGET calls */
 const volatile bool selective;		/* every=, first= or ppm= chooses */
 const volatile __u32 every, first, ppm;

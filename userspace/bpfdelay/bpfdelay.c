@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -56,7 +57,7 @@ static const char *const where_names[] = { "entry", "exit", NULL };
 static struct {
 	unsigned long ns, every, first, ppm, seed;
 	const char *cgroup, *syscalls, *delays, *stats, *btf, *mounts;
-	int mode, where, attach, verbose;
+	int mode, where, attach, verbose, control;
 	/* syscalls= and delays= parsed */
 	bool filtered;
 	unsigned char target[BPFDELAY_NR], own[BPFDELAY_NR];
@@ -111,6 +112,10 @@ static const struct lab_opt options[] = {
 	{ .name = "stats", .kind = LAB_OPT_STR, .value = &o.stats, .arg = "DIR",
 	  .json = "stats", .help = "also write DIR/parameters/ and DIR/stats/ as the\n"
 				   "module's /sys/module/delay/ (on SIGUSR1 and at the end)" },
+	{ .name = "control", .kind = LAB_OPT_FLAG, .value = &o.control,
+	  .help = "take commands on stdin, one a line, each answered with one\n"
+		  "line on stdout: 'ns N', 'cgroup PATH', 'stats'; the end of\n"
+		  "stdin detaches" },
 	{ .name = "btf", .kind = LAB_OPT_STR, .value = &o.btf, .arg = "PATH",
 	  .help = "the running kernel's BTF" },
 	{ .name = "verbose", .letter = 'v', .kind = LAB_OPT_FLAG, .value = &o.verbose,
@@ -127,8 +132,9 @@ static const struct lab_tool tool = {
 		"Delay the system calls of a cgroup by spinning in a BPF program, as the\n"
 		"delay module's ns mode does, on a kernel without the lab's patches\n"
 		"(5.17 or later, with BTF; root).  It stays attached until SIGINT, SIGTERM\n"
-		"or SIGHUP, or until this process dies in any way.  The statistics are\n"
-		"one JSON line on stdout, on SIGUSR1 and at the end.",
+		"or SIGHUP (or, with --control, the end of stdin), or until this process\n"
+		"dies in any way.  The statistics are one JSON line on stdout, on SIGUSR1\n"
+		"and at the end.",
 	.notes = "A bad option is exit status 2; a kernel that cannot run the program\n"
 		"(not root, no BTF, no bpf_loop, no cgroup2 mount) one line and status 1.",
 	.example = "bpfdelay --ns 2000 --cgroup /lab-sweep --syscalls read,write",
@@ -257,20 +263,31 @@ static int cgroup2_mount(char *dir, size_t len)
 	return ret;
 }
 
+/*
+ * The directory of cgroup @path (from the cgroup2 root), open; -1 with
+ * errno set and the path tried in @tried if it cannot be opened.
+ */
+static int cgroup_fd_of(const char *path, char *tried, size_t len)
+{
+	char mnt[PATH_MAX];
+
+	if (cgroup2_mount(mnt, sizeof(mnt)))
+		die("no cgroup2 (cgroup v2) mount in %s: mount one to target a cgroup", o.mounts);
+	snprintf(tried, len, "%s%s", mnt, path);
+	return open(tried, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 /* The target cgroup's directory, open; -1 for every task. */
 static int open_cgroup(void)
 {
-	char mnt[PATH_MAX], path[2 * PATH_MAX];
+	char path[2 * PATH_MAX];
 	int fd;
 
 	if (!*o.cgroup)
 		return -1;
 	if (*o.cgroup != '/')
 		bad("cgroup", o.cgroup, "a path from the cgroup2 root, starting with '/'");
-	if (cgroup2_mount(mnt, sizeof(mnt)))
-		die("no cgroup2 (cgroup v2) mount in %s: mount one to target a cgroup", o.mounts);
-	snprintf(path, sizeof(path), "%s%s", mnt, o.cgroup);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = cgroup_fd_of(o.cgroup, path, sizeof(path));
 	if (fd < 0) {
 		fprintf(stderr, PROG ": --cgroup wants a cgroup v2 path, not '%s' (%s: %s)\n",
 			o.cgroup, path, strerror(errno));
@@ -479,8 +496,8 @@ static struct bpfdelay *load(int cgroup_fd)
 		for (int w = 0; w < 2; w++)
 			bpf_program__set_autoload(progs[a][w], a == o.attach && w == o.where);
 
-	skel->rodata->ns_all = o.ns;
-	skel->rodata->use_cgroup = cgroup_fd >= 0;
+	skel->bss->ns_all = o.ns;
+	skel->bss->use_cgroup = cgroup_fd >= 0;
 	skel->rodata->filtered = o.filtered;
 	skel->rodata->selective = o.every > 1 || o.first || o.ppm < BPFDELAY_PPM;
 	skel->rodata->every = o.every;
@@ -519,6 +536,136 @@ static void on_signal(int sig)
 		got_usr1 = 1;
 	else
 		got_stop = sig;
+}
+
+/* --- --control: commands on stdin ------------------------------------- */
+
+static char cgroup_now[PATH_MAX];
+
+/* 'ns N': every targeted call's delay from now on. */
+static void set_ns(struct bpfdelay *skel, const char *arg)
+{
+	unsigned long ns;
+	char *end;
+
+	errno = 0;
+	ns = strtoul(arg, &end, 10);
+	if (!*arg || *end || errno || ns > BPFDELAY_NS_MAX || arg[0] == '-') {
+		printf("error: ns wants a whole number from 0 to %u, not '%s'\n",
+		       BPFDELAY_NS_MAX, arg);
+		return;
+	}
+	o.ns = ns;
+	skel->bss->ns_all = ns;
+	printf("ok ns=%lu\n", ns);
+}
+
+/*
+ * 'cgroup PATH': only that cgroup's tasks from now on ('' every task).
+ * The map takes the new cgroup before the flag says to look at it.
+ */
+static void set_cgroup(struct bpfdelay *skel, const char *arg)
+{
+	char path[2 * PATH_MAX];
+	__u32 key = 0;
+	int fd;
+
+	if (!*arg) {
+		skel->bss->use_cgroup = false;
+	} else {
+		if (*arg != '/' || strlen(arg) >= sizeof(cgroup_now)) {
+			printf("error: cgroup wants a path from the cgroup2 root, not '%s'\n", arg);
+			return;
+		}
+		fd = cgroup_fd_of(arg, path, sizeof(path));
+		if (fd < 0) {
+			printf("error: cgroup wants a cgroup v2 path, not '%s' (%s: %s)\n", arg,
+			       path, strerror(errno));
+			return;
+		}
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.target_cgroup), &key, &fd, 0)) {
+			printf("error: cannot target the cgroup %s: %s\n", arg, strerror(errno));
+			close(fd);
+			return;
+		}
+		close(fd);
+		skel->bss->use_cgroup = true;
+	}
+	snprintf(cgroup_now, sizeof(cgroup_now), "%s", arg);
+	o.cgroup = cgroup_now;
+	printf("ok cgroup=%s\n", arg);
+}
+
+/* One command line, answered with one line on stdout. */
+static void command(struct bpfdelay *skel, char *line)
+{
+	char *arg = strchr(line, ' ');
+	struct stats st;
+
+	if (arg)
+		*arg++ = '\0';
+	if (!strcmp(line, "stats") && !arg) {
+		read_stats(skel, &st);
+		write_stats(&st);
+		print_stats(&st);
+		return;
+	}
+	if (!strcmp(line, "ns") && arg)
+		set_ns(skel, arg);
+	else if (!strcmp(line, "cgroup") && arg)
+		set_cgroup(skel, arg);
+	else
+		printf("error: the commands are 'ns N', 'cgroup PATH' and 'stats', not '%s%s%s'\n",
+		       line, arg ? " " : "", arg ? arg : "");
+	if (o.stats)
+		write_parameters();
+	fflush(stdout);
+}
+
+/*
+ * Read commands from stdin until it ends (1) or a signal asks to stop
+ * (0), printing the statistics on SIGUSR1; signals are taken only while
+ * waiting (@old is the mask without them).
+ */
+static int control(struct bpfdelay *skel, const sigset_t *old)
+{
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	static char buf[2 * PATH_MAX + 64];
+	size_t have = 0;
+	struct stats st;
+	char *nl;
+	ssize_t n;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (!got_stop) {
+		if (ppoll(&pfd, 1, NULL, old) < 0) {
+			if (errno != EINTR)
+				die("cannot wait for commands: %s", strerror(errno));
+			if (got_usr1) {
+				got_usr1 = 0;
+				read_stats(skel, &st);
+				write_stats(&st);
+				print_stats(&st);
+			}
+			continue;
+		}
+		n = read(STDIN_FILENO, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			return 1;
+		have += n;
+		buf[have] = '\0';
+		while ((nl = strchr(buf, '\n'))) {
+			*nl = '\0';
+			command(skel, buf);
+			have -= nl + 1 - buf;
+			memmove(buf, nl + 1, have + 1);
+		}
+		if (have == sizeof(buf) - 1) {
+			printf("error: a command longer than %zu characters\n", sizeof(buf) - 2);
+			have = 0;
+		}
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -564,10 +711,11 @@ int main(int argc, char **argv)
 		write_stats(&st);
 	}
 	fprintf(stderr, PROG ": attached at %s, ns=%lu%s%s; SIGUSR1 prints the statistics, "
-		"SIGINT or SIGTERM detaches\n", attach_points[o.attach][o.where], o.ns,
-		*o.cgroup ? " cgroup=" : "", o.cgroup);
+		"%s detaches\n", attach_points[o.attach][o.where], o.ns,
+		*o.cgroup ? " cgroup=" : "", o.cgroup,
+		o.control ? "the end of stdin, SIGINT or SIGTERM" : "SIGINT or SIGTERM");
 
-	while (!got_stop) {
+	while (!o.control && !got_stop) {
 		sigsuspend(&old);
 		if (got_usr1) {
 			got_usr1 = 0;
@@ -576,6 +724,8 @@ int main(int argc, char **argv)
 			print_stats(&st);
 		}
 	}
+	if (o.control)
+		control(skel, &old);
 	read_stats(skel, &st);
 	bpfdelay__destroy(skel);	/* detached: the statistics are final */
 	write_stats(&st);

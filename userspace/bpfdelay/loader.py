@@ -38,8 +38,9 @@ class Loader:
         self.line = ""
 
     def __enter__(self):
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1)
         ready, _, _ = select.select([self.proc.stderr], [], [], self.timeout)
         self.line = self.proc.stderr.readline().strip() if ready else \
             f"bpfdelay said nothing in {self.timeout} s"
@@ -56,9 +57,26 @@ class Loader:
             raise Refused(f"no statistics {self.timeout} s after SIGUSR1")
         return json.loads(self.proc.stdout.readline())
 
+    def ask(self, line):
+        """One line to a --control loader; its one line of answer."""
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            raise Refused(f"no answer to {line!r} in {self.timeout} s")
+        return self.proc.stdout.readline().rstrip("\n")
+
+    def close(self):
+        """The end of a --control loader's input, which detaches it; its
+        final statistics (communicate() closes it)."""
+        return self._final()
+
     def stop(self):
         """SIGTERM, then the final statistics; Refused if it failed."""
         self.proc.terminate()
+        return self._final()
+
+    def _final(self):
         out, err = self.proc.communicate(timeout=self.timeout)
         if self.proc.returncode != 0 or not out.strip():
             raise Refused(f"bpfdelay ended with status {self.proc.returncode}: "

@@ -68,6 +68,10 @@ def test_c_shell_and_python_write_the_same_meta(built, tmp_path):
     assert metas["shell"]["settings"] == {"impl": "shell", "freqs_hz": [500]}
     assert c["kernel"]["release"] == os.uname().release
     assert c["machine"]["cpus"] == os.cpu_count()
+    # What the kernel says of each CPU vulnerability: the mitigations in force.
+    vuln = pathlib.Path("/sys/devices/system/cpu/vulnerabilities")
+    assert c["kernel"]["mitigations"] == {f.name: f.read_text().strip() for f in
+                                          sorted(vuln.iterdir())} if vuln.is_dir() else {}
 
 
 def can_fake_cmdline(tmp_path):

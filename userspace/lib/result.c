@@ -384,9 +384,34 @@ static void clock_json(struct lab_json *j)
 }
 
 /*
+ * "mitigations": {"spectre_v2": "Mitigation: ...", ...}, what the kernel
+ * says of each CPU vulnerability, in its names' order; {} where the
+ * kernel has no such folder.
+ */
+static void mitigations_json(struct lab_json *j)
+{
+	static const char dir[] = "/sys/devices/system/cpu/vulnerabilities";
+	char file[512], val[512];
+	struct dirent **names;
+	int n, i;
+
+	lab_json_object(j, "mitigations");
+	n = scandir(dir, &names, NULL, alphasort);
+	for (i = 0; i < n; i++) {
+		snprintf(file, sizeof(file), "%s/%s", dir, names[i]->d_name);
+		if (names[i]->d_name[0] != '.' && read_text_attr(file, val, sizeof(val)))
+			lab_json_str(j, names[i]->d_name, val);
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	lab_json_end(j);
+}
+
+/*
  * The kernel: release, version, the lab's variant, the preemption model in
- * force and the command line it booted with (what 'compare' sets side by
- * side: preempt=, mitigations= ...).
+ * force, the command line it booted with (what 'compare' sets side by
+ * side: preempt=, mitigations= ...) and the mitigations in force.
  */
 static void kernel_json(struct lab_json *j, const struct utsname *u)
 {
@@ -398,6 +423,7 @@ static void kernel_json(struct lab_json *j, const struct utsname *u)
 	lab_json_str(j, "variant", lab_variant(u->release, variant, sizeof(variant)));
 	lab_json_str(j, "preemption", preemption_of(u->version, preempt, sizeof(preempt)));
 	lab_json_str(j, "cmdline", read_line("/proc/cmdline", cmdline, sizeof(cmdline)));
+	mitigations_json(j);
 	lab_json_end(j);
 }
 

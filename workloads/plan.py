@@ -25,6 +25,11 @@ MAX_NS = 5_000_000
 # The delay module's parameters --set may name (the others the sweep sets).
 SETTABLE = ("mode", "where", "every", "first", "ppm", "seed", "delays")
 OWN = ("loops", "ns", "syscalls", "cgroup")
+# Where the delay comes from: workloads/delay/NAME.sh.
+DELAYS = ("module", "bpf")
+# The ns a loop of the delay module's costs on the virtual clock (3.03):
+# the BPF delay's default points are the workload's loop counts times this.
+NS_A_LOOP = 3
 
 # The plan file's fields: name, kind (str, int, list) and what it is.  The
 # runner sources the file; read() gives them back as a dict.
@@ -33,7 +38,7 @@ FIELDS = (
     ("WORKLOAD", str, "the workload's name"),
     ("WL_FILE", str, "its file (the runner sources it)"),
     ("RUN_CLOCK", str, "virtual or host: the clock the guest runs on"),
-    ("DELAY", str, "where the delay comes from: module (workloads/delay/module.sh)"),
+    ("DELAY", str, "where the delay comes from: module or bpf (workloads/delay/DELAY.sh)"),
     ("KNOB", str, "loops (calibrated) or ns (the module's ns mode)"),
     ("ALL_VALUES", list, "the sweep's points, increasing from 0"),
     ("VALUES", list, "the points this run measures (a part's, or all)"),
@@ -96,6 +101,11 @@ def add_options(p):
     g.add_argument("--calibration", metavar="DIR",
                    help="use this analysed calibrate folder (results/latest-calibrate) "
                         "instead of calibrating the loop counts after the points")
+    g.add_argument("--delay", choices=DELAYS,
+                   help="where the delay comes from: module, the lab kernel's delay module, "
+                        "or bpf, the BPF delay (userspace/bpfdelay: any kernel 5.17 or later "
+                        "with BTF; ns only, no servers); default module, and with --here on "
+                        "a kernel without the lab's patches bpf")
     g = p.add_argument_group("where and how")
     g.add_argument("--tree", default=str(ROOT / "build/src/linux-source-6.12"), metavar="DIR",
                    help="Linux source tree for kbuild and grep (default: the one 'make "
@@ -117,6 +127,14 @@ def add_options(p):
                         "(docs/reference.md, \"Sweep hooks\")")
     g.add_argument("--hook-var", action="append", default=[], metavar="NAME=VALUE",
                    help="a setting of those hooks (TAX=trace)")
+
+
+def here_delay(kallsyms="/proc/kallsyms"):
+    """The delay of a sweep on the running kernel: the module where the
+    kernel has the lab's system-call hook, else the BPF delay."""
+    with open(kallsyms) as f:
+        hooked = any(line.rstrip().endswith(" syscall_hook_register") for line in f)
+    return "module" if hooked else "bpf"
 
 
 def want(condition, message):
@@ -206,9 +224,19 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     the options @args, on @clock in a VM or not (@in_vm); @part "K/N" with
     its @points (a list) for a part of a split sweep."""
     w = workload
+    delay = args.delay or "module"
+    if delay == "bpf":
+        want(args.loops is None and not args.calibration,
+             "--delay bpf spins in ns: give --ns LIST, not loop counts")
+        want(not w.server, f"--delay bpf: {w.name} is a server, and the BPF delay cannot "
+                           f"count each reply's calls for its reference client; sweep it "
+                           f"with the module")
     if args.ns is not None:
         want(args.loops is None, "--ns and --loops exclude each other: one knob at a time")
         knob, values = "ns", rising("--ns", args.ns, MAX_NS, "delays")
+    elif delay == "bpf":
+        knob, values = "ns", [v * NS_A_LOOP for v in rising("--loops", w.loops, MAX_LOOPS,
+                                                            "loop counts")]
     else:
         knob, values = "loops", rising("--loops", args.loops or w.loops, MAX_LOOPS,
                                        "loop counts")
@@ -283,7 +311,7 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
         meta += [f"part={part}", f"part_points:=[{','.join(map(str, mine))}]"]
     return {
         "PLAN_FORMAT": FORMAT, "WORKLOAD": w.name, "WL_FILE": str(w.path),
-        "RUN_CLOCK": clock, "DELAY": "module", "KNOB": knob, "ALL_VALUES": values, "VALUES": mine,
+        "RUN_CLOCK": clock, "DELAY": delay, "KNOB": knob, "ALL_VALUES": values, "VALUES": mine,
         "REPEATS": repeats, "SCALE": scale, "TREE": args.tree, "JOBS": jobs,
         "WORKDIR": args.workdir, "STEP_SECONDS": step, "STAGING": int(not args.no_stage),
         "STAGE_FROM": "", "SYSCALL_NAMES": args.syscalls or "", "SYSCALL_NRS": nrs,

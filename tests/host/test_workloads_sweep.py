@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from lablib import lists
 from lablib.sweep import catalog, driver, parts as sweep_parts, plan as sweep_plan
 
 RESULTS = pathlib.Path(__file__).resolve().parents[2] / "results"
@@ -204,6 +205,9 @@ def test_module_settings_are_said(root, tmp_path):
     (["cmd"], "cmd needs a command after '--'"),
     (["grep", "--", "true"], "grep takes no command after '--'"),
     (["apache", "--stage-only", "x"], "--stage-only: apache stages in the guest"),
+    (["grep", "--delay", "bpf", "-l", "0,100"], "--delay bpf spins in ns: give --ns LIST"),
+    (["redis", "--delay", "bpf"], "--delay bpf: redis is a server"),
+    (["grep", "--delay", "nosuch"], "--delay: invalid choice: 'nosuch'"),
 ])
 def test_a_bad_value_is_status_2_and_one_line(tmp_path, args, message):
     before = set(RESULTS.iterdir()) if RESULTS.exists() else set()
@@ -238,7 +242,8 @@ def test_lab_sweep_here_runs_on_this_machines_kernel_not_in_a_vm(tmp_path):
     vm = tmp_path / "vm"
     vm.write_text("#!/bin/sh\necho booted >>\"$0.log\"\nexit 99\n")
     vm.chmod(0o755)
-    out = lab_sweep("grep", "--here", "-l", "0,100", "-r", "1", "-o", tmp_path / "r",
+    out = lab_sweep("grep", "--here", "--delay", "module", "-l", "0,100", "-r", "1",
+                    "-o", tmp_path / "r",
                     env={"LAB_VM": str(vm), "LAB_BUILD": str(tmp_path / "build")})
     assert out.returncode == 1, out.stderr
     assert "has no syscall hook" in out.stderr and "no new grep sweep" in out.stderr
@@ -332,13 +337,39 @@ def test_a_source_of_delay_defines_the_seam(root, source):
     """The runner uses these names alone: a source that lacks one would
     fail only halfway through a sweep."""
     out = subprocess.run(["bash", "-c", '. scripts/lib.sh && . workloads/lib/common.sh && '
-                          '. "$1" && declare -F "${@:2}" && echo "DELAY_CALLS=$DELAY_CALLS"',
+                          '. "$1" && declare -F "${@:2}" && declare -p DELAY_CALLS',
                           "x", source, *DELAY_SEAM], cwd=root, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[-1] != "DELAY_CALLS=", out.stdout
 
 
 def test_the_plan_names_a_source_of_delay(root, tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_VM", str(clock_vm(tmp_path, "virtual")))
     (p,) = driver.Sweep(*driver.parse(["grep"]), ["grep"]).plans
+    assert p["DELAY"] == "module"
     assert (root / "workloads/delay" / f"{p['DELAY']}.sh").is_file()
+
+
+def test_the_bpf_delay_sweeps_in_ns_from_the_workloads_loop_counts(tmp_path, monkeypatch):
+    """A BPF program has no loop count: its points are ns, by default the
+    workload's loop counts times the 3 ns a loop of the module costs on
+    the virtual clock, and nothing calibrates after them."""
+    monkeypatch.setenv("LAB_VM", str(clock_vm(tmp_path, "virtual")))
+    argv = ["grep", "--delay", "bpf"]
+    (p,) = driver.Sweep(*driver.parse(argv), argv).plans
+    w = sweep_plan.workload("grep")
+    assert (p["DELAY"], p["KNOB"], p["CALIBRATE_AFTER"]) == ("bpf", "ns", 0)
+    assert p["ALL_VALUES"] == [3 * v for v in lists.parse_list(w.loops)] and p["ALL_VALUES"][1]
+    argv = ["grep", "--delay", "bpf", "--ns", "0,500"]
+    (p,) = driver.Sweep(*driver.parse(argv), argv).plans
+    assert p["ALL_VALUES"] == [0, 500]
+
+
+@pytest.mark.parametrize("line, delay", [
+    ("ffffffff81000000 T syscall_hook_register\n", "module"),
+    ("ffffffff81000000 T syscall_hook_register_other\n", "bpf"),
+    ("", "bpf"),
+])
+def test_here_the_delay_is_the_modules_only_on_the_lab_kernel(tmp_path, line, delay):
+    kallsyms = tmp_path / "kallsyms"
+    kallsyms.write_text("ffffffff81000010 T _stext\n" + line)
+    assert sweep_plan.here_delay(kallsyms) == delay

@@ -12,7 +12,7 @@
 #   server      the replies of every step kept up with over the CPU time
 #               Apache took for them: the rate Apache would sustain with
 #               a client that cost it nothing.
-# Why each setting is what it is: NOTES.md, "Apache".
+# Why each setting is what it is: NOTES.md, "Apache" and "The knee search".
 # shellcheck source=workloads/lib/server.sh
 . "$SWEEP_DIR/lib/server.sh"
 # shellcheck source=workloads/lib/httperf.sh

@@ -34,7 +34,7 @@ WL_EXEC=("${WL_ENV[@]}")
 # WL_EXEC, in the staged root); SERVER_TRACER, a tracer a server runs
 # under instead, from outside the work cgroup; TIMED_TAX, what the shell
 # of each timed() window runs under, started before the window opens
-# (NOTES.md, "A workload under a tax"); STAGE_PROGRAMS, programs the
+# (userspace/tax/NOTES.md, "A workload under a tax"); STAGE_PROGRAMS, programs the
 # staged root holds for them.
 STAGE_PROGRAMS=()
 WL_TAX=()

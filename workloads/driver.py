@@ -198,7 +198,6 @@ class Sweep(split.Split):
                                        f"outside /tmp")
         if args.here:
             self.clock, vm = guest_clock(), in_vm()
-            args.delay = args.delay or plan.here_delay()
         else:
             for k, v in VM_DEFAULTS.items():
                 os.environ.setdefault(k, v)

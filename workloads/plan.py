@@ -9,6 +9,7 @@ wants, and writes a plan a workload: a file of shell assignments
 guest parses no option; the stand-ins of the tests read the same file
 with read().
 """
+import os
 import pathlib
 import re
 import shlex
@@ -105,7 +106,7 @@ def add_options(p):
                    help="where the delay comes from: module, the lab kernel's delay module, "
                         "or bpf, the BPF delay (userspace/bpfdelay: any kernel 5.17 or later "
                         "with BTF; ns only, no servers); default module, and with --here on "
-                        "a kernel without the lab's patches bpf")
+                        "a kernel without the lab's patches bpf (but for servers)")
     g = p.add_argument_group("where and how")
     g.add_argument("--tree", default=str(ROOT / "build/src/linux-source-6.12"), metavar="DIR",
                    help="Linux source tree for kbuild and grep (default: the one 'make "
@@ -129,9 +130,14 @@ def add_options(p):
                    help="a setting of those hooks (TAX=trace)")
 
 
-def here_delay(kallsyms="/proc/kallsyms"):
-    """The delay of a sweep on the running kernel: the module where the
-    kernel has the lab's system-call hook, else the BPF delay."""
+def here_delay(kallsyms="/proc/kallsyms", cmdline=None):
+    """The delay of a sweep on the running kernel: the module in the lab's
+    VM (its command line says lab.variant=; LAB_CMDLINE another, for the
+    tests) and where the kernel has the lab's system-call hook, else the
+    BPF delay."""
+    text = pathlib.Path(cmdline or os.environ.get("LAB_CMDLINE") or "/proc/cmdline").read_text()
+    if re.search(r"\blab\.variant=", text):
+        return "module"
     with open(kallsyms) as f:
         hooked = any(line.rstrip().endswith(" syscall_hook_register") for line in f)
     return "module" if hooked else "bpf"
@@ -225,6 +231,8 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     its @points (a list) for a part of a split sweep."""
     w = workload
     delay = args.delay or "module"
+    if getattr(args, "here", False) and not args.delay and not w.server:
+        delay = here_delay()
     if delay == "bpf":
         want(args.loops is None and not args.calibration,
              "--delay bpf spins in ns: give --ns LIST, not loop counts")

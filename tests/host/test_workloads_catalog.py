@@ -66,7 +66,7 @@ def test_a_dropped_file_is_a_workload_everywhere(own):
     assert "count" in got[1]
     help_text = lab_sweep("--help", LAB_WORKLOADS_DIR=str(own)).stdout
     assert "  toy      count to a hundred" in help_text and "(0:300:100, 2)" in help_text
-    out = lab_sweep("toy", "--here", "--dry-run", LAB_WORKLOADS_DIR=str(own))
+    out = lab_sweep("toy", "--here", "--delay", "module", "--dry-run", LAB_WORKLOADS_DIR=str(own))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "100", "200", "300"]
     assert "toy on the host clock: 4 points of loops, 2 runs each" in out.stderr

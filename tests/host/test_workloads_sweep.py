@@ -364,12 +364,14 @@ def test_the_bpf_delay_sweeps_in_ns_from_the_workloads_loop_counts(tmp_path, mon
     assert p["ALL_VALUES"] == [0, 500]
 
 
-@pytest.mark.parametrize("line, delay", [
-    ("ffffffff81000000 T syscall_hook_register\n", "module"),
-    ("ffffffff81000000 T syscall_hook_register_other\n", "bpf"),
-    ("", "bpf"),
+@pytest.mark.parametrize("line, cmdline, delay", [
+    ("ffffffff81000000 T syscall_hook_register\n", "", "module"),
+    ("ffffffff81000000 T syscall_hook_register_other\n", "", "bpf"),
+    ("", "", "bpf"),
+    ("", "root=/dev/root lab.variant=tax lab.clock=virtual", "module"),
 ])
-def test_here_the_delay_is_the_modules_only_on_the_lab_kernel(tmp_path, line, delay):
+def test_here_the_delay_is_the_modules_only_on_the_lab_kernel(tmp_path, line, cmdline, delay):
     kallsyms = tmp_path / "kallsyms"
     kallsyms.write_text("ffffffff81000010 T _stext\n" + line)
-    assert sweep_plan.here_delay(kallsyms) == delay
+    (tmp_path / "cmdline").write_text(f"console=ttyS0 {cmdline}\n")
+    assert sweep_plan.here_delay(kallsyms, tmp_path / "cmdline") == delay

@@ -322,8 +322,8 @@ def explain(measure, rows, m, cpus):
     c = m.get("check")
     if c:
         text += (f"; point by point the time per {word} is within "
-                 f"{100 * c['max_abs_error']:.2f} % of the model with the delay the module "
-                 f"measured (check)")
+                 f"{100 * c['max_abs_error']:.2f} % of the model with the delay as it "
+                 f"measured itself (check)")
     return text + "."
 
 

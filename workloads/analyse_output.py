@@ -32,8 +32,10 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
     """report.txt: a table of each measure's points, the model's figures and
     what it says of the curve (@measures: summary.json's)."""
     virtual = results.on_virtual_clock(meta)
+    delay = delay_name(meta)
     if ns_per_loop is None:
-        how = "delays requested in ns (the module's ns mode, no calibration)"
+        mode = "the BPF delay" if delay == "the BPF delay" else "the module's ns mode"
+        how = f"delays requested in ns ({mode}, no calibration)"
     else:
         how = (f"{ns_per_loop:.3f} ns added per loop after {round(entry_ns):d} ns to enter "
                f"the delay (mean of the {', '.join(fit_names)} "
@@ -76,7 +78,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
         out.append(f"model: measured slowdown {opt(mod['measured_slowdown'], '.3f')}, "
                    f"predicted {opt(mod['predicted_slowdown'], '.3f')} at "
                    f"{mod['max_setting']} {knob} (+{mod['max_added_ns']:.0f} ns)")
-        out += measured_note(rows)
+        out += measured_note(rows, meta)
         out += exact_note(rows, virtual)
         out += varies_note(rows, virtual, meta)
         if mod["check"]:
@@ -84,7 +86,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
             untimed = (f" + {c['untimed_ns']:.0f} ns it does not time, the calibration's "
                        f"entry less its clock read" if c["untimed_ns"] else "")
             out += textwrap.wrap(
-                f"check (base + each point's delayed calls x (the ns the module measured per "
+                f"check (base + each point's delayed calls x (the ns {delay} measured per "
                 f"call{untimed})): within {100 * c['max_abs_error']:.2f} % at all "
                 f"{c['points']} delayed points (column 'check', %)", 88)
         out += textwrap.wrap(mod["explanation"], 88)
@@ -141,14 +143,20 @@ def varies_note(rows, virtual, meta):
     return textwrap.wrap(out, 88)
 
 
-def measured_note(rows):
-    """A line on how far the delay the module measured itself lies from the
+def delay_name(meta):
+    """What delayed the calls, as report.txt says it: the module's ns mode
+    or loops, or the BPF delay (meta.json's settings.delay)."""
+    return "the BPF delay" if results.settings(meta).get("delay") == "bpf" else "the module"
+
+
+def measured_note(rows, meta):
+    """A line on how far the delay measured itself lies from the
     calibrated (loops) or requested (ns) one, at the largest delay."""
     top = rows[-1]
     if top["measured_ns"] is None or not top["added_ns"]:
         return []
     what = "requested" if top["knob"] == "ns" else "calibrated"
-    return [f"the module measured {top['measured_ns']:.0f} ns per delayed call at "
+    return [f"{delay_name(meta)} measured {top['measured_ns']:.0f} ns per delayed call at "
             f"{top['setting']} {top['knob']}, {100 * top['measured_vs_added']:+.1f} % from "
             f"the {top['added_ns']:.0f} ns {what}"]
 

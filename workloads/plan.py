@@ -105,8 +105,8 @@ def add_options(p):
     g.add_argument("--delay", choices=DELAYS,
                    help="where the delay comes from: module, the lab kernel's delay module, "
                         "or bpf, the BPF delay (userspace/bpfdelay: any kernel 5.17 or later "
-                        "with BTF; ns only, no servers); default module, and with --here on "
-                        "a kernel without the lab's patches bpf (but for servers)")
+                        "with BTF; ns only); default module, and with --here on a kernel "
+                        "without the lab's patches bpf")
     g = p.add_argument_group("where and how")
     g.add_argument("--tree", default=str(ROOT / "build/src/linux-source-6.12"), metavar="DIR",
                    help="Linux source tree for kbuild and grep (default: the one 'make "
@@ -231,14 +231,11 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     its @points (a list) for a part of a split sweep."""
     w = workload
     delay = args.delay or "module"
-    if getattr(args, "here", False) and not args.delay and not w.server:
+    if getattr(args, "here", False) and not args.delay:
         delay = here_delay()
     if delay == "bpf":
         want(args.loops is None and not args.calibration,
              "--delay bpf spins in ns: give --ns LIST, not loop counts")
-        want(not w.server, f"--delay bpf: {w.name} is a server, and the BPF delay cannot "
-                           f"count each reply's calls for its reference client; sweep it "
-                           f"with the module")
     if args.ns is not None:
         want(args.loops is None, "--ns and --loops exclude each other: one knob at a time")
         knob, values = "ns", rising("--ns", args.ns, MAX_NS, "delays")

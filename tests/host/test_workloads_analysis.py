@@ -401,6 +401,24 @@ def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_p
     assert (d / "cmd.png").exists()
 
 
+def test_a_sweep_through_the_bpf_delay_says_so(root, tmp_path):
+    """What delayed the calls is the BPF delay's in report.txt, not the
+    module's, where meta.json's settings say delay=bpf."""
+    d = tmp_path / "bpf"
+    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns", "delay": "bpf"})
+    (d / "raw.csv").write_text("\n".join([NS_HEADER, *(
+        f"cmd,cmd,,{ns},{r},1,{t + 0.001 * r},20000,0," for ns, t in ((0, 1.0), (1000, 1.02))
+        for r in (1, 2))]) + "\n")
+    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n"
+                                  ",0,0,0,\n,1000,40000,41200000,1030.0\n")
+    out = report(root, tmp_path, d, "--no-plot")
+    assert out.returncode == 0, out.stderr
+    text = " ".join((d / "report.txt").read_text().split())
+    assert "delays requested in ns (the BPF delay, no calibration)" in text
+    assert "the BPF delay measured 1030 ns per delayed call" in text
+    assert "the ns the BPF delay measured per call" in text and "module" not in text
+
+
 # Loops and ns runs in one sweep ("mixed"); a run with both knobs ("exactly one").
 @pytest.mark.parametrize("name, rows, message", [
     ("mixed", "cmd,cmd,0,,1,1,1.0,5,0,\ncmd,cmd,,100,1,1,1.0,5,0,\n", "mixed"),

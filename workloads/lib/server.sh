@@ -94,7 +94,9 @@ srv_ready() { READY_CMD=() READY_WANT=; }
 
 # fair_server_read: FAIR_SERVER_BEFORE, each CPU's fair server runtime
 # (ns, comma-separated, in the order of FAIR_SERVER_DIR's listing), or
-# "none".  Mounts debugfs where it is not (the VM) unless only staging.
+# "none" where there is none or the kernel lets no one read it (a locked
+# down debugfs): then it is left as it is.  Mounts debugfs where it is not
+# (the VM) unless only staging.
 fair_server_read() {
 	if [ -z "$STAGE_ONLY" ] && [ ! -d "$FAIR_SERVER_DIR" ]; then
 		lab_debugfs || true
@@ -102,7 +104,11 @@ fair_server_read() {
 	local f v values=()
 	for f in "$FAIR_SERVER_DIR"/cpu*/runtime; do
 		[ -f "$f" ] || break
-		read -r v <"$f" || die "cannot read $f"
+		if ! read -r v 2>/dev/null <"$f"; then
+			log "cannot read $f: the fair server is left as it is"
+			values=()
+			break
+		fi
 		values+=("$v")
 	done
 	FAIR_SERVER_BEFORE=$(IFS=,; echo "${values[*]:-none}")
@@ -236,27 +242,31 @@ wl_stage_record() {
 	srv_load small
 	stage_record "$SRV_LOAD" "${LOAD_CMD[@]}"
 	reference_cmd 2
-	stage_record reference "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS"
+	stage_record reference "${REFERENCE_CMD[@]}" 3<"${DELAY_CALLS:-/dev/null}"
 	server_stop
 	stage_record_end "$WORKLOAD"
 }
 
 # reference_cmd REQUESTS: REFERENCE_CMD, the reference client on the
 # client CPU, as a real-time task, on the interval's grid, after one
-# untimed request (workloads/reqtime.c says why each).
+# untimed request (workloads/reqtime.c says why each), reading each
+# reply's calls from fd 3 where the delay has a file for them.
 reference_cmd() {
 	srv_reference
 	REFERENCE_CMD=(taskset -c "$CLIENT_CPU" "$SWEEP_DIR/reqtime" -n "$1" -i "$SERVER_INTERVAL_MS"
-		--phase "$SERVER_PHASE_MS" --warmup 1
-		--calls-fd 3 --fifo "$REFERENCE_FIFO" "${REFERENCE_ARGS[@]}")
+		--phase "$SERVER_PHASE_MS" --warmup 1 ${DELAY_CALLS:+--calls-fd 3}
+		--fifo "$REFERENCE_FIFO" "${REFERENCE_ARGS[@]}")
 }
 
 # reference_measured LOG: run the reference client, keep its CSV (a row a
 # request, workloads/reqtime.c) in LOG and print "replies seconds errors
 # syscalls p9_requests": the replies (status 200), the sum of their
 # seconds and of their delayed calls ("-" without a count), the other
-# requests (failed, or another status) and the window's 9p requests.  No
-# reduction here: the host makes the run's reply time of LOG
+# requests (failed, or another status) and the window's 9p requests.
+# Where the delay has no file of its calls (DELAY_CALLS empty: the BPF
+# delay) no reply has a count, and the reply has no model: the window's
+# calls are mostly the idle server's between the requests.  No reduction
+# here: the host makes the run's reply time of LOG
 # (lablib.experiments.workloads: read_raw, clean_reply).
 reference_measured() {
 	# The window's log ends in .txt, which measured_window takes off to
@@ -265,7 +275,8 @@ reference_measured() {
 	local txt=${1%.csv}.txt
 	reference_cmd "$SERVER_REQUESTS"
 	# shellcheck disable=SC2153  # CLIENT_CG is common.sh's
-	measured_window "$CLIENT_CG" "$txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" 3<"$DELAY_CALLS" ||
+	measured_window "$CLIENT_CG" "$txt" "${WL_EXEC[@]}" "${REFERENCE_CMD[@]}" \
+		3<"${DELAY_CALLS:-/dev/null}" ||
 		die "the reference window at $POINT said nothing"
 	mv "$txt" "$1"
 	[ "$WINDOW_STATUS" = 0 ] ||

@@ -8,6 +8,8 @@
 #   VARIANT=stock|nohook|rt   which kernel (default stock)
 #   KSRC=/path/to/linux-6.12  use an existing tree instead of unpacking one
 #   JOBS=N                    parallel jobs (default: nproc)
+#   --source-only             only unpack linux-source-6.12 into build/src/
+#                             (make here: grep's tree, no kernel build)
 #   --deb                     also package it (bindeb-pkg) with the lab's
 #                             modules in lib/modules/<release>/extra/,
 #                             into build/deb/VARIANT/ (make deb)
@@ -18,10 +20,11 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 lab_help "$@"
-deb=0
+deb=0 source_only=0
 case ${1:-} in
 '') ;;
 --deb) deb=1 ;;
+--source-only) source_only=1 ;;
 *) bad_arg "unknown argument '$1' (see --help)" ;;
 esac
 compress=${KDEB_COMPRESS:-gzip}
@@ -39,7 +42,7 @@ BASE_FRAGMENT=$LAB_ROOT/config/lab.config
 VARIANT_FRAGMENT=$LAB_ROOT/config/variants/$VARIANT.config
 SRC_TARBALL=/usr/src/linux-source-6.12.tar.xz
 
-for tool in quilt flex bison bc ccache; do
+[ "$source_only" -eq 1 ] || for tool in quilt flex bison bc ccache; do
 	command -v "$tool" >/dev/null || die "$tool is missing; run 'make deps' first"
 done
 
@@ -66,6 +69,10 @@ case $kver in
 6.12.*) ;;
 *) die "$KSRC is Linux $kver; the series is for 6.12" ;;
 esac
+if [ "$source_only" -eq 1 ]; then
+	log "Linux $kver's source in $KSRC"
+	exit 0
+fi
 
 # --- 2. The series -------------------------------------------------------------
 # quilt finds 'series' and 'patches' at the top of the tree; point both at

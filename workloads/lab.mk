@@ -11,6 +11,16 @@ W ?= apache
 sweep: setup
 	$(call lab_run,sweep,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS) $(if $(CMD),-- $(CMD)))
 
+## here [SWEEP_ARGS='--ns 0:30000:3000 -r 5']: on this machine's own kernel, no kernel build
+##   (root; Linux 5.17 or later with BTF): the packages, the BPF delay, Linux's source for
+##   grep, then grep swept through the BPF delay on this CPU, analysed into results/grep-<time>/
+here: deps venv
+	scripts/build-kernel.sh --source-only
+	$(MAKE) -C userspace/lib
+	$(MAKE) -C userspace/bpfdelay
+	$(MAKE) -C workloads
+	$(call lab_run,sweep,grep --here --delay bpf $(SWEEP_ARGS))
+
 # The guest tests' small kbuild tree, configured on the host (fast here).
 workloads-test-tree: kernel
 	workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
@@ -23,4 +33,4 @@ workloads-test-stage: workloads-test-tree venv
 			--stage-only build/stage-test || exit 1; done
 
 TEST_PREPARE += workloads-test-tree workloads-test-stage
-.PHONY: sweep workloads-test-tree workloads-test-stage
+.PHONY: sweep here workloads-test-tree workloads-test-stage

@@ -222,3 +222,28 @@ def test_a_second_build_of_a_tree_waits_for_the_first(root, kobj):
         holder.wait(timeout=60)
     assert r.returncode == 0, r.stderr
     assert "another build of build/obj is running; waiting for it" in r.stderr
+
+
+def test_source_only_unpacks_the_tree_and_builds_nothing(root, tmp_path):
+    """make here's grep needs Linux's source, not a kernel: --source-only
+    stops once the tree is there, and asks for none of the build's tools
+    (a PATH without quilt, flex, bison, bc or ccache)."""
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    (tree / "Makefile").write_text("kernelversion:\n\t@echo 6.12.99\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "make", "sh", "echo", "dirname", "cat", "sed", "date", "uname", "nproc",
+                 "mkdir", "rm", "ln", "id", "grep", "awk", "tr", "basename"):
+        if shutil.which(tool):
+            (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {**os.environ, "PATH": str(bin_dir), "KSRC": str(tree),
+           "LAB_BUILD": str(tmp_path / "build")}
+    out = subprocess.run([root / "scripts/build-kernel.sh", "--source-only"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"Linux 6.12.99's source in {tree}" in out.stderr
+    assert not (tmp_path / "build").exists() and not (tree / "patches").exists()
+    out = subprocess.run([root / "scripts/build-kernel.sh"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 1 and "quilt is missing" in out.stderr, out.stderr

@@ -38,7 +38,24 @@ COLUMNS = ["measure", "loops", "ns", "added_ns", "measured_ns", "measured_vs_add
            "syscalls_per_unit",
            "predicted_throughput", "checked_seconds_per_unit", "check_error", "errors",
            "p9_requests", "exact", "not_exact", "doubt", "doubt_kind", "knee_kept_up",
-           "knee_overloaded"]
+           "knee_overloaded", "ci_low", "ci_high", "check_low", "check_high"]
+# The confidence of the host clock's intervals.
+CONFIDENCE = 0.95
+
+
+def mean_interval(values):
+    """(low, high): the t interval of the mean of @values at CONFIDENCE,
+    (None, None) with fewer than two or no spread to estimate."""
+    if len(values) < 2:
+        return None, None
+    from scipy import stats as sps
+    sd = stats.summary(values)["stddev"]
+    if not sd:
+        m = stats.mean(values)
+        return m, m
+    lo, hi = sps.t.interval(CONFIDENCE, len(values) - 1, loc=stats.mean(values),
+                            scale=sd / math.sqrt(len(values)))
+    return float(lo), float(hi)
 
 
 def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=False,
@@ -64,6 +81,7 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
         thr = [factor * r["units"] / r["seconds"] if r["units"] > 0 else 0.0 for r in rs]
         done = [r for r in rs if r["units"] > 0]
         t = stats.summary(thr)
+        spu = [r["seconds"] / r["units"] for r in done]
         p9 = [r.get("p9_requests") for r in rs]
         p9_requests = None if None in p9 else sum(p9)
         why = kind = None
@@ -80,7 +98,8 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
             "measured_vs_added": got / added - 1 if got is not None and added else None,
             "n": t["n"], "mean": t["mean"], "stddev": t["stddev"], "min": t["min"],
             "max": t["max"], "unit": unit,
-            "seconds_per_unit": stats.mean([r["seconds"] / r["units"] for r in done]),
+            "values": thr, "seconds_values": spu,
+            "seconds_per_unit": stats.mean(spu),
             "median_seconds_per_unit": stats.summary([r["seconds"] / r["units"]
                                                       for r in done])["p50"],
             "syscalls_per_unit": stats.mean([r["syscalls"] / r["units"] for r in done
@@ -90,9 +109,35 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
             "errors": sum(r["errors"] for r in rs),
             "p9_requests": p9_requests, "exact": virtual and why is None,
             "doubt": why if virtual else None, "doubt_kind": kind if virtual else None,
-            "not_exact": why,
+            "not_exact": why, "ci_low": None, "ci_high": None, "check_low": None,
+            "check_high": None,
         })
     return rows
+
+
+def intervals(rows, m):
+    """On the host's clock, where runs differ: each point's interval of
+    its mean throughput (ci_low, ci_high) and of its check (check_low,
+    check_high, from the interval of its mean time a unit), and the
+    model's base and d½ with theirs (the calls a unit are counted, not
+    sampled: d½'s interval is the base's over them).  m["check"] gains how
+    many delayed points' intervals hold the model."""
+    for p in rows:
+        p["ci_low"], p["ci_high"] = mean_interval(p["values"])
+        lo, hi = mean_interval(p["seconds_values"])
+        if p["checked_seconds_per_unit"] and lo is not None:
+            p["check_low"] = lo / p["checked_seconds_per_unit"] - 1
+            p["check_high"] = hi / p["checked_seconds_per_unit"] - 1
+    lo, hi = mean_interval(rows[0]["seconds_values"])
+    m["base_low"], m["base_high"] = lo, hi
+    calls = m["syscalls_per_unit"]
+    m["half_ns_low"] = m["half_ns_high"] = None
+    if calls and lo is not None:
+        m["half_ns_low"], m["half_ns_high"] = lo / calls * 1e9, hi / calls * 1e9
+    checked = [p for p in rows[1:] if p["check_low"] is not None]
+    if m["check"] and checked:
+        m["check"]["covered"] = sum(p["check_low"] <= 0 <= p["check_high"] for p in checked)
+        m["check"]["with_interval"] = len(checked)
 
 
 def doubt_noise(rows):
@@ -346,6 +391,7 @@ def summarise(d):
                                              s["entry_ns"], s["untimed_ns"])}
             if not virtual:
                 doubt_noise(rows)
+                intervals(rows, measures[name]["model"])
     summary = {"experiment": s["meta"].get("experiment", s["workload"]),
                "workload": s["workload"], "ns_per_loop": s["ns_per_loop"],
                "entry_ns": s["entry_ns"], "untimed_ns": s["untimed_ns"],

@@ -89,9 +89,34 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
                 f"check (base + each point's delayed calls x (the ns {delay} measured per "
                 f"call{untimed})): within {100 * c['max_abs_error']:.2f} % at all "
                 f"{c['points']} delayed points (column 'check', %)", 88)
+        out += textwrap.wrap(interval_note(rows, mod), 88)
         out += textwrap.wrap(mod["explanation"], 88)
         out += textwrap.wrap(mod["shape"], 88)
     return "\n".join(out) + "\n"
+
+
+def interval_note(rows, mod):
+    """On the host's clock: the model's figures with their 95 % intervals
+    (analyse.intervals), and how many delayed points' intervals hold the
+    model; '' where they were not worked out (the virtual clock)."""
+    if mod.get("base_low") is None:
+        return ""
+    word = MEASURES[rows[0]["measure"]][2]
+    text = (f"95 % intervals over each point's runs: base {mod['base_seconds_per_unit']:.4g} s "
+            f"a {word} ({mod['base_low']:.4g} to {mod['base_high']:.4g})")
+    if mod.get("half_ns_low") is not None:
+        text += (f", {count(mod['syscalls_per_unit'])} calls a {word} (counted), so d½ "
+                 f"{mod['half_ns']:,.0f} ns ({mod['half_ns_low']:,.0f} to "
+                 f"{mod['half_ns_high']:,.0f})")
+    c = mod["check"]
+    if c and c.get("with_interval"):
+        worst = max((p for p in rows[1:] if p["check_low"] is not None),
+                    key=lambda p: abs(p["check_error"]))
+        text += (f"; the model's check lies within the interval of {c['covered']} of "
+                 f"{c['with_interval']} delayed points (the farthest: "
+                 f"{100 * worst['check_error']:+.2f} % at {worst['setting']} {worst['knob']}, "
+                 f"{100 * worst['check_low']:+.2f} to {100 * worst['check_high']:+.2f} %)")
+    return text + "."
 
 
 def exact_note(rows, virtual):
@@ -161,10 +186,23 @@ def measured_note(rows, meta):
             f"the {top['added_ns']:.0f} ns {what}"]
 
 
+def error_bars(sel, virtual):
+    """The error bars of points @sel: the sd on the virtual clock, the 95 %
+    interval of the mean on the host's (none for a point of one run)."""
+    if virtual:
+        return [p["stddev"] for p in sel]
+    return [[p["mean"] - p["ci_low"] if p.get("ci_low") is not None else 0 for p in sel],
+            [p["ci_high"] - p["mean"] if p.get("ci_high") is not None else 0 for p in sel]]
+
+
 def draw(workload, meta, ns_per_loop, measures, path):
     """<workload>.png at @path: a panel a measure, its points' throughput
     and the model against the added latency."""
     names = list(measures)
+    # On the host's clock runs differ: each run drawn, and the mean with its
+    # 95 % interval; on the virtual clock the mean and the runs' sd.
+    virtual = results.on_virtual_clock(meta)
+    bars = "sd over repeats" if virtual else "95 % interval"
     fig, axes = plot.figure(len(names), width=1 + 5.2 * len(names), height=4.6)
     axes = axes if len(names) > 1 else [axes]
     for ax, name in zip(axes, names):
@@ -173,13 +211,17 @@ def draw(workload, meta, ns_per_loop, measures, path):
         x = [p["added_ns"] for p in rows]
         bad = [p for p in rows if p["doubt"]]
         good = [p for p in rows if not p["doubt"]]
+        if not virtual:
+            runs = [(p["added_ns"], v) for p in rows for v in p.get("values", [])]
+            ax.plot([x for x, _ in runs], [v for _, v in runs], ".", color="0.35", ms=3,
+                    alpha=0.6, label="each run")
         for sel, style in ((good, {"ms": 4, "color": "C0",
-                                   "label": f"{name}: mean \u00b1 sd over repeats"}),
+                                   "label": f"{name}: mean \u00b1 {bars}"}),
                            (bad, {"ms": 5, "color": "0.55", "mfc": "none",
-                                  "label": f"{name}: {doubt_label(bad)}, mean \u00b1 sd"})):
+                                  "label": f"{name}: {doubt_label(bad)}, mean \u00b1 {bars}"})):
             if sel:
                 ax.errorbar([p["added_ns"] for p in sel], [p["mean"] for p in sel],
-                            yerr=[p["stddev"] for p in sel], fmt="o", capsize=3, **style)
+                            yerr=error_bars(sel, virtual), fmt="o", capsize=3, **style)
         if bad:
             ax.set_title("\n".join(textwrap.wrap(doubt_banner(rows), 60)), fontsize=8,
                          color="C3")
@@ -196,7 +238,10 @@ def draw(workload, meta, ns_per_loop, measures, path):
         ax.set_ylabel(f"{name} throughput ({unit})")
         # From 0, and room above the highest mean and its error bar: an
         # autoscaled top cut the highest dot in half.
-        ax.set_ylim(0, max(p["mean"] + (p["stddev"] or 0) for p in rows) * 1.12)
+        top = [p["mean"] + (p["stddev"] or 0) for p in rows]
+        top += [v for p in rows for v in (p.get("values", []) if not virtual else [])]
+        top += [p["ci_high"] for p in rows if p.get("ci_high") is not None]
+        ax.set_ylim(0, max(top) * 1.12)
         if ns_per_loop:
             top = ax.secondary_xaxis("top", functions=(lambda v: v / ns_per_loop,
                                                        lambda v: v * ns_per_loop))

@@ -66,8 +66,11 @@ def describe(fig):
                                      if len(labels) <= 4 * MAX_TICKS else ["too many"])
         # Points drawn with markers (not the error bars' caps), hollow (a
         # point the plot cannot vouch for) or filled.
-        marked = [ln for ln in ax.lines
-                  if ln.get_marker() not in (None, "", "None", " ", "_", "|")]
+        # Each run's dot (the host clock's, labelled "each run") is no point.
+        marked = [ln for ln in ax.lines if ln.get_label() != "each run"
+                  and ln.get_marker() not in (None, "", "None", " ", "_", "|")]
+        d["runs_drawn"] = sum(len(ln.get_xdata()) for ln in ax.lines
+                              if ln.get_label() == "each run")
         d["hollow_points"] = sum(len(ln.get_xdata()) for ln in marked
                                  if str(ln.get_markerfacecolor()) == "none")
         d["solid_points"] = sum(len(ln.get_xdata()) for ln in marked

@@ -393,7 +393,7 @@ def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_p
     assert pts[2]["check_error"] == pytest.approx(1.2015 / 1.2035 - 1)
     assert pts[1]["check_error"] == pytest.approx(1.0215 / 1.0221 - 1)
     assert mod["check"] == {"points": 2, "max_abs_error": pytest.approx(0.002 / 1.2035),
-                            "untimed_ns": 0.0}
+                            "untimed_ns": 0.0, "covered": 2, "with_interval": 2}
     text = (d / "report.txt").read_text()
     assert "within 0.17 % at all 2 delayed points" in text
     assert "requested in ns" in text and "at 10000 ns" in text
@@ -690,7 +690,11 @@ def test_new_reply_rows_analyse_as_the_old_reduced_ones(root, tmp_path):
     for p_new, p_old in zip(reply_new["points"], reply_old["points"], strict=True):
         for key, value in p_old.items():
             if isinstance(value, float):
-                assert p_new[key] == pytest.approx(value, rel=1e-8, abs=1e-8 * p_old["mean"]), key
+                # A mean's interval is its sd times t (12.7 for two runs).
+                spread = 2e-7 if key in ("ci_low", "ci_high") else 1e-8
+                assert p_new[key] == pytest.approx(value, rel=1e-8, abs=spread * p_old["mean"]), key
+            elif isinstance(value, list):
+                assert p_new[key] == pytest.approx(value, rel=1e-8), key
             else:
                 assert p_new[key] == value, key
     # 1 / about 2 ms, the clean replies' time, not the plain mean's.
@@ -751,3 +755,37 @@ def test_an_entry_cost_near_zero_reads_0_not_minus_0(root, entry):
     first = analyse_output.report("kbuild", meta, 4.0, ["close"], measures, entry_ns=entry)
     first = first.splitlines()[0] if isinstance(first, str) else first[0]
     assert "after 0 ns to enter the delay" in first, first
+
+
+def test_on_the_host_clock_every_figure_has_its_interval(root, tmp_path):
+    """Runs differ on the host's clock: each point's mean throughput, the
+    base, d½ and each point's check get a 95 % t interval over the runs,
+    report.txt says them and how many points' intervals hold the model,
+    and the plot draws every run."""
+    from scipy import stats as sps
+    d = tmp_path / "host"
+    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns", "delay": "bpf"})
+    (d / "raw.csv").write_text("\n".join([NS_HEADER, *(
+        f"cmd,cmd,,{ns},{r},1,{t + 0.001 * r},20000,0," for ns, t in
+        ((0, 1.0), (1000, 1.02), (10000, 1.2)) for r in (1, 2, 3))]) + "\n")
+    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
+                                  ",1000,60000,60000000,1000.0\n"
+                                  ",10000,60000,600000000,10000.0\n")
+    out = report(root, tmp_path, d)
+    assert out.returncode == 0, out.stderr
+    s = json.loads((d / "summary.json").read_text())["measures"]["cmd"]
+    p0 = s["points"][0]
+    lo, hi = sps.t.interval(0.95, 2, loc=p0["mean"], scale=p0["stddev"] / 3 ** 0.5)
+    assert (p0["ci_low"], p0["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    m = s["model"]
+    base_lo, base_hi = sps.t.interval(0.95, 2, loc=1.002, scale=0.001 / 3 ** 0.5)
+    assert (m["base_low"], m["base_high"]) == (pytest.approx(base_lo), pytest.approx(base_hi))
+    assert m["half_ns_low"] == pytest.approx(base_lo / 20000 * 1e9)
+    # 1.002 s + 20000 x 10 us = 1.202 s checked against 1.202 measured.
+    p2 = s["points"][2]
+    assert p2["check_low"] < 0 < p2["check_high"]
+    assert m["check"]["covered"] == 2 and m["check"]["with_interval"] == 2
+    text = " ".join((d / "report.txt").read_text().split())
+    assert "95 % intervals over each point's runs: base 1.002 s a run (" in text
+    assert "the model's check lies within the interval of 2 of 2 delayed points" in text
+    assert (d / "cmd.png").exists()

@@ -53,9 +53,13 @@ def test_grep_and_apache_plots_are_readable(root, tmp_path, monkeypatch):
         head = axes[0]["figure_title"]
         assert head.startswith(f"{workload}: throughput") and " CPUs" in head, head
         for ax, name in zip(axes, measures):
-            assert f"{name}: mean \u00b1 sd over repeats" in ax["legend"], ax["legend"]
-            # The mean, the model, and d-half where the sweep went past it.
-            assert len(ax["legend"]) in (2, 3) and any(e.startswith("model: ")
+            # On the host's clock (these folders'), each run and the mean
+            # with its 95 % interval; the model, and d-half where the sweep
+            # went past it.
+            assert f"{name}: mean \u00b1 95 % interval" in ax["legend"], ax["legend"]
+            assert "each run" in ax["legend"] and ax["runs_drawn"] == len(
+                [r for r in rows if f",{name}," in r]), ax
+            assert len(ax["legend"]) in (3, 4) and any(e.startswith("model: ")
                                                        for e in ax["legend"])
             assert ax["xlabel"] == "added latency per system call (ns)"
             # From 0, and the highest dot drawn whole, not cut by the frame.

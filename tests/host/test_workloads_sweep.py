@@ -209,6 +209,11 @@ def test_module_settings_are_said(root, tmp_path):
     (["apache", "--stage-only", "x"], "--stage-only: apache stages in the guest"),
     (["grep", "--delay", "bpf", "-l", "0,100"], "--delay bpf spins in ns: give --ns LIST"),
     (["grep", "--delay", "nosuch"], "--delay: invalid choice: 'nosuch'"),
+    (["grep", "-l", "50,100"], "--loops wants a list that starts at 0"),
+    (["grep", "--bogus"], "unrecognized arguments: --bogus"),
+    (["grep", "--ns", "0,6000000"], "--ns wants delays of at most 5000000"),
+    (["grep", "--set", "loops=5"], "the sweep sets it itself"),
+    (["grep", "--set", "where"], "--set wants NAME=VALUE"),
 ])
 def test_a_bad_value_is_status_2_and_one_line(tmp_path, args, message):
     before = set(RESULTS.iterdir()) if RESULTS.exists() else set()

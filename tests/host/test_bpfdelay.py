@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lablib.bpfdelay.loader import Loader, Refused, cgroup2_mount
+from lablib.bpfdelay.loader import Loader, cannot_run, cgroup2_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 DIR = ROOT / "userspace/bpfdelay"
@@ -37,17 +37,10 @@ def built():
 def kernel(built):
     """The cgroup2 mount, once the loader has attached on this kernel;
     else a skip with what is missing."""
-    if os.geteuid() != 0:
-        pytest.skip("loading BPF programs needs root")
-    mount = cgroup2_mount()
-    if mount is None:
-        pytest.skip("no cgroup2 mount on this machine")
-    try:
-        with Loader("--ns", "0", timeout=30):
-            pass
-    except Refused as e:
-        pytest.skip(f"this kernel cannot run the BPF delay: {e}")
-    return mount
+    why = cannot_run()
+    if why:
+        pytest.skip(why)
+    return cgroup2_mount()
 
 
 @pytest.fixture

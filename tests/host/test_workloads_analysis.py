@@ -321,6 +321,18 @@ def test_apache_knee_from_the_saturation_steps(root, tmp_path):
 NS_HEADER = "workload,measure,loops,ns,repeat,units,seconds,syscalls,errors,detail"
 
 
+def ns_cmd_sweep(d, settings, times, runs, points):
+    """A cmd sweep in ns on the host's clock in @d: at each (ns, seconds)
+    of @times, @runs runs of 20000 calls, the r-th taking r ms more;
+    points.csv's rows after its header, @points."""
+    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns", **settings})
+    (d / "raw.csv").write_text("\n".join([NS_HEADER, *(
+        f"cmd,cmd,,{ns},{r},1,{t + 0.001 * r},20000,0," for ns, t in times
+        for r in range(1, runs + 1))]) + "\n")
+    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n" + points)
+    return d
+
+
 def test_a_command_sweep_names_its_command(root, tmp_path):
     """report.txt and the plot say what cmd timed, not only 'cmd' (the
     command was only in meta.json)."""
@@ -364,16 +376,8 @@ def test_a_program_that_varies_on_the_virtual_clock_is_said_to(root, tmp_path):
 
 
 def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_path):
-    d = tmp_path / "ns"
-    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns"})
-    rows = [NS_HEADER]
-    for ns, t in ((0, 1.0), (1000, 1.02), (10000, 1.2)):
-        for repeat in (1, 2):
-            rows.append(f"cmd,cmd,,{ns},{repeat},1,{t + 0.001 * repeat},20000,0,")
-    (d / "raw.csv").write_text("\n".join(rows) + "\n")
-    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n"
-                                  ",0,0,0,\n,1000,40000,41200000,1030.0\n"
-                                  ",10000,40000,404000000,10100.0\n")
+    d = ns_cmd_sweep(tmp_path / "ns", {}, ((0, 1.0), (1000, 1.02), (10000, 1.2)), 2,
+                     ",0,0,0,\n,1000,40000,41200000,1030.0\n,10000,40000,404000000,10100.0\n")
     out = report(root, tmp_path, d)
     assert out.returncode == 0, out.stderr
     s = json.loads((d / "summary.json").read_text())
@@ -404,13 +408,8 @@ def test_ns_mode_needs_no_calibration_and_reports_the_measured_delay(root, tmp_p
 def test_a_sweep_through_the_bpf_delay_says_so(root, tmp_path):
     """What delayed the calls is the BPF delay's in report.txt, not the
     module's, where meta.json's settings say delay=bpf."""
-    d = tmp_path / "bpf"
-    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns", "delay": "bpf"})
-    (d / "raw.csv").write_text("\n".join([NS_HEADER, *(
-        f"cmd,cmd,,{ns},{r},1,{t + 0.001 * r},20000,0," for ns, t in ((0, 1.0), (1000, 1.02))
-        for r in (1, 2))]) + "\n")
-    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n"
-                                  ",0,0,0,\n,1000,40000,41200000,1030.0\n")
+    d = ns_cmd_sweep(tmp_path / "bpf", {"delay": "bpf"}, ((0, 1.0), (1000, 1.02)), 2,
+                     ",0,0,0,\n,1000,40000,41200000,1030.0\n")
     out = report(root, tmp_path, d, "--no-plot")
     assert out.returncode == 0, out.stderr
     text = " ".join((d / "report.txt").read_text().split())
@@ -763,14 +762,9 @@ def test_on_the_host_clock_every_figure_has_its_interval(root, tmp_path):
     report.txt says them and how many points' intervals hold the model,
     and the plot draws every run."""
     from scipy import stats as sps
-    d = tmp_path / "host"
-    write_meta(d, "cmd", {"workload": "cmd", "knob": "ns", "delay": "bpf"})
-    (d / "raw.csv").write_text("\n".join([NS_HEADER, *(
-        f"cmd,cmd,,{ns},{r},1,{t + 0.001 * r},20000,0," for ns, t in
-        ((0, 1.0), (1000, 1.02), (10000, 1.2)) for r in (1, 2, 3))]) + "\n")
-    (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
-                                  ",1000,60000,60000000,1000.0\n"
-                                  ",10000,60000,600000000,10000.0\n")
+    d = ns_cmd_sweep(tmp_path / "host", {"delay": "bpf"},
+                     ((0, 1.0), (1000, 1.02), (10000, 1.2)), 3,
+                     ",0,0,0,\n,1000,60000,60000000,1000.0\n,10000,60000,600000000,10000.0\n")
     out = report(root, tmp_path, d)
     assert out.returncode == 0, out.stderr
     s = json.loads((d / "summary.json").read_text())["measures"]["cmd"]

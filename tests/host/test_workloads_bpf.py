@@ -7,29 +7,20 @@ halfway.  Skipped, with the loader's line, where this kernel cannot run
 the BPF delay."""
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from lablib.bpfdelay.loader import LOADER, Loader, Refused, cgroup2_mount
+from lablib.bpfdelay.loader import LOADER, cannot_run
 
 
 @pytest.fixture(scope="module")
 def bpf_kernel():
-    if os.geteuid() != 0:
-        pytest.skip("a sweep on the running kernel needs root")
-    if not LOADER.exists():
-        pytest.skip("userspace/bpfdelay is not built (make userspace; a kernel with BTF)")
-    if cgroup2_mount() is None:
-        pytest.skip("no cgroup2 mount on this machine")
-    try:
-        with Loader("--ns", "0", timeout=30):
-            pass
-    except Refused as e:
-        pytest.skip(f"this kernel cannot run the BPF delay: {e}")
+    why = cannot_run()
+    if why:
+        pytest.skip(why)
 
 
 def loaders():

@@ -3,6 +3,7 @@ started with its options, its first line awaited, its statistics read
 (SIGUSR1 for those so far, SIGTERM for the final ones).  The measurement,
 the tests and the sweep's source of delay all start it through Loader."""
 import json
+import os
 import select
 import signal
 import subprocess
@@ -22,6 +23,23 @@ def cgroup2_mount(mounts="/proc/self/mounts"):
         fields = line.split()
         if len(fields) > 2 and fields[2] == "cgroup2":
             return Path(fields[1])
+    return None
+
+
+def cannot_run(timeout=30):
+    """Why this machine cannot run the BPF delay, in one line (the
+    loader's own where it refuses), or None: for the tests to skip by."""
+    if os.geteuid() != 0:
+        return "loading BPF programs needs root"
+    if not LOADER.exists():
+        return "userspace/bpfdelay is not built (make userspace; a kernel with BTF)"
+    if cgroup2_mount() is None:
+        return "no cgroup2 mount on this machine"
+    try:
+        with Loader("--ns", "0", timeout=timeout):
+            pass
+    except Refused as e:
+        return f"this kernel cannot run the BPF delay: {e}"
     return None
 
 

@@ -249,7 +249,9 @@ def draw(workload, meta, ns_per_loop, measures, path):
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-    plot.headline(fig, f"{label(workload, meta)}: throughput under the system-call delay", meta,
+    through = " (the BPF delay)" if delay_name(meta) == "the BPF delay" else ""
+    plot.headline(fig, f"{label(workload, meta)}: throughput under the system-call delay"
+                  f"{through}", meta,
                   75 * len(names))
     plot.save(fig, axes[-1], path)
 

@@ -33,9 +33,9 @@ WL_EXEC=("${WL_ENV[@]}")
 # the work under; empty otherwise: WL_TAX, what a server runs under (after
 # WL_EXEC, in the staged root); SERVER_TRACER, a tracer a server runs
 # under instead, from outside the work cgroup; TIMED_TAX, what the shell
-# of each timed() window runs under, started before the window opens
-# (userspace/tax/NOTES.md, "A workload under a tax"); STAGE_PROGRAMS, programs the
-# staged root holds for them.
+# of each timed() window runs under, started before the window opens (the
+# hooks' experiment says why); STAGE_PROGRAMS, programs the staged root
+# holds for them.
 STAGE_PROGRAMS=()
 WL_TAX=()
 SERVER_TRACER=()

@@ -35,6 +35,13 @@ def report(root, tmp_path, *args):
                           capture_output=True, text=True, env=env)
 
 
+def report_text(root, tmp_path, d, *args):
+    """report.txt of sweep folder @d analysed with @args, its lines joined."""
+    out = report(root, tmp_path, d, *args)
+    assert out.returncode == 0, out.stderr
+    return " ".join((d / "report.txt").read_text().split())
+
+
 def grep_rows():
     # 2.0 s + 1e6 calls x 4 ns per loop x loops, +-0.01 s around it.
     rows = []
@@ -367,9 +374,7 @@ def test_a_program_that_varies_on_the_virtual_clock_is_said_to(root, tmp_path):
            for ns in (0, 1000) for r in (1, 2)]) + "\n")
     (d / "points.csv").write_text("loops,ns,delayed,spun_ns,measured_ns\n,0,0,0,\n"
                                   ",1000,200,200000,1000.0\n")
-    out = report(root, tmp_path, d, "--no-plot")
-    assert out.returncode == 0, out.stderr
-    text = " ".join((d / "report.txt").read_text().split())
+    text = report_text(root, tmp_path, d, "--no-plot")
     assert "exact: every point" in text
     assert "runs of an exact point differ by up to 0.25" in text
     assert "'env PYTHONHASHSEED=0 python3 -c pass'" in text
@@ -410,9 +415,7 @@ def test_a_sweep_through_the_bpf_delay_says_so(root, tmp_path):
     module's, where meta.json's settings say delay=bpf."""
     d = ns_cmd_sweep(tmp_path / "bpf", {"delay": "bpf"}, ((0, 1.0), (1000, 1.02)), 2,
                      ",0,0,0,\n,1000,40000,41200000,1030.0\n")
-    out = report(root, tmp_path, d, "--no-plot")
-    assert out.returncode == 0, out.stderr
-    text = " ".join((d / "report.txt").read_text().split())
+    text = report_text(root, tmp_path, d, "--no-plot")
     assert "delays requested in ns (the BPF delay, no calibration)" in text
     assert "the BPF delay measured 1030 ns per delayed call" in text
     assert "the ns the BPF delay measured per call" in text and "module" not in text

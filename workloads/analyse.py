@@ -100,8 +100,7 @@ def points(runs, measure, ns_per_loop, measured=None, entry_ns=0.0, virtual=Fals
             "max": t["max"], "unit": unit,
             "values": thr, "seconds_values": spu,
             "seconds_per_unit": stats.mean(spu),
-            "median_seconds_per_unit": stats.summary([r["seconds"] / r["units"]
-                                                      for r in done])["p50"],
+            "median_seconds_per_unit": stats.summary(spu)["p50"],
             "syscalls_per_unit": stats.mean([r["syscalls"] / r["units"] for r in done
                                        if r["syscalls"] is not None]),
             "predicted_throughput": None, "checked_seconds_per_unit": None,

@@ -34,7 +34,7 @@ def report(workload, meta, ns_per_loop, fit_names, measures, entry_ns=0.0, split
     virtual = results.on_virtual_clock(meta)
     delay = delay_name(meta)
     if ns_per_loop is None:
-        mode = "the BPF delay" if delay == "the BPF delay" else "the module's ns mode"
+        mode = delay if through_bpf(meta) else "the module's ns mode"
         how = f"delays requested in ns ({mode}, no calibration)"
     else:
         how = (f"{ns_per_loop:.3f} ns added per loop after {round(entry_ns):d} ns to enter "
@@ -168,10 +168,14 @@ def varies_note(rows, virtual, meta):
     return textwrap.wrap(out, 88)
 
 
+def through_bpf(meta):
+    """The BPF delay delayed the calls (meta.json's settings.delay)."""
+    return results.settings(meta).get("delay") == "bpf"
+
+
 def delay_name(meta):
-    """What delayed the calls, as report.txt says it: the module's ns mode
-    or loops, or the BPF delay (meta.json's settings.delay)."""
-    return "the BPF delay" if results.settings(meta).get("delay") == "bpf" else "the module"
+    """What delayed the calls, as report.txt says it."""
+    return "the BPF delay" if through_bpf(meta) else "the module"
 
 
 def measured_note(rows, meta):
@@ -249,7 +253,7 @@ def draw(workload, meta, ns_per_loop, measures, path):
         if ax is not axes[-1]:
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
-    through = " (the BPF delay)" if delay_name(meta) == "the BPF delay" else ""
+    through = " (the BPF delay)" if through_bpf(meta) else ""
     plot.headline(fig, f"{label(workload, meta)}: throughput under the system-call delay"
                   f"{through}", meta,
                   75 * len(names))

@@ -169,9 +169,8 @@ def part_points(args, names):
 
 def guest_clock(cmdline=None):
     """The clock of the kernel this runs on: the lab VM's lab.clock=, else
-    the host's (LAB_CMDLINE: another command line, for the tests)."""
-    text = pathlib.Path(cmdline or os.environ.get("LAB_CMDLINE") or "/proc/cmdline").read_text()
-    m = re.search(r"\blab\.clock=([a-z]+)", text)
+    the host's (plan.kernel_cmdline)."""
+    m = re.search(r"\blab\.clock=([a-z]+)", plan.kernel_cmdline(cmdline))
     return m.group(1) if m else "host"
 
 

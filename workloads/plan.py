@@ -130,13 +130,17 @@ def add_options(p):
                    help="a setting of those hooks (TAX=trace)")
 
 
+def kernel_cmdline(path=None):
+    """The running kernel's command line: @path's, else LAB_CMDLINE's (a
+    file standing in for it, for the tests), else /proc/cmdline."""
+    return pathlib.Path(path or os.environ.get("LAB_CMDLINE") or "/proc/cmdline").read_text()
+
+
 def here_delay(kallsyms="/proc/kallsyms", cmdline=None):
     """The delay of a sweep on the running kernel: the module in the lab's
-    VM (its command line says lab.variant=; LAB_CMDLINE another, for the
-    tests) and where the kernel has the lab's system-call hook, else the
-    BPF delay."""
-    text = pathlib.Path(cmdline or os.environ.get("LAB_CMDLINE") or "/proc/cmdline").read_text()
-    if re.search(r"\blab\.variant=", text):
+    VM (its command line says lab.variant=) and where the kernel has the
+    lab's system-call hook, else the BPF delay."""
+    if re.search(r"\blab\.variant=", kernel_cmdline(cmdline)):
         return "module"
     with open(kallsyms) as f:
         hooked = any(line.rstrip().endswith(" syscall_hook_register") for line in f)
@@ -230,9 +234,7 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     the options @args, on @clock in a VM or not (@in_vm); @part "K/N" with
     its @points (a list) for a part of a split sweep."""
     w = workload
-    delay = args.delay or "module"
-    if getattr(args, "here", False) and not args.delay:
-        delay = here_delay()
+    delay = args.delay or (here_delay() if getattr(args, "here", False) else "module")
     if delay == "bpf":
         want(args.loops is None and not args.calibration,
              "--delay bpf spins in ns: give --ns LIST, not loop counts")

@@ -11,6 +11,7 @@ import time
 import typing
 
 import pytest
+from lablib.host import cgroup2_mount
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODDIR = pathlib.Path("/sys/module/delay")
@@ -328,11 +329,10 @@ def only_this_process(delay):
 
 
 def cgroup2_root():
-    for line in open("/proc/mounts"):
-        dev, mnt, fstype = line.split()[:3]
-        if fstype == "cgroup2":
-            return pathlib.Path(mnt)
-    pytest.fail("cgroup2 is not mounted")
+    mount = cgroup2_mount()
+    if mount is None:
+        pytest.fail("cgroup2 is not mounted")
+    return mount
 
 
 def dying_cgroups(under):

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from lablib.bpfdelay.loader import Loader, cannot_run, cgroup2_mount
+from lablib.bpfdelay.loader import Loader, cannot_run
+from lablib.host import cgroup2_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 DIR = ROOT / "userspace/bpfdelay"

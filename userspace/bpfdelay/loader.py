@@ -9,21 +9,14 @@ import signal
 import subprocess
 from pathlib import Path
 
+from lablib.host import cgroup2_mount
+
 LOADER = Path(__file__).resolve().parent / "bpfdelay"
 
 
 class Refused(Exception):
     """The loader exited or said something else than that it attached;
     the message is its line."""
-
-
-def cgroup2_mount(mounts="/proc/self/mounts"):
-    """Where the cgroup2 hierarchy is mounted (a Path), or None."""
-    for line in Path(mounts).read_text().splitlines():
-        fields = line.split()
-        if len(fields) > 2 and fields[2] == "cgroup2":
-            return Path(fields[1])
-    return None
 
 
 def cannot_run(timeout=30):
@@ -67,22 +60,24 @@ class Loader:
             raise Refused(self.line)
         return self
 
+    def _answer(self, to):
+        """The loader's next line on stdout, once it has said one (Refused
+        after @timeout s: no answer @to)."""
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            raise Refused(f"no answer to {to} in {self.timeout} s")
+        return self.proc.stdout.readline().rstrip("\n")
+
     def usr1(self):
         """The statistics so far (SIGUSR1: one JSON line on stdout)."""
         self.proc.send_signal(signal.SIGUSR1)
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        if not ready:
-            raise Refused(f"no statistics {self.timeout} s after SIGUSR1")
-        return json.loads(self.proc.stdout.readline())
+        return json.loads(self._answer("SIGUSR1"))
 
     def ask(self, line):
         """One line to a --control loader; its one line of answer."""
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        if not ready:
-            raise Refused(f"no answer to {line!r} in {self.timeout} s")
-        return self.proc.stdout.readline().rstrip("\n")
+        return self._answer(repr(line))
 
     def close(self):
         """The end of a --control loader's input, which detaches it; its

@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from lablib.bpfdelay.loader import Loader, Refused, cgroup2_mount
+from lablib.bpfdelay.loader import Loader, Refused
+from lablib.host import cgroup2_mount
 from lablib.stats import LEAST_FOR_MEDIAN_INTERVAL, median_interval
 
 HERE = Path(__file__).resolve().parent

@@ -1,6 +1,6 @@
 """The machine the lab's runners run on: how many of its cores are free
-for VMs (the split sweeps' parts, make ab's boots), and the runs that
-GNU parallel runs there side by side."""
+for VMs (the split sweeps' parts, make ab's boots), the runs that GNU
+parallel runs there side by side, and where its cgroup2 hierarchy is."""
 import os
 import pathlib
 import shlex
@@ -16,6 +16,17 @@ def free_cores(cores=None, loadavg=None):
     if loadavg is None:
         loadavg = float(pathlib.Path("/proc/loadavg").read_text().split()[0])
     return max(1, cores - int(loadavg + 0.5)), cores, loadavg
+
+
+def cgroup2_mount(mounts="/proc/self/mounts"):
+    """Where the cgroup2 hierarchy is mounted (a Path), or None: at
+    /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid
+    one."""
+    for line in pathlib.Path(mounts).read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "cgroup2":
+            return pathlib.Path(fields[1])
+    return None
 
 
 def job_line(env, command, parent, log, done):

@@ -27,7 +27,7 @@ MAX_NS = 5_000_000
 SETTABLE = ("mode", "where", "every", "first", "ppm", "seed", "delays")
 OWN = ("loops", "ns", "syscalls", "cgroup")
 # Where the delay comes from: workloads/delay/NAME.sh.
-DELAYS = ("module", "bpf")
+DELAYS = ("module", "bpf", "none")
 # The ns a loop of the delay module's costs on the virtual clock (3.03):
 # the BPF delay's default points are the workload's loop counts times this.
 NS_A_LOOP = 3
@@ -39,7 +39,7 @@ FIELDS = (
     ("WORKLOAD", str, "the workload's name"),
     ("WL_FILE", str, "its file (the runner sources it)"),
     ("RUN_CLOCK", str, "virtual or host: the clock the guest runs on"),
-    ("DELAY", str, "where the delay comes from: module or bpf (workloads/delay/DELAY.sh)"),
+    ("DELAY", str, "where the delay comes from: module, bpf or none (workloads/delay/DELAY.sh)"),
     ("KNOB", str, "loops (calibrated) or ns (the module's ns mode)"),
     ("ALL_VALUES", list, "the sweep's points, increasing from 0"),
     ("VALUES", list, "the points this run measures (a part's, or all)"),
@@ -105,8 +105,9 @@ def add_options(p):
     g.add_argument("--delay", choices=DELAYS,
                    help="where the delay comes from: module, the lab kernel's delay module, "
                         "or bpf, the BPF delay (userspace/bpfdelay: any kernel 5.17 or later "
-                        "with BTF; ns only); default module, and with --here on a kernel "
-                        "without the lab's patches bpf")
+                        "with BTF; ns only), or none, nothing attached and nothing counted "
+                        "(--ns 0 alone: the time of the work as it runs); default module, "
+                        "and with --here on a kernel without the lab's patches bpf")
     g = p.add_argument_group("where and how")
     g.add_argument("--tree", default=str(ROOT / "build/src/linux-source-6.12"), metavar="DIR",
                    help="Linux source tree for kbuild and grep (default: the one 'make "
@@ -238,6 +239,10 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     if delay == "bpf":
         want(args.loops is None and not args.calibration,
              "--delay bpf spins in ns: give --ns LIST, not loop counts")
+    if delay == "none":
+        want(args.ns == "0" and args.loops is None and not args.calibration
+             and not args.syscalls and not args.set,
+             "--delay none delays nothing and counts nothing: give --ns 0 alone")
     if args.ns is not None:
         want(args.loops is None, "--ns and --loops exclude each other: one knob at a time")
         knob, values = "ns", rising("--ns", args.ns, MAX_NS, "delays")

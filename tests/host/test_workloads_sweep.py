@@ -3,6 +3,7 @@
 do.  The clock is the stand-in VM's ('vm.sh --clock'), or with --here the
 one LAB_CMDLINE names, which stands for the guest's /proc/cmdline, where
 vm.sh puts lab.clock=."""
+import csv
 import json
 import os
 import pathlib
@@ -208,6 +209,8 @@ def test_module_settings_are_said(root, tmp_path):
     (["grep", "--", "true"], "grep takes no command after '--'"),
     (["apache", "--stage-only", "x"], "--stage-only: apache stages in the guest"),
     (["grep", "--delay", "bpf", "-l", "0,100"], "--delay bpf spins in ns: give --ns LIST"),
+    (["grep", "--delay", "none"], "--delay none delays nothing and counts nothing"),
+    (["grep", "--delay", "none", "--ns", "0,100"], "--delay none delays nothing"),
     (["grep", "--delay", "nosuch"], "--delay: invalid choice: 'nosuch'"),
     (["grep", "-l", "50,100"], "--loops wants a list that starts at 0"),
     (["grep", "--bogus"], "unrecognized arguments: --bogus"),
@@ -256,6 +259,22 @@ def test_lab_sweep_here_runs_on_this_machines_kernel_not_in_a_vm(tmp_path):
     assert not (tmp_path / "vm.log").exists() and not (tmp_path / "build/stage").exists()
     out = lab_sweep("grep", "--here", "--vms", "2")
     assert out.returncode == 2 and "--here runs the sweep on this machine's kernel" in out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a sweep on this kernel needs root")
+def test_a_sweep_with_no_delay_times_the_work_and_counts_nothing(tmp_path):
+    """--delay none (the tax's runs on this kernel): the grep timed with
+    nothing attached, its calls not counted, the sweep saying so."""
+    out = lab_sweep("grep", "--here", "--delay", "none", "--ns", "0", "--scale", "small",
+                    "-r", "2", "--no-analysis", "-o", tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (d,) = [p for p in tmp_path.iterdir() if p.name.startswith("grep-")]
+    meta = json.loads((d / "meta.json").read_text())["settings"]
+    assert meta["delay"] == "none" and meta["delay_counts"] is False, meta
+    raw = [r for r in csv.DictReader(open(d / "raw.csv")) if r["measure"] == "grep"]
+    assert len(raw) == 2 and all(float(r["seconds"]) > 0 and r["syscalls"] == "0"
+                                 for r in raw), raw
+    assert [r["delayed"] for r in csv.DictReader(open(d / "points.csv"))] == [""]
 
 
 def test_lab_sweep_without_a_workload_says_how():

@@ -230,7 +230,8 @@ def test_a_run_folder_needs_its_runs_numbers(tmp_path):
     (["--here"], {"ROUNDS": "5"}, "ROUNDS wants a whole number >= 6"),
     (["--here"], {"TAXES": "none,nosuch"}, "unknown tax 'nosuch'"),
     (["--here"], {"TAXES": "seccomp-linear"}, "TAXES must hold none"),
-    (["--here"], {"WORKLOADS": "grep"}, "WORKLOADS runs in the lab's VM"),
+    (["--here"], {"WORKLOADS": "kbuild"}, "WORKLOADS wants some of grep,cmd,redis with --here"),
+    (["--here"], {"HOST_TAXES": "pti"}, "HOST_TAXES runs in the lab's VM"),
     (["--here"], {"CPU": "4096"}, "CPU=4096: this machine has no such CPU"),
 ])
 def test_the_runner_refuses_a_bad_argument(args, env, message):

@@ -45,8 +45,11 @@
 #   SEED=N         with --here: the rounds' order (default from the clock)
 #   CPU=N          with --here: the CPU the calls run on (default the last)
 #   WORKLOADS=LIST the workloads run under the taxes (default all: every
-#                  workload of the sweep's catalog; empty: none)
-#   REPEATS=2      timed runs a point of their sweeps
+#                  workload of the sweep's catalog; empty: none); with
+#                  --here some of grep,cmd,redis (default none): their calls
+#                  counted and timed too, then ROUNDS rounds of each under
+#                  every tax (lablib.tax.here_workloads)
+#   REPEATS=2      timed runs a point of their sweeps (with --here 3)
 #   JOBS=N         their sweeps at once (default lablib.tax.workloads': the
 #                  cores)
 #   HOST_TAXES=LIST the taxes A/B'd on the host's clock, each one of
@@ -94,11 +97,15 @@ audit_context() {
 # run_here: the taxes that need no reboot, on the running kernel (here.sh).
 run_here() {
 	local given=${TAXES:+1} numbers tax why list run=() skipped=() name file mitigations=()
-	local tracefs
-	for name in WORKLOADS RESUME HOST_TAXES; do
+	local tracefs more
+	for name in RESUME HOST_TAXES; do
 		[ -z "${!name:-}" ] ||
 			bad_arg "$name runs in the lab's VM; --here measures the table alone (unset it)"
 	done
+	WORKLOADS=${WORKLOADS:-}
+	[ -z "$WORKLOADS" ] || [[ ,$WORKLOADS =~ ^(,(grep|cmd|redis))+$ ]] ||
+		bad_arg "WORKLOADS wants some of grep,cmd,redis with --here, not '$WORKLOADS'"
+	lab_env_uint REPEATS 3 1
 	if [ -n "$virtual" ]; then
 		[ -f "$virtual/summary.json" ] ||
 			bad_arg "--virtual $virtual: no summary.json there (an analysed tax run of the lab's VM)"
@@ -146,6 +153,13 @@ run_here() {
 		fi
 	done
 	lab_begin "$LAB_PARENT" tax
+	if [ -n "$WORKLOADS" ]; then
+		# The calls the workloads make, timed besides CALLS.
+		log "counting the calls of $WORKLOADS (a sweep each at ns 0)"
+		more=$(lab_python -m lablib.tax.here_workloads "$LAB_DIR" --workloads "$WORKLOADS" \
+			--count-only) || die "counting the workloads' calls failed (above)"
+		numbers=$(lab_python -m lablib.syscalls numbers "$numbers,$more")
+	fi
 	"$LAB_TOOL" meta "$LAB_DIR" tax here:=true clock=host calls="$numbers" \
 		taxes="$(IFS=,; echo "${run[*]}")" taxes_asked="$TAXES" rounds:="$ROUNDS" \
 		batches:="$BATCHES" calls_per_batch:="$PER_BATCH" seed:="$SEED" cpu:="$CPU" \
@@ -162,6 +176,13 @@ run_here() {
 		"$ROUNDS" "$BATCHES" "$PER_BATCH" "$SEED" "$CPU"
 	lab_commit tax-here
 	lab_analyse "$analysis"
+	[ -n "$WORKLOADS" ] || return 0
+	if [ "$analysis" -eq 1 ]; then
+		lab_python -m lablib.tax.here_workloads "$LAB_DIR" --workloads "$WORKLOADS" \
+			--rounds "$ROUNDS" -r "$REPEATS"
+	else
+		log "the workloads under the taxes, once analysed: python -m lablib.tax.here_workloads $LAB_DIR --workloads $WORKLOADS"
+	fi
 }
 
 if [ "$vm" = false ]; then
@@ -256,6 +277,13 @@ else
 	log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
 	make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
 	lab_begin "$LAB_PARENT" tax
+	if [ -n "$WORKLOADS" ]; then
+		# The calls the workloads make, timed besides CALLS.
+		log "counting the calls of $WORKLOADS (a sweep each at ns 0)"
+		more=$(lab_python -m lablib.tax.here_workloads "$LAB_DIR" --workloads "$WORKLOADS" \
+			--count-only) || die "counting the workloads' calls failed (above)"
+		numbers=$(lab_python -m lablib.syscalls numbers "$numbers,$more")
+	fi
 	"$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
 		calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" \
 		repeats:="$REPEATS" host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" \

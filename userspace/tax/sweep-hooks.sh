@@ -13,8 +13,16 @@
 #   DELAY_CLIENTS=1   (a server) the clients delayed and counted with the
 #                     server, in a cgroup beside its own under the one the
 #                     module targets: a stand-in for a cost every process pays
+#   AUDIT_EXE=PATH    on a machine's own kernel, the program the audit
+#                     rules watch (-F exe=; default every program)
+# On a machine's own kernel (its command line has no lab.variant=: lab
+# sweep --here outside the lab's VM) the taxes take the forms that leave
+# the machine's own set-up alone (taxes.sh, TAX_HERE): trace in a trace
+# instance of its own, in tracefs found or mounted for the sweep.
 # meta.json says each ("tax", "tax_command", "count_clients",
 # "delay_clients").  Sourced by workloads/sweep.sh after the workload.
+grep -q 'lab\.variant=' "${LAB_CMDLINE:-/proc/cmdline}" || TAX_HERE=1
+TAX_AUDIT_EXE=${AUDIT_EXE:-}
 # shellcheck source=userspace/tax/taxes.sh
 . "$LAB_ROOT/userspace/tax/taxes.sh"
 TAX=${TAX:-}
@@ -48,6 +56,7 @@ hook_describe() {
 hook_ready() {
 	[ -n "$TAX" ] || return 0
 	local why
+	[ "$TAX:${TAX_HERE:-}" != trace:1 ] || tax_tracefs
 	why=$(tax_why "$TAX")
 	[ -z "$why" ] || die "TAX=$TAX: $why"
 }
@@ -109,4 +118,7 @@ hook_end() {
 	WL_TAX=() SERVER_TRACER=() TIMED_TAX=()
 	tax_off "$LAB_DIR"
 }
-hook_restore() { tax_off; }
+hook_restore() {
+	tax_off
+	tax_tracefs_put
+}

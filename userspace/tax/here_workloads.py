@@ -65,8 +65,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOOKS = ROOT / "userspace/tax/sweep-hooks.sh"
 WORKLOADS = ("grep", "cmd", "redis")
 AUDIT = ("audit-one", "audit-all")
-# The program of a workload that the audit rules watch (cmd's: its command's).
-AUDITED = {"grep": "grep", "redis": "redis-server"}
+# The program of a workload that the audit rules watch (cmd's: its command's;
+# Debian's redis-tools has Redis's server as redis-check-rdb).
+AUDITED = {"grep": ("grep",), "redis": ("redis-server", "redis-check-rdb")}
 # The calls --dry-run lists: those that make up this share of a mix.
 LIST_SHARE = 0.95
 VIRTUAL_CSV = pathlib.Path(__file__).with_name("virtual_workloads.csv")
@@ -81,9 +82,9 @@ COLUMNS = ("workload", "measure", "tax", "phase", "rounds", "base_s", "calls_per
 def audit_exe(workload):
     """The program of @workload that the audit rules watch, as run.sh
     --here's watch callcost alone."""
-    name = CMD[0] if workload == "cmd" else AUDITED[workload]
-    path = shutil.which(name)
-    return os.path.realpath(path) if path else name
+    names = CMD[:1] if workload == "cmd" else AUDITED[workload]
+    path = next(filter(None, map(shutil.which, names)), None)
+    return os.path.realpath(path) if path else names[0]
 
 
 def sweep_args(workload, runs, tax=None, count=False, scale=None):

@@ -277,13 +277,6 @@ else
 	log "the $VARIANT kernel and its modules (make kernel module VARIANT=$VARIANT)"
 	make -C "$LAB_ROOT" --no-print-directory -s kernel module VARIANT="$VARIANT" >/dev/null
 	lab_begin "$LAB_PARENT" tax
-	if [ -n "$WORKLOADS" ]; then
-		# The calls the workloads make, timed besides CALLS.
-		log "counting the calls of $WORKLOADS (a sweep each at ns 0)"
-		more=$(lab_python -m lablib.tax.here_workloads "$LAB_DIR" --workloads "$WORKLOADS" \
-			--count-only) || die "counting the workloads' calls failed (above)"
-		numbers=$(lab_python -m lablib.syscalls numbers "$numbers,$more")
-	fi
 	"$LAB_TOOL" meta "$LAB_DIR" tax calls="$numbers" taxes="$TAXES" batches:="$BATCHES" \
 		calls_per_batch:="$PER_BATCH" variant="$VARIANT" workloads="$WORKLOADS" \
 		repeats:="$REPEATS" host_taxes="$HOST_TAXES" host_workload="$HOST_WORKLOAD" \

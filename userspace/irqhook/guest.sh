@@ -4,40 +4,37 @@
 # tasks x read/write tasks SCHED_OTHER and SCHED_RR, one irqhook run each;
 # some cells also recorded with trace-cmd.  run.sh then analyses it on the
 # host, where Python is not emulated.
+#
+#   guest.sh [options]
+#
+# Run irqhook once per cell of the grid (load tasks x normal/rt) into
+# OUTPUT/irqhook-sweep-<date>-<time>/<loads>-<class>/ and trace some cells
+# (run.sh boots the VM with these options and analyses the folder).
+#
+#   -n, --events N        events per run (default 2000; the reference used 10000)
+#       --period-us US    write period in us (default 16000)
+#       --loads LIST      load task counts (default 0,1,2,4,8,16,32)
+#       --trace-cells L   also trace these cells, LOADS:normal|rt, comma-separated
+#                         (default 0:normal,16:normal; 'none': no trace),
+#                         min(N, 300) events each
+#   -C, --cpu CPU         run every task on this CPU, like the reference's
+#                         uniprocessor board (default 0; 'none' leaves placement
+#                         to the scheduler)
+#   -o, --output DIR      parent of the result folder (default results)
+#   -h, --help            this text
+#
+# Example:  guest.sh -n 10000 --loads 0,8,16 -o results
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-
-usage() {
-	cat <<EOT
-usage: guest.sh [options]
-
-Run irqhook once per cell of the grid (load tasks x normal/rt) into
-OUTPUT/irqhook-sweep-<date>-<time>/<loads>-<class>/ and trace some cells
-(run.sh boots the VM with these options and analyses the folder).
-
-  -n, --events N        events per run (default 2000; the reference used 10000)
-      --period-us US    write period in us (default 16000)
-      --loads LIST      load task counts (default 0,1,2,4,8,16,32)
-      --trace-cells L   also trace these cells, LOADS:normal|rt, comma-separated
-                        (default 0:normal,16:normal; 'none': no trace),
-                        min(N, 300) events each
-  -C, --cpu CPU         run every task on this CPU, like the reference's
-                        uniprocessor board (default 0; 'none' leaves placement
-                        to the scheduler)
-  -o, --output DIR      parent of the result folder (default results)
-  -h, --help            this text
-
-Example:  guest.sh -n 10000 --loads 0,8,16 -o results
-EOT
-}
+lab_help "$@"
 
 n=2000 period=16000 loads=0,1,2,4,8,16,32 trace_cells=0:normal,16:normal cpu=0
 out=$LAB_ROOT/results
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
-	-h | --help) usage; exit 0 ;;
+	-h | --help) lab_help --help ;;
 	-n | --events) want_value "$@"; n=$2; shift 2 ;;
 	--period-us) want_value "$@"; period=$2; shift 2 ;;
 	--loads) want_value "$@"; loads=$2; shift 2 ;;

@@ -347,21 +347,20 @@ def findings(rows, names, emulated, virtual=False):
         out.append(f"Typical latency under load (cyclictest mean): {_said(typical, names)}: "
                    f"{'dearer' if typical['ratio'] > 1 else 'cheaper'} on {b}, where "
                    "interrupts and softirqs run in threads that must be scheduled.")
-    for order in ("unsorted", "sorted"):
-        r = _find(rows, f"perf stat sortsum {order}: task-clock")
-        cs = _find(rows, f"perf stat sortsum {order}: context-switches")
+    # A sentence a figure, with a second one beside it where that was measured.
+    pairs = [(f"perf stat sortsum {order}: task-clock",
+              f"perf stat sortsum {order}: context-switches",
+              f"A CPU-bound program at normal priority ({order} sort-and-sum): task-clock ",
+              "; context switches ") for order in ("unsorted", "sorted")]
+    pairs += [(f"calibration {sc} intercept", f"calibration {sc} slope",
+               f"A system call with the delay module loaded at 0 ({sc}, the calibration's "
+               "intercept): ", "; the delay loop's cost per iteration ")
+              for sc in ("getppid", "close")]
+    for first, second, lead, beside in pairs:
+        r, s = _find(rows, first), _find(rows, second)
         if r:
-            out.append(f"A CPU-bound program at normal priority ({order} sort-and-sum): "
-                       f"task-clock {_said(r, names)}"
-                       + (f"; context switches {_said(cs, names)}" if cs else "") + ".")
-    for sc in ("getppid", "close"):
-        r = _find(rows, f"calibration {sc} intercept")
-        s = _find(rows, f"calibration {sc} slope")
-        if r:
-            out.append(f"A system call with the delay module loaded at 0 ({sc}, the "
-                       f"calibration's intercept): {_said(r, names)}"
-                       + (f"; the delay loop's cost per iteration {_said(s, names)}"
-                          if s else "") + ".")
+            out.append(f"{lead}{_said(r, names)}"
+                       + (f"{beside}{_said(s, names)}" if s else "") + ".")
     for cell in ("16-normal", "16-rt"):
         r = _find(rows, f"wake-up (irqhook) {cell} p99")
         if r:

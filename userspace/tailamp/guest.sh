@@ -6,43 +6,40 @@
 # by the delay module's seeded draw (ppm=, seed=): one sweep of two points
 # (no delay, D) per P, each its own folder in runs/.  run.sh analyses it
 # on the host.
+#
+#   guest.sh [options]
+#
+# For each fraction P, time N Apache replies with each of Apache's system
+# calls delayed by D with a chance P, into
+# OUTPUT/tailamp-<date>-<time>/runs/ppm-P/ (a workloads/sweep.sh apache
+# folder: the reply times are logs/reply-ns0-1.csv and logs/reply-nsD-1.csv,
+# reqtime's CSV, a row a request).
+#
+#       --ppm LIST        the fractions P in parts per million, in liblab's
+#                         list syntax (default 0,1000,3000,10000,30000,100000)
+#       --ns D            the delay of a delayed call, 1..5000000 ns
+#                         (default 1000000: 1 ms)
+#       --mode MODE       spin (default) or sleep: how the delay is spent
+#       --seed S          the seed of the module's draw (default 1): the same
+#                         calls are delayed in every run on the virtual clock
+#   -n, --requests N      replies timed per point (default 5000)
+#       --interval-ms MS  one request every MS ms, on the clock's grid
+#                         (default 10: a whole number of ticks at any HZ)
+#   -o, --output DIR      parent of the result folder (default results)
+#   -h, --help            this text
+#
+# Example:  guest.sh --ppm 0,10000,100000 -n 2000 -o results
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../scripts/lib.sh"
-
-usage() {
-	cat <<EOT
-usage: guest.sh [options]
-
-For each fraction P, time N Apache replies with each of Apache's system
-calls delayed by D with a chance P, into
-OUTPUT/tailamp-<date>-<time>/runs/ppm-P/ (a workloads/sweep.sh apache
-folder: the reply times are logs/reply-ns0-1.csv and logs/reply-nsD-1.csv,
-reqtime's CSV, a row a request).
-
-      --ppm LIST        the fractions P in parts per million, in liblab's
-                        list syntax (default 0,1000,3000,10000,30000,100000)
-      --ns D            the delay of a delayed call, 1..5000000 ns
-                        (default 1000000: 1 ms)
-      --mode MODE       spin (default) or sleep: how the delay is spent
-      --seed S          the seed of the module's draw (default 1): the same
-                        calls are delayed in every run on the virtual clock
-  -n, --requests N      replies timed per point (default 5000)
-      --interval-ms MS  one request every MS ms, on the clock's grid
-                        (default 10: a whole number of ticks at any HZ)
-  -o, --output DIR      parent of the result folder (default results)
-  -h, --help            this text
-
-Example:  guest.sh --ppm 0,10000,100000 -n 2000 -o results
-EOT
-}
+lab_help "$@"
 
 ppm=0,1000,3000,10000,30000,100000 ns=1000000 mode=spin seed=1 n=5000 interval=10
 out=$LAB_ROOT/results
 args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
-	-h | --help) usage; exit 0 ;;
+	-h | --help) lab_help --help ;;
 	--ppm) want_value "$@"; ppm=$2; shift 2 ;;
 	--ns) want_value "$@"; ns=$2; shift 2 ;;
 	--mode) want_value "$@"; mode=$2; shift 2 ;;

@@ -361,6 +361,16 @@ def count_calls(d, workloads):
     return list(dict.fromkeys(nrs))
 
 
+MODES = {
+    "--dry-run": "run nothing: the runs it would make, and once the counts are there the "
+                 "call numbers the workloads make (run.sh's CALLS)",
+    "--report": "run nothing: the table of the runs already there",
+    "--count-only": "only count the workloads' calls, then print the call numbers that make "
+                    "up 95 %% of each (run.sh --here's CALLS); TAXRUN may be a folder being "
+                    "made",
+}
+
+
 def need_root():
     if os.geteuid() != 0:
         raise cli.BadInput("the sweeps on the running kernel need root")
@@ -382,16 +392,10 @@ def add_args(p):
     p.add_argument("--scale", choices=("small", "full"),
                    help="the workloads' scale (lab sweep --scale; default full): small for "
                         "a quick look, its units too short for the smaller taxes")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--dry-run", action="store_true",
-                   help="run nothing: the runs it would make, and once the counts are there "
-                        "the call numbers the workloads make (run.sh's CALLS)")
-    g.add_argument("--report", action="store_true",
-                   help="run nothing: the table of the runs already there")
-    g.add_argument("--count-only", action="store_true",
-                   help="only count the workloads' calls, then print the call numbers that "
-                        "make up 95 %% of each (run.sh --here's CALLS); TAXRUN may be a "
-                        "folder being made")
+    # What to do besides running the rounds: one at most.
+    modes = p.add_mutually_exclusive_group()
+    for flag, what in MODES.items():
+        modes.add_argument(flag, action="store_true", help=what)
     cli.add_json_option(p)
 
 

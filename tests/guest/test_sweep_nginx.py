@@ -12,8 +12,8 @@ import re
 import subprocess
 
 from conftest import MODDIR, ROOT
-from test_sweep import (calibration, check_results, delay_reached_the_workload,  # noqa: F401
-                        result_dir, staged_and_exact, sweep)
+from test_sweep import (QUICK_KNEE, calibration, check_results,  # noqa: F401
+                        delay_reached_the_workload, result_dir, staged_and_exact, sweep)
 
 # x86_64 numbers of the calls nginx's worker makes for each request.
 ACCEPT4, RECVFROM, OPENAT, WRITEV = 288, 45, 257, 20
@@ -24,7 +24,8 @@ def on_virtual_clock():
 
 
 def test_nginx_sweep(tmp_path, calibration):  # noqa: F811
-    """Two points, one run each, replies 200 ms apart, 1-s knee steps:
+    """Two points, one run each, replies 200 ms apart, 1-s knee steps
+    refined to 30 %:
     raw.csv holds the reply, knee and server rows, every reply a 200 with
     the delayed calls in its span, every knee step in saturation.csv,
     nginx's accepts, reads, opens and writes among the module's count by
@@ -32,7 +33,8 @@ def test_nginx_sweep(tmp_path, calibration):  # noqa: F811
     left running; analysed here, each point exact on the virtual clock
     (on the host's, none is)."""
     sweep("nginx", "-l", "0,1000", "-r", "1", "--step-seconds", "1", "--calibration",
-          calibration, out=tmp_path, env=dict(os.environ, SERVER_INTERVAL_MS="200"))
+          calibration, out=tmp_path, env=dict(os.environ, SERVER_INTERVAL_MS="200",
+                                              **QUICK_KNEE))
     d = result_dir(tmp_path, "nginx")
     check_results(d, "nginx", ["reply", "saturation", "server"])
     delay_reached_the_workload(d)

@@ -220,3 +220,14 @@ def test_a_run_has_nothing_on_the_calls_but_its_tax():
     audited = hw.sweep_args("cmd", 3, "audit-one")
     (exe,) = [a for a in audited if a.startswith("AUDIT_EXE=")]
     assert os.path.basename(exe) == "tar" or exe == "AUDIT_EXE=tar", exe
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="counting on this kernel needs root")
+def test_the_counts_add_the_workloads_calls_to_those_given_once_each(tmp_path):
+    """run.sh --here's CALLS and the workloads' calls, each once (a call
+    named twice is refused by the table's timing)."""
+    d = made_up(tmp_path)
+    out = subprocess.run([*TOOL, str(d), "--workloads", "grep", "--count-only", "--besides",
+                          "3,110"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "3,110,0"

@@ -392,6 +392,9 @@ def add_args(p):
     p.add_argument("--scale", choices=("small", "full"),
                    help="the workloads' scale (lab sweep --scale; default full): small for "
                         "a quick look, its units too short for the smaller taxes")
+    p.add_argument("--besides", metavar="NUMBERS",
+                   help="with --count-only: these call numbers first, then the workloads' "
+                        "others (run.sh's CALLS)")
     # What to do besides running the rounds: one at most.
     modes = p.add_mutually_exclusive_group()
     for flag, what in MODES.items():
@@ -412,7 +415,8 @@ def work(args):
             raise cli.BadInput(f"{d}: no such folder")
         need_root()
         measure_all(out, workloads, [], 0, 1, 0, args.scale)
-        print(",".join(map(str, count_calls(out, workloads))))
+        besides = [int(n) for n in args.besides.split(",") if n] if args.besides else []
+        print(",".join(map(str, dict.fromkeys(besides + count_calls(out, workloads)))))
         return 0
     if not (d / "summary.json").exists():
         raise cli.BadInput(f"{d}: no summary.json there (an analysed run.sh --here folder)")

@@ -97,7 +97,7 @@ audit_context() {
 # run_here: the taxes that need no reboot, on the running kernel (here.sh).
 run_here() {
 	local given=${TAXES:+1} numbers tax why list run=() skipped=() name file mitigations=()
-	local tracefs more
+	local tracefs
 	for name in RESUME HOST_TAXES; do
 		[ -z "${!name:-}" ] ||
 			bad_arg "$name runs in the lab's VM; --here measures the table alone (unset it)"
@@ -156,9 +156,8 @@ run_here() {
 	if [ -n "$WORKLOADS" ]; then
 		# The calls the workloads make, timed besides CALLS.
 		log "counting the calls of $WORKLOADS (a sweep each at ns 0)"
-		more=$(lab_python -m lablib.tax.here_workloads "$LAB_DIR" --workloads "$WORKLOADS" \
-			--count-only) || die "counting the workloads' calls failed (above)"
-		numbers=$(lab_python -m lablib.syscalls numbers "$numbers,$more")
+		numbers=$(lab_python -m lablib.tax.here_workloads "$LAB_DIR" --workloads "$WORKLOADS" \
+			--count-only --besides "$numbers") || die "counting the workloads' calls failed (above)"
 	fi
 	"$LAB_TOOL" meta "$LAB_DIR" tax here:=true clock=host calls="$numbers" \
 		taxes="$(IFS=,; echo "${run[*]}")" taxes_asked="$TAXES" rounds:="$ROUNDS" \

@@ -10,7 +10,7 @@ def counts(*values):
 
 
 def test_by_call_reads_the_modules_counts():
-    assert syscalls.by_call(counts(0, 5, 2**40)).tolist() == [0, 5, 2**40]
+    assert syscalls.by_call(counts(0, 5, 2**40)) == [0, 5, 2**40]
 
 
 @pytest.mark.parametrize("data", [b"", b"\0" * 7, b"\0" * 12])
@@ -23,7 +23,7 @@ def test_window_is_the_difference(tmp_path):
     before, after = tmp_path / "b.bin", tmp_path / "a.bin"
     before.write_bytes(counts(1, 2, 3))
     after.write_bytes(counts(1, 12, 4))
-    assert syscalls.window(before, after).tolist() == [0, 10, 1]
+    assert syscalls.window(before, after) == [0, 10, 1]
 
 
 def test_window_refuses_a_reloaded_module():

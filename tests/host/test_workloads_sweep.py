@@ -400,3 +400,13 @@ def test_here_the_delay_is_the_modules_only_on_the_lab_kernel(tmp_path, line, cm
     kallsyms.write_text("ffffffff81000010 T _stext\n" + line)
     (tmp_path / "cmdline").write_text(f"console=ttyS0 {cmdline}\n")
     assert sweep_plan.here_delay(kallsyms, tmp_path / "cmdline") == delay
+
+
+def test_the_sweep_imports_no_numpy_before_its_analysis():
+    """A sweep in the lab's VM starts 'lab sweep' there; numpy's import
+    alone took seconds of the emulator's time, and the analysis, which
+    needs it, runs on the host."""
+    out = subprocess.run([sys.executable, "-c", "import sys; import lablib.lab, "
+                          "lablib.sweep.driver; print('numpy' in sys.modules)"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stdout + out.stderr

@@ -5,12 +5,11 @@ stats/by_call is an array of unsigned 64-bit counts in the machine's byte
 order: one for each number of the 64-bit table, then one for the calls of
 no 64-bit number (modules/delay/README.md).  A sweep keeps a copy before
 and after a timed window; their difference is the window's calls by
-number.
+number.  Plain lists of ints, no numpy: a sweep in the lab's VM imports
+this, where numpy's import alone took seconds of the emulator's time.
 """
+import array
 import pathlib
-import sys
-
-import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TABLE = "arch/x86/entry/syscalls/syscall_64.tbl"
@@ -18,13 +17,14 @@ OTHER = "other"                 # the name of the last slot
 
 
 def by_call(data):
-    """The counts of one copy of stats/by_call (bytes or a path)."""
+    """The counts of one copy of stats/by_call (bytes or a path), a list."""
     if not isinstance(data, (bytes, bytearray)):
         data = pathlib.Path(data).read_bytes()
     if not data or len(data) % 8:
         raise ValueError(f"stats/by_call holds 8-byte counts, not {len(data)} bytes")
-    return np.frombuffer(data, dtype=np.dtype(np.uint64).newbyteorder(
-        "<" if sys.byteorder == "little" else ">")).astype(np.int64)
+    counts = array.array("Q")           # unsigned, 8 bytes, the machine's order
+    counts.frombytes(data)
+    return counts.tolist()
 
 
 def window(before, after):
@@ -33,8 +33,8 @@ def window(before, after):
     b, a = by_call(before), by_call(after)
     if len(a) != len(b):
         raise ValueError(f"two copies of stats/by_call of {len(b)} and {len(a)} counts")
-    diff = a - b
-    if (diff < 0).any():
+    diff = [x - y for x, y in zip(a, b)]
+    if min(diff) < 0:
         raise ValueError("stats/by_call went back between its two copies: "
                          "the module was loaded again")
     return diff
@@ -57,9 +57,9 @@ def named(counts, names):
     does not name is kept as its number, the last slot as OTHER."""
     out = {}
     last = len(counts) - 1
-    for nr in np.flatnonzero(counts):
-        nr = int(nr)
-        out[OTHER if nr == last else names.get(nr, str(nr))] = int(counts[nr])
+    for nr, n in enumerate(counts):
+        if n:
+            out[OTHER if nr == last else names.get(nr, str(nr))] = int(n)
     return out
 
 
@@ -85,8 +85,7 @@ def window_rows(before, after, prefix):
     """The CSV lines "PREFIX,nr,calls" of the nonzero counts between two
     copies of stats/by_call (the last slot, the calls of no 64-bit number,
     under its own number: the table's size)."""
-    diff = window(before, after)
-    return [f"{prefix},{int(nr)},{int(diff[nr])}" for nr in np.flatnonzero(diff)]
+    return [f"{prefix},{nr},{n}" for nr, n in enumerate(window(before, after)) if n]
 
 
 def windows(folder):

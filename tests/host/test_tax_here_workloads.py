@@ -171,7 +171,8 @@ def test_the_dry_run_names_the_calls_the_workloads_make(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sweeps on this kernel need root")
 @pytest.mark.skipif(not shutil.which("grep"), reason="no grep")
 def test_a_small_run_on_this_machines_kernel(tmp_path):
-    """grep at the small scale under a seccomp filter, six rounds: the count
+    """grep at the small scale under a seccomp filter, the trace events and
+    bpftrace where they can be, six rounds: the count
     through the delay that counts (BPF or the module), each round's sweeps
     with nothing on the calls but the tax, and the table."""
     from lablib.bpfdelay.loader import cannot_run
@@ -182,6 +183,9 @@ def test_a_small_run_on_this_machines_kernel(tmp_path):
     taxes = {"seccomp-linear": {0: (50.0, 45.0, 55.0)}}
     if pathlib.Path("/sys/kernel/tracing").is_dir():
         taxes["trace"] = {0: (400.0, 390.0, 410.0)}
+    # bpftrace beside the windows, not starting them (-c takes one command).
+    if shutil.which("bpftrace"):
+        taxes["bpftrace"] = {0: (180.0, 170.0, 190.0)}
     d = tax_run(tmp_path / "tax", taxes)
     n = 1 + 6 * (1 + len(taxes))
     out = subprocess.run([*TOOL, str(d), "--workloads", "grep", "--scale", "small",

@@ -18,10 +18,12 @@
 # On a machine's own kernel (its command line has no lab.variant=: lab
 # sweep --here outside the lab's VM) the taxes take the forms that leave
 # the machine's own set-up alone (taxes.sh, TAX_HERE): trace in a trace
-# instance of its own, in tracefs found or mounted for the sweep.
+# instance of its own, in tracefs found or mounted for the sweep; bpftrace
+# with the running kernel's BTF, beside the sweep as in the VM.
 # meta.json says each ("tax", "tax_command", "count_clients",
 # "delay_clients").  Sourced by workloads/sweep.sh after the workload.
 grep -q 'lab\.variant=' "${LAB_CMDLINE:-/proc/cmdline}" || TAX_HERE=1
+TAX_BPFTRACE_BESIDE=1
 TAX_AUDIT_EXE=${AUDIT_EXE:-}
 # shellcheck source=userspace/tax/taxes.sh
 . "$LAB_ROOT/userspace/tax/taxes.sh"

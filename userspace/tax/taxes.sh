@@ -54,6 +54,10 @@ TAX_HERE=${TAX_HERE:-}
 TAX_TRACEFS=${TAX_TRACEFS:-}
 TAX_TRACEFS_MOUNTED=
 TAX_AUDIT_EXE=${TAX_AUDIT_EXE:-}
+# On the running kernel bpftrace starts the taxed command itself (-c, one
+# command line: here.sh's callcost); TAX_BPFTRACE_BESIDE=1 runs it beside
+# whatever runs, as in the lab's VM (a sweep's windows, each a shell).
+TAX_BPFTRACE_BESIDE=${TAX_BPFTRACE_BESIDE:-}
 
 tax_known() { [[ " ${TAXES_KNOWN[*]} " == *" $1 "* ]]; }
 
@@ -211,7 +215,7 @@ TAX_BPFTRACE_PROGRAM='tracepoint:raw_syscalls:sys_enter { @calls = count(); }'
 
 tax_bpftrace_on() {
 	local pid out=$TAX_SCRATCH/bpftrace.txt
-	if [ -n "$TAX_HERE" ]; then
+	if [ -n "$TAX_HERE" ] && [ -z "$TAX_BPFTRACE_BESIDE" ]; then
 		# bpftrace starts the command once the probe is attached, and
 		# ends with it.  -c takes the command as one line, its program by
 		# its full path (a name PATH finds twice is refused); bpftrace's

@@ -126,6 +126,19 @@ def test_the_measured_change_is_paired_by_round_and_the_prediction_is_calls_time
     assert list(csv.DictReader(open(d / "workloads-here.csv")))[0]["tax"] == "seccomp-linear"
 
 
+def test_a_measure_whose_calls_were_not_counted_has_no_prediction(tmp_path):
+    """Through the BPF delay a server's reply has no count of its calls
+    (raw.csv's syscalls empty): measured, not predicted."""
+    d = made_up(tmp_path)
+    raw = d / "workloads-here/grep/count/grep-1/raw.csv"
+    raw.write_text(raw.read_text().replace(",0,1,1,0.011,1000", ",0,1,1,0.011,"))
+    out = report(d)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads((d / "workloads-here.json").read_text())["rows"]
+    assert rows and all(r["predicted_change_pct"] is None and r["calls_per_unit"] is None
+                        and r["measured_change_pct"] is not None for r in rows), rows
+
+
 def test_fewer_than_six_rounds_give_no_interval(tmp_path):
     d = made_up(tmp_path, rounds=5)
     out = report(d)

@@ -209,8 +209,11 @@ def summarise(d, summary, workloads, taxes):
         count = done(d / w / "count", w)
         if count is None:
             raise ValueError(f"{d / w / 'count'}: {w}'s calls were not counted")
+        # A measure whose calls the delay could not count (a server's reply
+        # through the BPF delay) has no prediction.
         calls = {m: statistics.median(int(r["syscalls"]) / int(r["units"]) for r in raw)
-                 for (_, m), raw in predict.untaxed_rows(count).items()}
+                 for (_, m), raw in predict.untaxed_rows(count).items()
+                 if all(r["syscalls"] for r in raw)}
         shares = predict.mix(count)
         for phase in here.PHASES:
             runs = {}

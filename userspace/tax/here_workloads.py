@@ -326,7 +326,7 @@ def draw(rows, meta, path):
                 ax.plot(r["virtual_change_pct"], y - 0.2, "x", color="0.3")
         ax.set_xscale("symlog", linthresh=1)
         ax.axvline(0, color="0.6", lw=0.8)
-        ax.set_title(f"{key[0]} {key[1]}")
+        ax.set_title(key[0] if key[0] == key[1] else f"{key[0]} {key[1]}")
         ax.set_xlabel("change of a unit's time, %")
     axes[0][0].set_yticks(range(len(taxes)), taxes)
     axes[0][0].invert_yaxis()
@@ -339,9 +339,11 @@ def draw(rows, meta, path):
         Line2D([], [], color="0.3", marker="x", ls="", label="virtual clock, measured")],
         loc="lower center", ncol=2, fontsize=8)
     s = results.settings(meta)
+    rounds = sorted({r["rounds"] for r in rows})
+    rounds = f"{rounds[0]}" if len(rounds) == 1 else f"{rounds[0]}-{rounds[-1]}"
     fig.suptitle(f"The taxes on the workloads on this CPU\n{s.get('cpu_model') or '?'}, "
                  f"kernel {results.get(meta, 'kernel', 'release') or '?'}, the host's clock, "
-                 f"{rows[0]['rounds']} rounds", fontsize=10)
+                 f"{rounds} rounds", fontsize=10)
     fig.tight_layout(rect=(0, 0.12, 1, 0.93))
     fig.savefig(path, dpi=110)
     plt.close(fig)

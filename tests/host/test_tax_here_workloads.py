@@ -225,16 +225,17 @@ def test_a_small_run_on_this_machines_kernel(tmp_path):
 
 
 def test_a_run_has_nothing_on_the_calls_but_its_tax():
-    count = hw.sweep_args("grep", 1, count=True)
+    count = hw.sweep_args("grep", 1, "out", count=True)
     assert "--delay" not in count and "--hooks" not in count
-    untaxed = hw.sweep_args("grep", 3, "none")
+    assert count[count.index("-o") + 1] == "out"
+    untaxed = hw.sweep_args("grep", 3, "out", "none")
     assert untaxed[untaxed.index("--delay") + 1] == "none" and "--hooks" not in untaxed
-    taxed = hw.sweep_args("cmd", 3, "trace")
+    taxed = hw.sweep_args("cmd", 3, "out", "trace")
     assert "TAX=trace" in taxed and not any(a.startswith("AUDIT_EXE=") for a in taxed)
     assert taxed[taxed.index("--") + 1:] == ["tar", "cf", "/dev/null", "/usr/include/linux"]
     # The audit rules watch the workload's own program, as run.sh --here's
     # watch callcost alone.
-    audited = hw.sweep_args("cmd", 3, "audit-one")
+    audited = hw.sweep_args("cmd", 3, "out", "audit-one")
     (exe,) = [a for a in audited if a.startswith("AUDIT_EXE=")]
     assert os.path.basename(exe) == "tar" or exe == "AUDIT_EXE=tar", exe
 

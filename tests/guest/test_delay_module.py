@@ -570,7 +570,7 @@ def test_unload_under_load_with_ns_and_syscalls(clean_module):
         time.sleep(0.01)
         rmmod()
 
-    cycle_under_load(50, one_cycle)
+    cycle_under_load(30, one_cycle)
 
 
 def test_largest_ns_does_not_lock_up(delay):

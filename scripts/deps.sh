@@ -34,6 +34,8 @@ packages=(
 	# (virtme-ng finds its console ports through udev's /dev/virtio-ports links;
 	# QEMU itself is installed below)
 	udev python3-venv trace-cmd
+	# the sweep's runner: the staged archives' descriptions (JSON)
+	jq
 	# sweeps split over VMs and machines (make sweep JOBS=N)
 	parallel
 	# userspace: 32-bit test program, lint

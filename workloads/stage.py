@@ -2,10 +2,6 @@
 
   python -m lablib.sweep.stage DEST --log STRACE_LOG... [--tree DIR]... [--path PATH]...
            [--program PATH]... [--output FILE] [--key KEY] [--json FILE]
-  python -m lablib.sweep.stage --describe JSON [NAME=VALUE...]
-           JSON (a --json file) on one line, NAME=VALUE first
-  python -m lablib.sweep.stage --field JSON NAME
-           one field of JSON ('-': stdin), empty if none
 
 In the VM the root file system is the host's, over 9p, and a timed
 window that reads from it waits for the host.  sweep.sh runs the workload
@@ -213,37 +209,8 @@ def packages(paths):
     return dict(sorted(line.split("\t", 1) for line in shown.splitlines() if "\t" in line))
 
 
-def describe(argv, prog):
-    """--describe JSON [NAME=VALUE...] and --field JSON NAME (module doc);
-    @prog names the program in its errors."""
-    mode, rest = argv[0], argv[1:]
-    if not rest or (mode == "--field" and len(rest) != 2):
-        want = " NAME" if mode == "--field" else " [NAME=VALUE...]"
-        print(f"{prog}: error: {mode} wants JSON{want}", file=sys.stderr)
-        return 2
-    try:
-        with (sys.stdin if rest[0] == "-" else open(rest[0])) as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        print(f"{prog}: error: {rest[0]}: {e}", file=sys.stderr)
-        return 1
-    if mode == "--field":
-        print(d.get(rest[1], "") if isinstance(d, dict) else "")
-        return 0
-    extra = {}
-    for kv in rest[1:]:
-        name, sep, value = kv.partition("=")
-        if not sep:
-            print(f"{prog}: error: --describe wants NAME=VALUE, not '{kv}'", file=sys.stderr)
-            return 2
-        extra[name] = int(value) if value.isdigit() else value
-    print(json.dumps({**extra, **d}))
-    return 0
-
-
 def main(argv=None, prog=None):
-    """Stage, or describe a staging, as @argv (default sys.argv[1:]) says;
-    the exit status."""
+    """Stage as @argv (default sys.argv[1:]) says; the exit status."""
     p = argparse.ArgumentParser(prog=prog or "python -m lablib.sweep.stage",
                                 description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -257,8 +224,6 @@ def main(argv=None, prog=None):
     p.add_argument("--key", default="", help="what was staged, kept as 'key'")
     p.add_argument("--json", help="write what was staged here")
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["--describe"], ["--field"]):
-        return describe(argv, p.prog)
     args = p.parse_args(argv)
     try:
         if not os.path.isdir(args.dest):

@@ -9,7 +9,7 @@ import pytest
 PACKAGES_NEEDED = ["linux-source-6.12", "quilt", "flex", "bison", "ccache", "trace-cmd",
                    "apache2-bin", "httperf", "redis-tools", "parallel", "gcc-multilib",
                    "shellcheck", "chromium",
-                   "udev", "python3-venv", "strace", "linux-perf", "rt-tests",
+                   "udev", "python3-venv", "jq", "strace", "linux-perf", "rt-tests",
                    "libseccomp-dev", "auditd", "bpftrace",
                    # the BPF delay (userspace/bpfdelay), and pahole for the
                    # BTF of its kernel variant (config/variants/bpf.config)

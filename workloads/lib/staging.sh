@@ -135,21 +135,21 @@ stage_archive() {
 # in it; STAGE and WL_EXEC set.
 stage_workload() {
 	local loader libdir archive=${STAGE_FROM:+$STAGE_FROM/$WORKLOAD.tar} t0=$SECONDS
+	command -v jq >/dev/null || die "staging needs jq ('make deps')"
 	STAGE=/run/lab-stage-$$
 	mkdir -p "$STAGE"
 	mount -t tmpfs -o mode=755 lab-stage "$STAGE" || die "cannot mount a tmpfs on $STAGE"
 	if [ -n "$archive" ] && [ -f "$archive" ]; then
 		[ -f "${archive%.tar}.json" ] || die "no ${archive%.tar}.json beside $archive"
-		[ "$(lab_python -m lablib.sweep.stage --field "${archive%.tar}.json" key)" = \
-			"$WL_STAGE_KEY" ] ||
+		[ "$(jq -r '.key // ""' "${archive%.tar}.json")" = "$WL_STAGE_KEY" ] ||
 			die "$archive was staged for another $WORKLOAD (another command or folder); stage again (lab sweep does)"
 		log "unpacking $archive into $STAGE (tmpfs)"
 		# Read in large pieces: tar's own 10 KiB reads are one 9p request
 		# each, and took minutes for kbuild's archive under TCG.
 		dd if="$archive" bs=4M status=none | tar -C "$STAGE" -xpf - ||
 			die "cannot unpack $archive"
-		STAGE_INFO=$(lab_python -m lablib.sweep.stage --describe "${archive%.tar}.json" \
-			archive="$archive" unpack_seconds=$((SECONDS - t0))) ||
+		STAGE_INFO=$(jq -c --arg archive "$archive" --argjson unpack_seconds $((SECONDS - t0)) \
+			'{$archive, $unpack_seconds} + .' "${archive%.tar}.json") ||
 			die "cannot read ${archive%.tar}.json"
 	else
 		wl_stage_record
@@ -178,7 +178,7 @@ stage_workload() {
 # what the recorded run printed (STAGE_INFO's output_sha256).
 stage_output_matches() {
 	local want got
-	want=$(lab_python -m lablib.sweep.stage --field - output_sha256 <<<"$STAGE_INFO") ||
+	want=$(jq -r '.output_sha256 // ""' <<<"$STAGE_INFO") ||
 		die "the staging says nothing of the recorded run's output"
 	[ -n "$want" ] || die "the staging kept no digest of the recorded run's output (an archive of an older lab? stage again)"
 	got=$(sha256sum <"$1")

@@ -114,7 +114,13 @@ userspace:
 	$(MAKE) -C userspace KHDR=$(KOBJ)/usr/include
 	$(MAKE) -C workloads
 
-setup: deps venv kernel module userspace
+# After the packages, two builds at a time: the virtualenv (pip, one CPU)
+# beside the kernel (its unpacking and configuring take one CPU), then the
+# modules beside the tools.  Each its own make, so that the kernel is
+# built once whatever else a caller's make asks of it.
+setup: deps
+	@$(MAKE) --no-print-directory -j2 venv kernel
+	@$(MAKE) --no-print-directory -j2 module userspace
 
 ## vm [VARIANT=...]: a shell in the patched kernel (VM_ACCEL=kvm|tcg to choose)
 vm: setup

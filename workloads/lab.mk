@@ -22,7 +22,7 @@ here: deps venv
 	$(call lab_run,sweep,grep --here --delay bpf $(SWEEP_ARGS))
 
 # The guest tests' small kbuild tree, configured on the host (fast here).
-workloads-test-tree: kernel
+workloads-test-tree: $(KERNEL_IMAGE)
 	workloads/kbuild-prepare.sh small build/kbuild-small build/src/linux-source-6.12
 
 # The guest tests' kbuild and grep, staged here (lab sweep --stage-only): the

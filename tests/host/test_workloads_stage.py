@@ -235,3 +235,24 @@ def test_stage_only_records_a_command_in_its_folder(tmp_path):
     assert stage_cmd(work, "md5sum", "./in.txt")["key"] != info["key"]
     assert stage_cmd(tmp_path, "md5sum", "a folder/in.txt")["key"] != info["key"]
     assert stage_cmd(work, "md5sum", "in.txt")["key"] == info["key"]
+
+
+def test_staging_on_a_machine_without_jq_says_what_to_install(tmp_path):
+    """The runner reads a staged archive's description with jq: where it
+    is missing, staging stops in one line before it mounts anything
+    (mkdir and mount stand-ins that fail keep this machine's /run as it
+    is, whatever the runner does)."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for name in ("mkdir", "mount"):
+        (bare / name).write_text("#!/bin/sh\nexit 1\n")
+        (bare / name).chmod(0o755)
+    for d in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for name in os.listdir(d) if os.path.isdir(d) else ():
+            if name != "jq" and not (bare / name).exists():
+                (bare / name).symlink_to(os.path.join(d, name))
+    out = subprocess.run(["bash", "-c", '. scripts/lib.sh; . workloads/lib/staging.sh; '
+                          'PATH=$1; stage_workload', "runner", str(bare)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip().splitlines() == ["runner: error: staging needs jq ('make deps')"]

@@ -13,4 +13,22 @@ test-bpfdelay: venv
 	VARIANT=bpf VM_CLOCK=$(TEST_CLOCK) VM_KLOG=$(TEST_LOGS)/bpfdelay-kernel.log \
 		$(VM) -- $(PY) -m pytest -q -rs -p no:cacheprovider tests/guest/test_bpfdelay.py
 
-.PHONY: test-bpfdelay
+## bpfdelay-against [AGAINST_W=grep] [AGAINST_NS=0:18000:2250]: the workload swept at the
+##   same ns points through the delay module and through the BPF delay, one boot of
+##   VARIANT=bpf on the virtual clock, then 'lab bpfdelay --against' sets them point against
+##   point into results/bpfdelay-against-<time>/ (the sweeps in results/bpfdelay-sweeps/)
+AGAINST_W ?= grep
+AGAINST_NS ?= 0:18000:2250
+AGAINST_SWEEPS := $(CURDIR)/results/bpfdelay-sweeps
+bpfdelay-against: venv
+	$(MAKE) --no-print-directory VARIANT=bpf kernel module
+	$(MAKE) --no-print-directory userspace
+	$(MAKE) --no-print-directory -C userspace/bpfdelay \
+		$(if $(wildcard /sys/kernel/btf/vmlinux),,VMLINUX_BTF=$(CURDIR)/build/obj-bpf/vmlinux)
+	VARIANT=bpf VM_CLOCK=virtual VM_KLOG=$(AGAINST_SWEEPS)/kernel.log $(VM) -- sh -ec '\
+		for d in module bpf; do $(LAB) sweep $(AGAINST_W) --here --delay $$d \
+			--ns $(AGAINST_NS) -o $(AGAINST_SWEEPS)/$$d; done'
+	$(LAB) bpfdelay --against $(AGAINST_SWEEPS)/module/latest-$(AGAINST_W) \
+		$(AGAINST_SWEEPS)/bpf/latest-$(AGAINST_W)
+
+.PHONY: test-bpfdelay bpfdelay-against

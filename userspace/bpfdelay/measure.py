@@ -6,7 +6,9 @@ that a machine whose load drifts slows each of them alike; each run is
 the median of its batches, and each case's figure the median of its runs
 with a distribution-free 95 % interval (binomial order statistics).
 
-Needs root and the built tools (make -C userspace/bpfdelay).
+Needs root and the built tools (make -C userspace/bpfdelay).  With
+--against it measures nothing: it sets a sweep through the delay module
+against one through the BPF delay (lablib.bpfdelay.against).
 """
 import argparse
 import json
@@ -16,13 +18,17 @@ import sys
 import time
 from pathlib import Path
 
+from lablib import cli
+from lablib.bpfdelay import against
 from lablib.bpfdelay.loader import Loader, Refused
 from lablib.host import cgroup2_mount
 from lablib.stats import LEAST_FOR_MEDIAN_INTERVAL, median_interval
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 ROOT_CG = "bpfdelay-measure"
-EXAMPLE = "lab bpfdelay --runs 15 --ns 1000,5000 --attach tp"
+EXAMPLE = ("lab bpfdelay --runs 15 --ns 1000,5000 --attach tp\n"
+           "  lab bpfdelay --against results/bpfdelay-sweeps/{module,bpf}/latest-grep")
 
 
 class Failed(Exception):
@@ -70,10 +76,25 @@ def main(argv=None, prog=None):
     ap.add_argument("--runs", type=int, default=15, help="runs a case (default 15)")
     ap.add_argument("--ns", default="1000,5000", help="ns asked (default 1000,5000)")
     ap.add_argument("--attach", default="tp", help="bpfdelay's --attach (default tp)")
-    ap.add_argument("--batches", type=int, default=200)
-    ap.add_argument("--calls", type=int, default=1000)
+    ap.add_argument("--batches", type=int, default=200, help="batches a run, whose median "
+                    "is the run's figure (default 200)")
+    ap.add_argument("--calls", type=int, default=1000, help="getppid calls a batch (default 1000)")
     ap.add_argument("--json", action="store_true", help="the figures as JSON")
+    g = ap.add_argument_group("a sweep through each delay, point against point")
+    g.add_argument("--against", nargs=2, metavar=("MODULE_SWEEP", "BPF_SWEEP"),
+                   help="measure nothing: two sweeps of one workload at the same ns points "
+                        "on the virtual clock, through the module and through the BPF delay, "
+                        "set against each other (make bpfdelay-against runs both)")
+    g.add_argument("-o", "--output", default=str(ROOT / "results"), metavar="DIR",
+                   help="with --against: where its result folder goes (default results/)")
+    g.add_argument("--no-plot", action="store_true", help="with --against: no against.png")
     args = ap.parse_args(argv)
+    if args.against:
+        try:
+            return against.main_against(args)
+        except (OSError, ValueError, cli.BadInput) as e:
+            print(f"{ap.prog}: error: {cli.message(e)}", file=sys.stderr)
+            return 1
     if args.runs < LEAST_FOR_MEDIAN_INTERVAL:
         ap.error(f"--runs wants at least {LEAST_FOR_MEDIAN_INTERVAL} "
                  "(the fewest that give a 95 % interval of a median)")

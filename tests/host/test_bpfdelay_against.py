@@ -63,6 +63,7 @@ def test_the_fixed_costs_and_the_spins_are_found_again(root, tmp_path):
     text = " ".join((d / "report.txt").read_text().split())
     assert "the BPF delay's fixed cost at 0: 100.0 ns a call beyond the module's" in text
     assert "calls a unit: 20,000.0, the same through both at every point" in text
+    assert "the runs of one point differ by up to 0.000 %" in text
     assert "costs 80.0 ns beyond the module's and its spin" in text
     assert (d / "against.png").stat().st_size > 10_000
     assert len((d / "against.csv").read_text().splitlines()) == 4

@@ -29,7 +29,14 @@ from lablib.sweep import analyse
 
 COLUMNS = ("measure", "ns", "calls_module", "calls_bpf", "seconds_module", "seconds_bpf",
            "spun_module", "spun_bpf", "gap_ns", "gap_after_spins_ns", "after_fixed",
-           "after_spins", "after_delayed_fixed", "exact")
+           "after_spins", "after_delayed_fixed", "runs_spread", "exact")
+
+
+def runs_spread(p):
+    """How far apart the runs of point @p are: (max - min) / median of
+    their times a unit; 0 for one run."""
+    v = p["seconds_values"]
+    return (max(v) - min(v)) / statistics.median(v) if v else 0.0
 
 
 def side(folder, delay):
@@ -97,6 +104,7 @@ def measure(pairs):
                      "spins": spins, "gap_ns": gap, "gap_after_spins_ns": gap - spins,
                      "after_fixed": (tb - calls * f0 * 1e-9) / tm - 1,
                      "after_spins": (tb - calls * (f0 + spins) * 1e-9) / tm - 1,
+                     "runs_spread": max(runs_spread(m), runs_spread(b)),
                      "exact": bool(m["exact"] and b["exact"])})
     delayed = rows[1:]
     fd = statistics.median(r["gap_after_spins_ns"] for r in delayed)
@@ -125,6 +133,7 @@ def measure(pairs):
             "after_fixed": worst("after_fixed", rows),
             "after_spins": worst("after_spins", rows),
             "after_delayed_fixed": worst("after_delayed_fixed", delayed),
+            "runs_spread": max(r["runs_spread"] for r in rows),
             "exact": all(r["exact"] for r in rows)}
 
 
@@ -139,6 +148,8 @@ def report(c):
                      + ("exact on both sides" if m["exact"] else "NOT exact on both sides "
                         "(against.csv says which)"))
         calls = rows[0]["calls_module"]
+        lines.append(f"  the runs of one point differ by up to {100 * m['runs_spread']:.3f} % "
+                     "(the larger side's): two points closer than that are the same")
         lines.append(f"  calls a unit: {calls:,.1f}, "
                      + ("the same through both at every point" if m["same_calls"] else
                         f"apart by up to {100 * m['calls_apart']:.3f} % between the delays"))
@@ -174,7 +185,7 @@ def draw(c, path):
     name, m = next(iter(c["measures"].items()))
     rows = m["rows"]
     ns = [r["ns"] for r in rows]
-    fig, (top, low) = plot.figure(ncols=2, width=11, height=4.5)
+    fig, (top, low) = plot.figure(ncols=2, width=11, height=5.2)
     top.plot(ns, [r["seconds_module"] * 1e3 for r in rows], "o-", label="module")
     top.plot(ns, [r["seconds_bpf"] * 1e3 for r in rows], "s-", label="BPF delay")
     top.plot(ns, [(r["seconds_bpf"] - r["calls_bpf"] * m["fixed_ns"] * 1e-9) * 1e3
@@ -187,6 +198,9 @@ def draw(c, path):
              label="and after each delay's spin")
     low.plot(ns[1:], [100 * r["after_delayed_fixed"] for r in rows[1:]], "^-",
              label=f"with {m['delayed_fixed_ns']:.1f} ns a delayed call instead")
+    band = [100 * r["runs_spread"] for r in rows]
+    low.fill_between(ns, [-b for b in band], band, color="0.85",
+                     label="the runs' own spread at the point")
     low.axhline(0, color="k", linewidth=0.8)
     low.set_xlabel("ns asked a call")
     low.set_ylabel("BPF against module, %")
@@ -194,8 +208,7 @@ def draw(c, path):
     plot.headline(fig, f"{what} through the module and through the BPF delay",
                   c.get("meta") or {})
     low.grid(True, alpha=0.3)
-    if low.get_legend_handles_labels()[1]:
-        low.legend(fontsize=8)
+    low.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     plot.save(fig, top, path)
 
 

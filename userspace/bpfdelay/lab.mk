@@ -14,7 +14,7 @@ test-bpfdelay: venv
 		$(VM) -- $(PY) -m pytest -q -rs -p no:cacheprovider tests/guest/test_bpfdelay.py
 
 ## bpfdelay-against [AGAINST_W=grep] [AGAINST_NS=0:18000:2250]: the workload swept at the
-##   same ns points through the delay module and through the BPF delay, one boot of
+##   same ns points through the delay module and through the BPF delay, one boot (one vCPU) of
 ##   VARIANT=bpf on the virtual clock, then 'lab bpfdelay --against' sets them point against
 ##   point into results/bpfdelay-against-<time>/ (the sweeps in results/bpfdelay-sweeps/)
 AGAINST_W ?= grep
@@ -25,7 +25,8 @@ bpfdelay-against: venv
 	$(MAKE) --no-print-directory userspace
 	$(MAKE) --no-print-directory -C userspace/bpfdelay \
 		$(if $(wildcard /sys/kernel/btf/vmlinux),,VMLINUX_BTF=$(CURDIR)/build/obj-bpf/vmlinux)
-	VARIANT=bpf VM_CLOCK=virtual VM_KLOG=$(AGAINST_SWEEPS)/kernel.log $(VM) -- sh -ec '\
+	VARIANT=bpf VM_CLOCK=virtual VM_VIRTUAL_CPUS=1 VM_KLOG=$(AGAINST_SWEEPS)/kernel.log \
+		$(VM) -- sh -ec '\
 		for d in module bpf; do $(LAB) sweep $(AGAINST_W) --here --delay $$d \
 			--ns $(AGAINST_NS) -o $(AGAINST_SWEEPS)/$$d; done'
 	$(LAB) bpfdelay --against $(AGAINST_SWEEPS)/module/latest-$(AGAINST_W) \

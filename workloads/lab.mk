@@ -11,15 +11,17 @@ W ?= apache
 sweep: setup
 	$(call lab_run,sweep,$(W) $(if $(JOBS),--vms $(JOBS)) $(SWEEP_ARGS) $(if $(CMD),-- $(CMD)))
 
-## here [SWEEP_ARGS='--ns 0:30000:3000 -r 5']: on this machine's own kernel, no kernel build
-##   (root; Linux 5.17 or later with BTF): the packages, the BPF delay, Linux's source for
-##   grep, then grep swept through the BPF delay on this CPU, analysed into results/grep-<time>/
+## here [SWEEP_ARGS='--ns 0:30000:3000 -r 5'] [HERE_CPUS=1]: on this machine's own kernel, no
+##   kernel build (root; Linux 5.17 or later with BTF): the packages, the BPF delay, Linux's
+##   source for grep, then grep swept through the BPF delay on this CPU (HERE_CPUS, default
+##   the last: lab sweep --cpus), analysed into results/grep-<time>/
+HERE_CPUS ?= $(shell echo $$(($$(nproc) - 1)))
 here: deps venv
 	scripts/build-kernel.sh --source-only
 	$(MAKE) -C userspace/lib
 	$(MAKE) -C userspace/bpfdelay
 	$(MAKE) -C workloads
-	$(call lab_run,sweep,grep --here --delay bpf $(SWEEP_ARGS))
+	$(call lab_run,sweep,grep --here --delay bpf --cpus $(HERE_CPUS) $(SWEEP_ARGS))
 
 # The guest tests' small kbuild tree, configured on the host (fast here).
 workloads-test-tree: $(KERNEL_IMAGE)

@@ -49,6 +49,8 @@ FIELDS = (
     ("JOBS", int, "make -j of kbuild"),
     ("WORKDIR", str, "scratch space on the guest"),
     ("STEP_SECONDS", int, "a server's saturation step"),
+    ("WORK_CPUS", str, "with --here, the CPUs the runner and its work run on (taskset -c), "
+                       "or ''"),
     ("STAGING", int, "1: staged into memory in a VM"),
     ("STAGE_FROM", str, "the folder of the archives staged on the host, or ''"),
     ("SYSCALL_NAMES", str, "the delayed calls by name, '' for all"),
@@ -119,6 +121,12 @@ def add_options(p):
     g.add_argument("--step-seconds", type=int, metavar="S",
                    help="apache: the length of one httperf rate step (default 1 on the "
                         "virtual clock, 4 on the host's)")
+    g.add_argument("--cpus", metavar="LIST",
+                   help="with --here: the runner and the work it starts on these CPUs only "
+                        "(taskset -c: '1', '2-3'); a vCPU of a cloud VM can be slower than "
+                        "its sibling, and work the scheduler moves between them takes either "
+                        "time (default: any CPU; not for a server, which places itself and "
+                        "its clients)")
     g.add_argument("--no-stage", action="store_true",
                    help="in the VM, run the workload from the host's files (9p) as they "
                         "are, not from a copy in memory of what it touched")
@@ -182,6 +190,24 @@ def settings(items):
         names.append(name)
         values.append(m.group(2))
     return names, values
+
+
+def cpus(text, workload, here):
+    """--cpus @text for @workload: a taskset list of CPUs this machine lets
+    the sweep run on."""
+    want(here, "--cpus is for --here: in the lab's VM the work has its vCPU")
+    want(not workload.server, f"--cpus: {workload.name} is a server, which runs on the last "
+                              f"CPU and its clients on CPU 0")
+    m = re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text)
+    want(m, f"--cpus wants CPUs like 1, 2-3 or 0,2, not '{text}'")
+    found = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        found |= set(range(int(first), int(last or first) + 1))
+    allowed = os.sched_getaffinity(0)
+    want(found and found <= allowed, f"--cpus {text}: this machine runs the sweep on CPUs "
+                                     f"{','.join(map(str, sorted(allowed)))}")
+    return text
 
 
 def syscall_numbers(names, tree):
@@ -266,6 +292,7 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
     else:
         want(not command, f"{w.name} takes no command after '--' (a workload that "
                           f"declares WL_COMMAND=1 does)")
+    work_cpus = cpus(args.cpus, w, getattr(args, "here", False)) if args.cpus else ""
     set_names, set_values = settings(args.set)
     for kv in args.hook_var:
         want(re.fullmatch(r"[A-Z][A-Z0-9_]*=.*", kv),
@@ -318,14 +345,14 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
             f"syscalls={args.syscalls or 'all'}", f"syscall_numbers={nrs or 'all'}",
             f"repeats:={repeats}", f"scale={scale}", f"tree={args.tree}",
             f"workdir={args.workdir}", f"calibration_from={cal_from}",
-            f"staging:={bools[not args.no_stage]}"]
+            f"staging:={bools[not args.no_stage]}", f"work_cpus={work_cpus or 'any'}"]
     if part:
         meta += [f"part={part}", f"part_points:=[{','.join(map(str, mine))}]"]
     return {
         "PLAN_FORMAT": FORMAT, "WORKLOAD": w.name, "WL_FILE": str(w.path),
         "RUN_CLOCK": clock, "DELAY": delay, "KNOB": knob, "ALL_VALUES": values, "VALUES": mine,
         "REPEATS": repeats, "SCALE": scale, "TREE": args.tree, "JOBS": jobs,
-        "WORKDIR": args.workdir, "STEP_SECONDS": step, "STAGING": int(not args.no_stage),
+        "WORKDIR": args.workdir, "STEP_SECONDS": step, "WORK_CPUS": work_cpus, "STAGING": int(not args.no_stage),
         "STAGE_FROM": "", "SYSCALL_NAMES": args.syscalls or "", "SYSCALL_NRS": nrs,
         "SET_NAMES": set_names, "SET_VALUES": set_values,
         "CALIBRATION": str(pathlib.Path(args.calibration).absolute())

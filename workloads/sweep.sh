@@ -107,6 +107,7 @@ write_meta() {
 lab_begin "$OUTPUT" "$WORKLOAD"
 mkdir "$LAB_DIR/logs" "$LAB_DIR/by_call"
 mkdir -p "$WORKDIR"
+pin_work
 trap stopped EXIT
 # Only a TERM sent to the worker itself comes here; Ctrl-C does not.
 trap 'log "terminated"; exit 143' TERM

@@ -218,6 +218,7 @@ def test_module_settings_are_said(root, tmp_path):
     (["grep", "--ns", "0,6000000"], "--ns wants delays of at most 5000000"),
     (["grep", "--set", "loops=5"], "the sweep sets it itself"),
     (["grep", "--set", "where"], "--set wants NAME=VALUE"),
+    (["grep", "--cpus", "1"], "--cpus is for --here"),
 ])
 def test_a_bad_value_is_status_2_and_one_line(tmp_path, args, message):
     before = set(RESULTS.iterdir()) if RESULTS.exists() else set()
@@ -237,6 +238,9 @@ def test_a_bad_value_is_status_2_and_one_line(tmp_path, args, message):
     (["grep", "--part", "1/2", "--vms", "2"], "--part is one part"),
     (["grep", "-l", "0:abc"], "--loops wants a list"),
     (["nosuch"], "WORKLOAD wants apache, cmd, grep, kbuild,"),
+    (["grep", "--here", "--cpus", "1;2"], "--cpus wants CPUs like 1, 2-3 or 0,2"),
+    (["grep", "--here", "--cpus", "4096"], "--cpus 4096: this machine runs the sweep on CPUs"),
+    (["redis", "--here", "--cpus", "0"], "--cpus: redis is a server"),
 ])
 def test_lab_sweep_refuses_a_bad_value_in_one_line(args, message):
     out = lab_sweep(*args)
@@ -276,6 +280,21 @@ def test_a_sweep_with_no_delay_times_the_work_and_counts_nothing(tmp_path):
     assert len(raw) == 2 and all(float(r["seconds"]) > 0 and r["syscalls"] == "0"
                                  for r in raw), raw
     assert [r["delayed"] for r in csv.DictReader(open(d / "points.csv"))] == [""]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a sweep on this kernel needs root")
+def test_here_the_work_runs_on_the_cpus_asked(tmp_path):
+    """--here --cpus: the command's own affinity is the CPU asked, and
+    meta.json says so."""
+    cpu = max(os.sched_getaffinity(0))
+    out = lab_sweep("cmd", "--here", "--delay", "none", "--ns", "0", "-r", "1", "--cpus",
+                    str(cpu), "--no-analysis", "-o", tmp_path, "--", "grep",
+                    "Cpus_allowed_list", "/proc/self/status")
+    assert out.returncode == 0, out.stderr[-3000:]
+    (d,) = [p for p in tmp_path.iterdir() if p.name.startswith("cmd-")]
+    assert json.loads((d / "meta.json").read_text())["settings"]["work_cpus"] == str(cpu)
+    (log,) = (d / "logs").glob("cmd-ns0-1.txt")
+    assert log.read_text().split() == ["Cpus_allowed_list:", str(cpu)], log.read_text()
 
 
 def test_lab_sweep_without_a_workload_says_how():

@@ -79,6 +79,14 @@ cgroup_remove() {
 	done
 }
 
+# pin_work: with the plan's WORK_CPUS (lab sweep --here --cpus), this
+# shell, and so the work it starts, on those CPUs only; a server's own
+# taskset inside it still wins.
+pin_work() {
+	[ -z "$WORK_CPUS" ] || taskset -p -c "$WORK_CPUS" "$BASHPID" >/dev/null ||
+		die "cannot run on CPUs $WORK_CPUS (taskset)"
+}
+
 # Memory for what a timed window writes: its output goes there and into
 # the result folder after the window closed (in the VM the result folder is
 # on the host's files).  /dev/shm is a tmpfs on every Linux system.

@@ -352,7 +352,8 @@ def make(args, workload, clock, in_vm, command=(), part=None, points=None, outpu
         "PLAN_FORMAT": FORMAT, "WORKLOAD": w.name, "WL_FILE": str(w.path),
         "RUN_CLOCK": clock, "DELAY": delay, "KNOB": knob, "ALL_VALUES": values, "VALUES": mine,
         "REPEATS": repeats, "SCALE": scale, "TREE": args.tree, "JOBS": jobs,
-        "WORKDIR": args.workdir, "STEP_SECONDS": step, "WORK_CPUS": work_cpus, "STAGING": int(not args.no_stage),
+        "WORKDIR": args.workdir, "STEP_SECONDS": step, "WORK_CPUS": work_cpus,
+        "STAGING": int(not args.no_stage),
         "STAGE_FROM": "", "SYSCALL_NAMES": args.syscalls or "", "SYSCALL_NRS": nrs,
         "SET_NAMES": set_names, "SET_VALUES": set_values,
         "CALIBRATION": str(pathlib.Path(args.calibration).absolute())

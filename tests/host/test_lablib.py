@@ -172,6 +172,12 @@ def test_read_meta_and_describe(tmp_path):
     assert results.describe({}) == "kernel ?"
     assert results.describe({"kernel": {"release": "x"}, "machine": {"cpus": 1}}) == \
         "kernel x, 1 CPU"
+    pinned = {"kernel": {"release": "x"}, "machine": {"cpus": 2}}
+    assert results.describe({**pinned, "settings": {"work_cpus": "1"}}) == \
+        "kernel x, 2 CPUs (the work on CPU 1)"
+    assert results.describe({**pinned, "settings": {"work_cpus": "0-1"}}) == \
+        "kernel x, 2 CPUs (the work on CPUs 0-1)"
+    assert results.describe({**pinned, "settings": {"work_cpus": "any"}}) == "kernel x, 2 CPUs"
 
 
 # --- cli ---------------------------------------------------------------------

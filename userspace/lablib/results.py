@@ -142,7 +142,8 @@ def on_virtual_clock(meta):
 def describe(meta):
     """One line on the kernel and machine of @meta, e.g. "kernel
     6.12.117-lab (stock, voluntary), 2 CPUs, accelerator tcg (QEMU 10.0.2),
-    no PMU"; what meta.json lacks is left out."""
+    no PMU", and the CPUs a sweep's work was pinned to (lab sweep --cpus);
+    what meta.json lacks is left out."""
     kernel = meta.get("kernel") or {}
     machine = meta.get("machine") or {}
     text = f"kernel {kernel.get('release') or '?'}"
@@ -153,6 +154,13 @@ def describe(meta):
     cpus = machine.get("cpus")
     if isinstance(cpus, int):
         parts.append(f"{cpus} CPU{'s' if cpus != 1 else ''}")
+    work = settings(meta).get("work_cpus")
+    if work and work != "any":
+        on = f"the work on CPU{'s' if ',' in work or '-' in work else ''} {work}"
+        if isinstance(cpus, int):
+            parts[-1] += f" ({on})"
+        else:
+            parts.append(on)
     if machine.get("accelerator"):
         acc = f"accelerator {machine['accelerator']}"
         if machine.get("qemu"):

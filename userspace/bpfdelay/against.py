@@ -62,7 +62,7 @@ def side(folder, delay):
 
 def compare(module_dir, bpf_dir):
     """The comparison of the two sweeps, as against.json holds it."""
-    meta_m, sum_m = side(module_dir, "module")
+    _, sum_m = side(module_dir, "module")
     meta_b, sum_b = side(bpf_dir, "bpf")
     if sum_m["workload"] != sum_b["workload"]:
         raise cli.BadInput(f"one sweep is of {sum_m['workload']}, the other of "
@@ -77,7 +77,7 @@ def compare(module_dir, bpf_dir):
         by_ns = {p["ns"]: p for p in mb["points"]}
         pairs = [(p, by_ns[p["ns"]]) for p in mm["points"] if p["ns"] in by_ns]
         if len(pairs) < 2 or pairs[0][0]["ns"] != 0:
-            raise cli.BadInput(f"{name}: the sweeps share {len(pairs)} points; compare "
+            raise cli.BadInput(f"{name}: the sweeps share {len(pairs)} points; --against "
                                "wants 0 and at least one delayed point on both")
         if any(p["syscalls_per_unit"] is None for pair in pairs for p in pair):
             continue   # a server's reply through the BPF delay has no calls

@@ -61,7 +61,8 @@ def side(folder, delay):
 
 
 def compare(module_dir, bpf_dir):
-    """The comparison of the two sweeps, as against.json holds it."""
+    """(the comparison of the two sweeps, as against.json holds it, the BPF
+    sweep's meta.json)."""
     _, sum_m = side(module_dir, "module")
     meta_b, sum_b = side(bpf_dir, "bpf")
     if sum_m["workload"] != sum_b["workload"]:
@@ -84,7 +85,7 @@ def compare(module_dir, bpf_dir):
         out["measures"][name] = measure(pairs)
     if not out["measures"]:
         raise cli.BadInput("no measure with its calls counted on both sides")
-    return out
+    return out, meta_b
 
 
 def measure(pairs):
@@ -178,10 +179,11 @@ def report(c):
     return "\n".join(lines)
 
 
-def draw(c, path):
-    """against.png: each measure's time a unit against the ns asked through
-    both delays and through the BPF delay less its fixed cost at 0; under
-    it how far that is from the module's, before and after the spins."""
+def draw(c, meta, path):
+    """against.png, subtitled with where @meta's sweep ran: the first
+    measure's time a unit against the ns asked through both delays and
+    through the BPF delay less its fixed cost at 0; beside it how far that
+    is from the module's, before and after the spins."""
     name, m = next(iter(c["measures"].items()))
     rows = m["rows"]
     ns = [r["ns"] for r in rows]
@@ -205,17 +207,16 @@ def draw(c, path):
     low.set_xlabel("ns asked a call")
     low.set_ylabel("BPF against module, %")
     what = c["workload"] if name == c["workload"] else f"{c['workload']} ({name})"
-    plot.headline(fig, f"{what} through the module and through the BPF delay",
-                  c.get("meta") or {})
+    plot.headline(fig, f"{what} through the module and through the BPF delay", meta)
     low.grid(True, alpha=0.3)
     low.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     plot.save(fig, top, path)
 
 
 def run(module_dir, bpf_dir, parent, no_plot=False):
-    """Compare, write the result folder under @parent; (folder, files, c)."""
-    c = compare(pathlib.Path(module_dir), pathlib.Path(bpf_dir))
-    c["meta"] = results.read_meta(bpf_dir)
+    """Compare, write the result folder under @parent; (folder, files,
+    comparison, report)."""
+    c, meta = compare(pathlib.Path(module_dir), pathlib.Path(bpf_dir))
     pathlib.Path(parent).mkdir(parents=True, exist_ok=True)
     d = pathlib.Path(results.lab("begin", parent, "bpfdelay-against"))
     results.lab("meta", d, "bpfdelay-against", f"workload={c['workload']}",
@@ -223,23 +224,19 @@ def run(module_dir, bpf_dir, parent, no_plot=False):
                 "--against", str(module_dir), str(bpf_dir))
     results.write_csv(d / "against.csv", COLUMNS,
                       [{"measure": n, **r} for n, m in c["measures"].items() for r in m["rows"]])
-    results.write_json(d / "against.json", {k: v for k, v in c.items() if k != "meta"})
-    results.write_text(d / "report.txt", report(c))
+    results.write_json(d / "against.json", c)
+    text = report(c)
+    results.write_text(d / "report.txt", text)
     files = ["report.txt", "against.csv", "against.json"]
     if not no_plot:
-        draw(c, d / "against.png")
+        draw(c, meta, d / "against.png")
         files.append("against.png")
     d = pathlib.Path(results.lab("commit", d, "bpfdelay-against"))
-    return d, files, c
+    return d, files, c, text
 
 
 def main_against(args):
     """lab bpfdelay --against: the exit status."""
-    d, files, c = run(*args.against, args.output, args.no_plot)
-    if args.json:
-        cli.print_json({k: v for k, v in c.items() if k != "meta"})
-    else:
-        print(report(c), end="")
-        print(f"results: {d}/{', '.join(files)}")
+    d, files, c, text = run(*args.against, args.output, args.no_plot)
+    cli.show(args, c, text, d, files)
     return 0
-
